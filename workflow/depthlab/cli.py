@@ -1,0 +1,113 @@
+"""Command line: the thin layer Snakemake rules call, plus `depthlab validate`.
+
+    depthlab stage data     --spec JSON --output results/fig2/data/2-local.zarr
+    depthlab stage lrsearch --spec JSON --input data=... --output ...
+    depthlab stage train    --spec JSON --input data=... --input lrsearch=... --output ...
+    depthlab stage ntk      --spec JSON --input data=... --output ...
+    depthlab stage figure   --spec JSON --input train:2-local:1=... --input ntk:2-local:1=... --output results/figures/fig2
+    depthlab validate config/config.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from . import config as cfg
+from . import experiments, plotting, storage
+from .device import describe, resolve_device, set_threads
+
+log = logging.getLogger("depthlab")
+
+
+def _inputs(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for p in pairs:
+        name, _, path = p.partition("=")
+        if not path:
+            raise SystemExit(f"--input needs NAME=PATH, got {p!r}")
+        out[name] = path
+    return out
+
+
+def stage(args: argparse.Namespace) -> None:
+    spec = json.loads(args.spec)
+    if spec.get("stage") != args.name:
+        raise SystemExit(f"spec is for stage {spec.get('stage')!r}, not {args.name!r}")
+    inputs = _inputs(args.input)
+    threads = set_threads(args.threads)
+    dev = resolve_device(args.device)
+    device = describe(dev)
+    t0 = time.perf_counter()
+    log.info("depthlab %s: %s on %s (%d thread(s))", args.name, args.output, device, threads)
+    if args.name == "data":
+        ds = experiments.make_data(spec)
+    elif args.name == "lrsearch":
+        ds = experiments.run_lrsearch(spec, storage.read_store(inputs["data"]), str(dev))
+    elif args.name == "train":
+        ds = experiments.run_train(spec, storage.read_store(inputs["data"]), storage.read_store(inputs["lrsearch"]), str(dev))
+    elif args.name == "ntk":
+        ds = experiments.run_ntk(spec, storage.read_store(inputs["data"]), str(dev))
+    elif args.name == "figure":
+        return figure(spec, inputs, Path(args.output))
+    else:  # argparse choices make this unreachable
+        raise SystemExit(f"unknown stage {args.name}")
+    storage.write_store(ds, args.output, spec, inputs, device)
+    log.info("wrote %s in %.1fs", args.output, time.perf_counter() - t0)
+
+
+def figure(spec: dict, inputs: dict[str, str], stem: Path) -> None:
+    """Assemble a depth figure from train:<target>:<depth> and ntk:<target>:<depth> stores."""
+    train, ntk = {}, {}
+    for key, path in inputs.items():
+        kind, name, depth = key.split(":")
+        (train if kind == "train" else ntk)[(name, int(depth))] = storage.read_store(path)
+    table = experiments.depth_table(spec, train, ntk)
+    provenance = {
+        "figure": spec["figure"],
+        "config_hash": cfg.spec_hash(spec),
+        "code_version": storage.code_version(),
+        "inputs": {k: storage.input_record(p) for k, p in sorted(inputs.items())},
+    }
+    fig = plotting.depth_figure(table, f"{spec['figure']}: test error vs depth (NN solid, NTK dashed)", spec["task"])
+    storage.save_figure(fig, stem, provenance)
+    table.to_csv(stem.with_suffix(".csv.tmp"), index=False, float_format="%.6g")
+    stem.with_suffix(".csv.tmp").replace(stem.with_suffix(".csv"))
+    storage.write_json({**provenance, "depthlab_spec": spec}, stem.with_suffix(".provenance.json"))
+    log.info("wrote %s.{png,pdf,csv,provenance.json}", stem)
+
+
+def validate(args: argparse.Namespace) -> None:
+    try:
+        cfg.load(args.config)
+    except cfg.ConfigError as e:
+        print(e, file=sys.stderr)
+        raise SystemExit(2) from None
+    print(f"{args.config}: OK")
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    p = argparse.ArgumentParser(prog="depthlab")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("stage", help="run one pipeline stage (called by the Snakemake rules)")
+    s.add_argument("name", choices=cfg.STAGES)
+    s.add_argument("--spec", required=True, help="canonical JSON spec of the job")
+    s.add_argument("--input", action="append", default=[], help="NAME=PATH of an input store (repeatable)")
+    s.add_argument("--output", required=True)
+    s.add_argument("--threads", type=int, default=None, help="torch threads (default 1 or $DEPTHLAB_THREADS)")
+    s.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    s.set_defaults(func=stage)
+    v = sub.add_parser("validate", help="validate a config file")
+    v.add_argument("config")
+    v.set_defaults(func=validate)
+    args = p.parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
