@@ -1,0 +1,119 @@
+"""The Snakemake workflow end to end on config/smoke.yaml: run, no-op rerun, partial rerun, lint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import depthlab.storage as st
+
+BIN = Path(sys.executable).parent
+
+
+def smk(root: Path, workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    cmd = [str(BIN / "snakemake"), "-s", str(root / "Snakefile"), "--directory", str(workdir), "--cores", "2", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    if check and p.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-6000:]}")
+    return p
+
+
+def stores(results: Path) -> dict[str, float]:
+    """mtime of every store and figure file under results/ (by relative path)."""
+    out = {}
+    for p in list(results.glob("fig*/**/*.zarr")) + list(results.glob("figures/*")):
+        out[str(p.relative_to(results))] = p.stat().st_mtime_ns
+    return out
+
+
+@pytest.fixture(scope="module")
+def run(root, tmp_path_factory):
+    work = tmp_path_factory.mktemp("smoke")
+    cfg = yaml.safe_load((root / "config" / "smoke.yaml").read_text())
+    cfg_path = work / "smoke.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    smk(root, work, "--configfile", str(cfg_path))
+    return root, work, cfg, cfg_path
+
+
+def test_run_produces_figure_and_stores(run):
+    root, work, cfg, _ = run
+    res = work / "results"
+    for ext in ("png", "pdf", "csv", "provenance.json"):
+        assert (res / "figures" / f"fig2.{ext}").stat().st_size > 0
+    for t in cfg["figures"]["fig2"]["targets"]:
+        for L in cfg["figures"]["fig2"]["depths"]:
+            for kind in ("lrsearch", "train", "ntk"):
+                a = st.read_attrs(res / "fig2" / kind / t / f"L{L}.zarr")
+                assert a["depthlab_spec"]["depth"] == L and a["config_hash"] and a["code_version"]
+                assert "data" in a["inputs"]
+            # the recorded content hash is the hash of what is on disk
+            ds = st.read_store(res / "fig2" / "train" / t / f"L{L}.zarr")
+            assert st.content_hash(ds) == ds.attrs["content_hash"]
+            assert ds.test_error.dims == ("seed",)
+    table = (res / "figures" / "fig2.csv").read_text().splitlines()
+    assert len(table) == 1 + len(cfg["figures"]["fig2"]["targets"]) * len(cfg["figures"]["fig2"]["depths"]) * len(cfg["figures"]["fig2"]["seeds"])
+    assert not list(res.rglob("*.tmp-*")), "no temporary store may survive a finished run"
+
+
+def test_rerun_has_nothing_to_do(run):
+    root, work, _, cfg_path = run
+    p = smk(root, work, "--configfile", str(cfg_path), "--dry-run")
+    assert "Nothing to be done" in p.stdout + p.stderr
+
+
+def test_changing_one_depth_reruns_only_that_depth_and_the_figure(run):
+    root, work, cfg, cfg_path = run
+    res = work / "results"
+    before = stores(res)
+    changed = yaml.safe_load(cfg_path.read_text())
+    old = sorted(changed["figures"]["fig2"]["depths"])
+    changed["figures"]["fig2"]["depths"] = [old[0], 3]
+    new_cfg = cfg_path.with_name("changed.yaml")
+    new_cfg.write_text(yaml.safe_dump(changed))
+    smk(root, work, "--configfile", str(new_cfg))
+    after = stores(res)
+    rerun = {k for k in after if after[k] != before.get(k)}
+    targets = sorted(cfg["figures"]["fig2"]["targets"])
+    expected = {f"fig2/{kind}/{t}/L3.zarr" for t in targets for kind in ("lrsearch", "train", "ntk")}
+    expected |= {f"figures/fig2.{ext}" for ext in ("png", "pdf", "csv", "provenance.json")}
+    assert rerun == expected
+    # and the first depth's stores are byte-for-byte the ones from before
+    for t in targets:
+        assert after[f"fig2/train/{t}/L{old[0]}.zarr"] == before[f"fig2/train/{t}/L{old[0]}.zarr"]
+    # restore the original config for any later test in this module
+    smk(root, work, "--configfile", str(cfg_path))
+
+
+def test_lint_passes(root, tmp_path):
+    p = smk(root, tmp_path, "--configfile", str(root / "config" / "smoke.yaml"), "--lint", check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "good condition" in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (lambda c: c.update(colour="red"), "'colour' was unexpected"),
+    (lambda c: c["figures"]["fig2"]["targets"]["2-local"].update(k=9), "figures.fig2.targets.2-local.k"),
+    (lambda c: c["figures"]["fig2"].update(depths=[]), "figures.fig2.depths"),
+])
+def test_bad_config_fails_before_any_job(root, tmp_path, mutate, needle):
+    cfg = yaml.safe_load((root / "config" / "smoke.yaml").read_text())
+    mutate(cfg)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    p = smk(root, tmp_path, "--configfile", str(path), check=False)
+    assert p.returncode != 0
+    assert needle in p.stdout + p.stderr
+    assert not (tmp_path / "results").exists(), "no job may run on a bad config"
+
+
+def test_profile_runs_one_thread_per_job(root):
+    prof = yaml.safe_load((root / "workflow" / "profiles" / "default" / "config.yaml").read_text())
+    assert set(prof["set-threads"].values()) == {1}
