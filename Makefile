@@ -4,6 +4,8 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 CONFIG  ?= config/config.yaml
+# Snakemake looks for profiles/default next to the Snakefile; ours lives in workflow/profiles.
+SMK     := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --workflow-profile workflow/profiles/default
 # forwarded to snakemake, e.g. make run SMK_ARGS="fig2" or SMK_ARGS="--dry-run"
 SMK_ARGS ?=
 
@@ -20,13 +22,13 @@ $(STAMP): envs/requirements.txt envs/constraints.txt pyproject.toml
 	touch $(STAMP)
 
 run: setup
-	$(BIN)/snakemake --configfile $(CONFIG) $(SMK_ARGS)
+	$(SMK) --configfile $(CONFIG) $(SMK_ARGS)
 
 test: setup
 	$(BIN)/python -m pytest -q tests
 
 report: setup
-	$(BIN)/snakemake --configfile $(CONFIG) --report results/report.html
+	$(SMK) --configfile $(CONFIG) --report results/report.html
 
 bench: setup
 	$(BIN)/python -m depthlab.bench

@@ -18,7 +18,8 @@ BIN = Path(sys.executable).parent
 
 def smk(root: Path, workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    cmd = [str(BIN / "snakemake"), "-s", str(root / "Snakefile"), "--directory", str(workdir), "--cores", "2", *args]
+    cmd = [str(BIN / "snakemake"), "-s", str(root / "Snakefile"), "--directory", str(workdir),
+           "--workflow-profile", str(root / "workflow" / "profiles" / "default"), "--cores", "2", *args]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     if check and p.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-6000:]}")

@@ -19,7 +19,7 @@ from .targets import G_FUNCTIONS
 from .widths import width_for_budget
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
-STAGES = ("data", "lrsearch", "train", "ntk", "figure")
+STAGES = ("data", "lrsearch", "train", "sweep", "ntk", "figure", "claims")
 
 
 class ConfigError(ValueError):
@@ -90,6 +90,7 @@ def validate(config: dict) -> dict:
     if not lo < hi:
         raise ConfigError(f"config error at lrsearch.log10_lr_bounds: need low < high, got [{lo}, {hi}]")
     for fname, fig in config["figures"].items():
+        fig.setdefault("kind", "depth_sweep")
         for tname, t in fig["targets"].items():
             t.setdefault("g", "product")
             t.setdefault("noise", 0.0)
@@ -103,7 +104,7 @@ def validate(config: dict) -> dict:
                 raise ConfigError(f"config error at {where}.noise: label noise is only defined for task = regression")
             if config["lrsearch"]["folds"] > t["n_train"]:
                 raise ConfigError(f"config error at lrsearch.folds: {config['lrsearch']['folds']} folds exceed n_train = {t['n_train']} of {where}")
-            for L in fig["depths"]:
+            for L in fig["depths"] if fig["kind"] == "depth_sweep" else []:
                 try:
                     width_for_budget(t["d"], fig["budget"], L)
                 except ValueError as err:
@@ -172,6 +173,19 @@ def train_spec(config: dict, figure: str, target: str, depth: int) -> dict:
     }
 
 
+def sweep_spec(config: dict, figure: str, target: str, depth: int) -> dict:
+    fig = config["figures"][figure]
+    return {
+        "stage": "sweep",
+        "data": data_spec(config, figure, target),
+        "depth": depth,
+        "width": fig["width"],
+        "lrs": [float(10.0**u) for u in sorted(fig["log10_lrs"])],
+        "training": _training(config, figure, fig["max_epochs"]),
+        "seeds": list(fig["seeds"]),
+    }
+
+
 def ntk_spec(config: dict, figure: str, target: str, depth: int) -> dict:
     return {
         "stage": "ntk",
@@ -187,6 +201,7 @@ def figure_spec(config: dict, figure: str) -> dict:
     return {
         "stage": "figure",
         "figure": figure,
+        "kind": fig["kind"],
         "task": fig["task"],
         "depths": sorted(fig["depths"]),
         "targets": {name: data_spec(config, figure, name)["target"] for name in sorted(fig["targets"])},

@@ -126,6 +126,39 @@ def run_train(spec: dict, data: xr.Dataset, lrsearch: xr.Dataset, device: str = 
     )
 
 
+def run_sweep(spec: dict, data: xr.Dataset, device: str = "auto", progress: Callable[[str], None] | None = None) -> xr.Dataset:
+    """Fig. 3: every lr x seed at a fixed width, trained as one batch; test error per (lr, seed).
+
+    ``max_converged_lr`` is the largest lr at which every seed reached the loss
+    threshold within ``max_epochs`` (the paper ends each curve there).
+    """
+    L, h = spec["depth"], spec["width"]
+    lrs = np.asarray(spec["lrs"])
+    seeds = np.asarray(spec["seeds"])
+    n = data.sizes["train_sample"]
+    lr_m = np.repeat(lrs, len(seeds))  # model m = (lr i, seed j), i = m // S
+    init = np.tile([_seed(sd, 4, L) for sd in seeds], len(lrs)) % (2**62)
+    order = np.tile([_seed(sd, 5, L) for sd in seeds], len(lrs)) % (2**62)
+    res = train(data.x_train.values, data.y_train.values, np.tile(np.arange(n), (len(lr_m), 1)), lr_m, L, h,
+                init, order, _settings(spec, device), progress=progress)
+    err = test_error(predict(res.params, data.x_test.values), data.y_test.values, spec["data"]["task"])
+    shape = (len(lrs), len(seeds))
+    conv = res.converged.reshape(shape)
+    ok = conv.all(axis=1)
+    max_lr = float(lrs[ok].max()) if ok.any() else float("nan")
+    return xr.Dataset(
+        {
+            "test_error": (("lr", "seed"), np.where(res.diverged, np.nan, err).reshape(shape)),
+            "train_loss": (("lr", "seed"), res.train_loss.reshape(shape)),
+            "epochs": (("lr", "seed"), res.epochs.reshape(shape)),
+            "converged": (("lr", "seed"), conv),
+            "diverged": (("lr", "seed"), res.diverged.reshape(shape)),
+            "max_converged_lr": ((), max_lr),
+        },
+        coords={"lr": lrs, "seed": seeds, "depth": L, "width": h},
+    )
+
+
 def run_ntk(spec: dict, data: xr.Dataset, device: str = "auto") -> xr.Dataset:
     """NTK kernel regression (Eq. 10) at one depth, and its test error."""
     L = spec["depth"]
@@ -142,6 +175,24 @@ def run_ntk(spec: dict, data: xr.Dataset, device: str = "auto") -> xr.Dataset:
         coords={"depth": L},
         attrs={"beta": spec["beta"]},
     )
+
+
+def sweep_table(spec: dict, sweep: dict[tuple[str, int], xr.Dataset], ntk: dict[tuple[str, int], xr.Dataset]) -> pd.DataFrame:
+    """One row per (target, depth, lr, seed) of an lr sweep, with the NTK error of that (target, depth)."""
+    rows = []
+    for (name, L), ds in sorted(sweep.items()):
+        t = spec["targets"][name]
+        for i, lr in enumerate(ds.lr.values):
+            for j, sd in enumerate(ds.seed.values):
+                rows.append({
+                    "target": name, "k": t["k"], "locality": t["locality"], "g": t["g"], "d": t["d"],
+                    "n_train": t["n_train"], "noise": t["noise"], "depth": L, "width": int(ds.width), "lr": float(lr),
+                    "seed": int(sd), "nn_test_error": float(ds.test_error.values[i, j]),
+                    "converged": bool(ds.converged.values[i, j]), "diverged": bool(ds.diverged.values[i, j]),
+                    "epochs": int(ds.epochs.values[i, j]), "max_converged_lr": float(ds.max_converged_lr),
+                    "ntk_test_error": float(ntk[(name, L)].test_error),
+                })
+    return pd.DataFrame(rows)
 
 
 def depth_table(spec: dict, train: dict[tuple[str, int], xr.Dataset], ntk: dict[tuple[str, int], xr.Dataset]) -> pd.DataFrame:

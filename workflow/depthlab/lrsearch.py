@@ -98,6 +98,28 @@ def validation_errors(
     }
 
 
+def propose(opt, seen: np.ndarray, q: int, lo: float, hi: float) -> np.ndarray:
+    """q new log10(lr) candidates from the optimiser, none closer than (hi - lo)/64 to a seen or pending one.
+
+    Runs are deterministic for a given lr, so re-proposing an evaluated lr (which UCB
+    does once the GP is confident) would waste a whole batch: such a proposal is
+    replaced by the middle of the widest gap between seen and pending candidates.
+    """
+    sep = (hi - lo) / 64
+    out: list[float] = []
+    for _ in range(q):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # sklearn GP convergence chatter
+            u = float(opt.suggest()["log10_lr"])
+        taken = np.concatenate([seen, out])
+        if np.min(np.abs(taken - u)) < sep:
+            pts = np.unique(np.concatenate([[lo, hi], taken]))
+            i = int(np.argmax(np.diff(pts)))
+            u = float((pts[i] + pts[i + 1]) / 2)
+        out.append(u)
+    return np.asarray(out)
+
+
 def search_lr(
     x: np.ndarray,
     y: np.ndarray,
@@ -109,6 +131,7 @@ def search_lr(
 ) -> SearchResult:
     """Cross-validated Bayesian optimisation of log10(lr) for one depth.  x: [N, d], y: [N]."""
     from bayes_opt import BayesianOptimization, acquisition
+    from sklearn.gaussian_process.kernels import Matern
 
     say = progress or log.info
     lo, hi = search.log10_lr_bounds
@@ -124,6 +147,11 @@ def search_lr(
         f=None, pbounds={"log10_lr": (lo, hi)}, acquisition_function=acq,
         random_state=search.seed, verbose=0, allow_duplicate_points=True,
     )
+    # Bound the GP length scale (in decades of lr): with the package's default bounds the
+    # marginal likelihood on a handful of points picks length_scale -> 1e-5, a flat GP,
+    # and every proposal lands back on an evaluated point.
+    span = hi - lo
+    opt.set_gp_params(kernel=Matern(nu=2.5, length_scale=span / 4, length_scale_bounds=(span / 20, 10 * span)))
     rows: list[dict[str, np.ndarray]] = []
     us: list[np.ndarray] = []
     rounds: list[np.ndarray] = []
@@ -132,9 +160,7 @@ def search_lr(
             # evenly spaced initial design (deterministic, covers the box)
             u = np.linspace(lo, hi, search.init_points + 2)[1:-1] if search.init_points > 1 else np.array([(lo + hi) / 2])
         else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # sklearn GP convergence chatter
-                u = np.array([opt.suggest()["log10_lr"] for _ in range(search.candidates_per_round)])
+            u = propose(opt, np.concatenate(us), search.candidates_per_round, lo, hi)
         lrs = 10.0**u
         say(f"lr search depth {depth} round {r}/{search.rounds}: training {len(lrs)} lr x {search.folds} folds, lr = "
             + ", ".join(f"{v:.3g}" for v in lrs))

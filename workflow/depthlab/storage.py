@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import warnings
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,7 @@ def package_versions() -> dict[str, str]:
 
 def read_attrs(path: str | Path) -> dict[str, Any]:
     """Provenance attrs of a store, JSON-decoded where they are JSON."""
-    ds = xr.open_zarr(path, consolidated=False)
+    ds = _open(path)
     out = {}
     for k, v in ds.attrs.items():
         try:
@@ -87,9 +88,16 @@ def read_attrs(path: str | Path) -> dict[str, Any]:
     return out
 
 
+def _open(path: str | Path) -> xr.Dataset:
+    with warnings.catch_warnings():
+        # Snakemake drops a .snakemake_timestamp file into directory outputs; zarr notes it is not an array
+        warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")
+        return xr.open_zarr(path, consolidated=False)
+
+
 def read_store(path: str | Path) -> xr.Dataset:
     """Open a store fully into memory (stores are small next to RAM at laptop scale)."""
-    with xr.open_zarr(path, consolidated=False) as ds:
+    with _open(path) as ds:
         return ds.load()
 
 

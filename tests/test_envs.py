@@ -1,0 +1,45 @@
+"""The conda env file (untestable here beyond syntax) stays in step with the pip pins that set-up uses."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pins() -> dict[str, str]:
+    out = {}
+    for line in (ROOT / "envs" / "constraints.txt").read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;#]+)", line)
+        if m:
+            out[m.group(1).lower().replace("_", "-")] = m.group(2)
+    return out
+
+
+def test_torch_is_pinned_to_the_cpu_wheel_version():
+    assert pins()["torch"] == "2.13.0"
+
+
+def test_every_requirement_is_pinned():
+    p = pins()
+    reqs = [r.strip().lower() for r in (ROOT / "envs" / "requirements.txt").read_text().splitlines() if r.strip() and not r.startswith("#")]
+    assert reqs and all(r in p for r in reqs), [r for r in reqs if r not in p]
+
+
+def test_conda_env_matches_pip_pins():
+    env = yaml.safe_load((ROOT / "envs" / "depthlab.yaml").read_text())
+    p = pins()
+    seen = set()
+    for dep in env["dependencies"]:
+        items = dep["pip"] if isinstance(dep, dict) else [dep]
+        for item in items:
+            m = re.match(r"^([A-Za-z0-9_.\-]+)\s*={1,2}\s*([^\s]+)$", item)
+            if not m or m.group(1) == "python":
+                continue
+            name = m.group(1).lower()
+            assert name in p, f"{name} is in envs/depthlab.yaml but not pinned in envs/constraints.txt"
+            assert m.group(2) == p[name], f"{name}: conda {m.group(2)} vs pip {p[name]}"
+            seen.add(name)
+    reqs = {r.strip().lower() for r in (ROOT / "envs" / "requirements.txt").read_text().splitlines() if r.strip() and not r.startswith("#")}
+    assert reqs <= seen, f"missing from envs/depthlab.yaml: {sorted(reqs - seen)}"
