@@ -14,8 +14,10 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/lrsearch.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/sweep.smk"
 include: "workflow/rules/ntk.smk"
 include: "workflow/rules/figure.smk"
+include: "workflow/rules/claims.smk"
 
 
 rule all:

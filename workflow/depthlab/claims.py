@@ -53,8 +53,12 @@ def _fmt(s: pd.Series) -> str:
     return ", ".join(f"L={int(L)}: {v:.4g}" for L, v in s.items())
 
 
+ROBUSTNESS = {"fig4": "label noise", "fig5": "classification", "fig6": "generalized g"}
+
+
 def depth_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
     out: list[Verdict] = []
+    tag = f"6 ({ROBUSTNESS[figure]}) = " if figure in ROBUSTNESS else ""
     for name, part in table.groupby("target", sort=True):
         k = int(part.k.iloc[0])
         loc = part.locality.iloc[0]
@@ -67,11 +71,11 @@ def depth_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
         if k >= 2 and loc == "local":
             ratio = nn.iloc[0] / deeper.min()
             r = _rho(nn)
-            out.append(Verdict("1 (local: L = 1 clearly worse, error falls with L)", figure, name,
+            out.append(Verdict(tag + "1 (local: L = 1 clearly worse, error falls with L)", figure, name,
                                bool(ratio > CLEARLY and r < 0),
                                f"NN {_fmt(nn)}; err(L=1)/min deeper = {ratio:.3f} (need > {CLEARLY}); Spearman(L, err) = {r:+.2f} (need < 0)"))
         if k >= 2 and loc == "global":
-            out.append(Verdict("2 (global: L = 1 best)", figure, name, bool(nn.iloc[0] < deeper.min()),
+            out.append(Verdict(tag + "2 (global: L = 1 best)", figure, name, bool(nn.iloc[0] < deeper.min()),
                                f"NN {_fmt(nn)}; err(L=1) = {nn.iloc[0]:.4g} vs min deeper = {deeper.min():.4g}"))
         if k == 1:
             diffs = np.sign(np.diff(nn.values))
@@ -92,7 +96,8 @@ def depth_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
         common = loc_c.index.intersection(glo_c.index)
         r = float(spearmanr(loc_c[common], glo_c[common]).statistic) if len(common) >= 3 else float("nan")
         same = loc_c.idxmin() == glo_c.idxmin()
-        out.append(Verdict("3 (k = 1: local and global alike)", figure, "1-local vs 1-global", bool(same and r > 0),
+        out.append(Verdict("3 (k = 1: local and global alike)", figure, "1-local vs 1-global",
+                           bool(same and r > 0) if np.isfinite(r) else None,
                            f"best depths {int(loc_c.idxmin())} vs {int(glo_c.idxmin())}; Spearman between curves = {r:+.2f}"))
     return out
 

@@ -18,8 +18,7 @@ import time
 from pathlib import Path
 
 from . import config as cfg
-from . import experiments, plotting, storage
-from .device import describe, resolve_device, set_threads
+from . import storage
 
 log = logging.getLogger("depthlab")
 
@@ -39,6 +38,13 @@ def stage(args: argparse.Namespace) -> None:
     if spec.get("stage") != args.name:
         raise SystemExit(f"spec is for stage {spec.get('stage')!r}, not {args.name!r}")
     inputs = _inputs(args.input)
+    if args.name == "figure":
+        return figure(spec, inputs, Path(args.output))
+    if args.name == "claims":
+        return claims_report(spec, inputs, Path(args.output))
+    from . import experiments  # imports torch: only the stages that compute pay for it
+    from .device import describe, resolve_device, set_threads
+
     threads = set_threads(args.threads)
     dev = resolve_device(args.device)
     device = describe(dev)
@@ -50,10 +56,10 @@ def stage(args: argparse.Namespace) -> None:
         ds = experiments.run_lrsearch(spec, storage.read_store(inputs["data"]), str(dev))
     elif args.name == "train":
         ds = experiments.run_train(spec, storage.read_store(inputs["data"]), storage.read_store(inputs["lrsearch"]), str(dev))
+    elif args.name == "sweep":
+        ds = experiments.run_sweep(spec, storage.read_store(inputs["data"]), str(dev))
     elif args.name == "ntk":
         ds = experiments.run_ntk(spec, storage.read_store(inputs["data"]), str(dev))
-    elif args.name == "figure":
-        return figure(spec, inputs, Path(args.output))
     else:  # argparse choices make this unreachable
         raise SystemExit(f"unknown stage {args.name}")
     storage.write_store(ds, args.output, spec, inputs, device)
@@ -61,24 +67,50 @@ def stage(args: argparse.Namespace) -> None:
 
 
 def figure(spec: dict, inputs: dict[str, str], stem: Path) -> None:
-    """Assemble a depth figure from train:<target>:<depth> and ntk:<target>:<depth> stores."""
-    train, ntk = {}, {}
+    """Assemble a figure from <kind>:<target>:<depth> stores (kind: train or sweep, and ntk)."""
+    from . import experiments, plotting
+
+    runs, ntk = {}, {}
     for key, path in inputs.items():
         kind, name, depth = key.split(":")
-        (train if kind == "train" else ntk)[(name, int(depth))] = storage.read_store(path)
-    table = experiments.depth_table(spec, train, ntk)
+        (ntk if kind == "ntk" else runs)[(name, int(depth))] = storage.read_store(path)
     provenance = {
         "figure": spec["figure"],
         "config_hash": cfg.spec_hash(spec),
         "code_version": storage.code_version(),
         "inputs": {k: storage.input_record(p) for k, p in sorted(inputs.items())},
     }
-    fig = plotting.depth_figure(table, f"{spec['figure']}: test error vs depth (NN solid, NTK dashed)", spec["task"])
+    if spec["kind"] == "lr_sweep":
+        table = experiments.sweep_table(spec, runs, ntk)
+        fig = plotting.lr_figure(table, f"{spec['figure']}: test error vs learning rate (NN solid, NTK dashed)", spec["task"])
+    else:
+        table = experiments.depth_table(spec, runs, ntk)
+        fig = plotting.depth_figure(table, f"{spec['figure']}: test error vs depth (NN solid, NTK dashed)", spec["task"])
     storage.save_figure(fig, stem, provenance)
-    table.to_csv(stem.with_suffix(".csv.tmp"), index=False, float_format="%.6g")
-    stem.with_suffix(".csv.tmp").replace(stem.with_suffix(".csv"))
+    tmp = stem.with_suffix(".csv.tmp")
+    table.to_csv(tmp, index=False, float_format="%.6g")
+    tmp.replace(stem.with_suffix(".csv"))
     storage.write_json({**provenance, "depthlab_spec": spec}, stem.with_suffix(".provenance.json"))
     log.info("wrote %s.{png,pdf,csv,provenance.json}", stem)
+
+
+def claims_report(spec: dict, inputs: dict[str, str], out: Path) -> None:
+    """Check the SPEC claims on every figure table; write markdown (inputs: <figure>=<csv>)."""
+    import pandas as pd
+
+    from . import claims
+
+    verdicts = []
+    for name in sorted(inputs):
+        table = pd.read_csv(inputs[name])
+        kind = spec["figures"][name]
+        verdicts += (claims.lr_claims if kind == "lr_sweep" else claims.depth_claims)(name, table)
+    text = claims.render(verdicts, spec["scale_note"])
+    text += "\nInputs: " + ", ".join(f"`{p}`" for p in sorted(inputs.values())) + "\n"
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(out)
+    log.info("wrote %s", out)
 
 
 def validate(args: argparse.Namespace) -> None:

@@ -196,6 +196,22 @@ def ntk_spec(config: dict, figure: str, target: str, depth: int) -> dict:
     }
 
 
+def claims_spec(config: dict) -> dict:
+    figs = config["figures"]
+    scale = "; ".join(
+        f"{name}: " + ", ".join(f"{t} (d={v['d']}, N={v['n_train']}" + (f", eps={v['noise']:g}" if v["noise"] else "") + ")"
+                                for t, v in sorted(f["targets"].items()))
+        + (f", P={f['budget']:g}" if f["kind"] == "depth_sweep" else f", h={f['width']}")
+        + f", L={sorted(f['depths'])}, N_test={f['n_test']}, seeds={len(f['seeds'])}"
+        for name, f in sorted(figs.items())
+    )
+    return {
+        "stage": "claims",
+        "figures": {name: f["kind"] for name, f in sorted(figs.items())},
+        "scale_note": f"Scale: {scale}; CV folds={config['lrsearch']['folds']}.",
+    }
+
+
 def figure_spec(config: dict, figure: str) -> dict:
     fig = config["figures"][figure]
     return {

@@ -19,23 +19,63 @@ def depth_figure(table: pd.DataFrame, title: str, task: str = "regression") -> p
     table: rows of :func:`depthlab.experiments.depth_table`.
     """
     sns.set_theme(style="whitegrid", context="paper")
-    panels = sorted({(int(k), g) for k, g in zip(table.k, table.g)})
+    by_noise = table.noise.nunique() > 1  # Fig. 4: one panel per target family, one colour per noise level
+    key = ["k", "g", "locality"] if by_noise else ["k", "g"]
+    panels = sorted({tuple(r) for r in table[key].itertuples(index=False)})
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
     palette = {"local": "tab:blue", "global": "tab:red"}
-    for ax, (k, g) in zip(axes[0], panels):
-        sub = table[(table.k == k) & (table.g == g)]
+    noise_colors = dict(zip(sorted(table.noise.unique()), sns.color_palette("rocket", table.noise.nunique())))
+    for ax, panel in zip(axes[0], panels):
+        sub = table[(table[key] == pd.Series(panel, index=key)).all(axis=1)]
         for name, part in sub.groupby("target", sort=True):
             loc = part.locality.iloc[0]
-            label = f"{name} (d={part.d.iloc[0]}, N={part.n_train.iloc[0]})"
+            color = noise_colors[part.noise.iloc[0]] if by_noise else palette[loc]
+            label = f"{name} (d={part.d.iloc[0]}, N={part.n_train.iloc[0]}" + (f", eps={part.noise.iloc[0]:g})" if by_noise else ")")
             sns.lineplot(data=part, x="depth", y="nn_test_error", errorbar="sd", marker="o", ax=ax,
-                         color=palette[loc], label=f"NN {label}", err_style="bars")
+                         color=color, label=f"NN {label}", err_style="bars")
             ntk = part.groupby("depth", as_index=False).ntk_test_error.first()
-            ax.plot(ntk.depth, ntk.ntk_test_error, "--", marker="x", color=palette[loc], label=f"NTK {name}")
+            ax.plot(ntk.depth, ntk.ntk_test_error, "--", marker="x", color=color, label=f"NTK {name}")
         ax.set_yscale("log")
         ax.set_xlabel("depth $L$")
         ax.set_ylabel(YLABEL[task])
-        ax.set_title(f"k = {k}" + ("" if g == "product" else f", g = {g}"))
+        k, g = panel[0], panel[1]
+        ax.set_title(f"k = {k}" + ("" if g == "product" else f", g = {g}") + (f", {panel[2]}" if by_noise else ""))
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.legend(fontsize=6)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def lr_figure(table: pd.DataFrame, title: str, task: str = "regression") -> plt.Figure:
+    """Fig. 3: test error vs learning rate at fixed width, one curve per depth, NTK as horizontal dashed lines.
+
+    Each curve stops at ``max_converged_lr`` (largest lr whose runs all reached the
+    loss threshold within the epoch cap); that end point is marked with a triangle.
+    """
+    sns.set_theme(style="whitegrid", context="paper")
+    names = sorted(table.target.unique())
+    fig, axes = plt.subplots(1, len(names), figsize=(4.4 * len(names), 3.5), squeeze=False)
+    depths = sorted(table.depth.unique())
+    colors = dict(zip(depths, sns.color_palette("viridis", len(depths))))
+    for ax, name in zip(axes[0], names):
+        part = table[table.target == name]
+        for L in depths:
+            sub = part[part.depth == L]
+            max_lr = sub.max_converged_lr.iloc[0]
+            shown = sub[sub.lr <= max_lr] if pd.notna(max_lr) else sub.iloc[0:0]
+            label = f"L={L}" + (f" (max lr {max_lr:.3g})" if pd.notna(max_lr) else " (no lr converged)")
+            if not shown.empty:
+                sns.lineplot(data=shown, x="lr", y="nn_test_error", errorbar="sd", marker="o", color=colors[L], ax=ax,
+                             label=label, err_style="bars")
+                end = shown[shown.lr == max_lr].nn_test_error.mean()
+                ax.plot([max_lr], [end], marker="v", color=colors[L], markersize=9)
+            ax.axhline(sub.ntk_test_error.iloc[0], ls="--", color=colors[L], lw=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("learning rate $\\eta$")
+        ax.set_ylabel(YLABEL[task])
+        ax.set_title(f"{name}, width h = {part.width.iloc[0]} (NTK dashed)")
         ax.legend(fontsize=6)
     fig.suptitle(title)
     fig.tight_layout()

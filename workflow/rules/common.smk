@@ -31,7 +31,7 @@ def figure_files_of(figure):
 
 
 def all_figures(wildcards):
-    return [f for name in sorted(FIGURES) for f in figure_files_of(name)]
+    return [f for name in sorted(FIGURES) for f in figure_files_of(name)] + [f"{R}/claims.md"]
 
 
 def _figure_target(name):
@@ -63,9 +63,18 @@ def lrsearch_store(wildcards):
     return f"{R}/{wildcards.figure}/lrsearch/{wildcards.target}/L{wildcards.depth}.zarr"
 
 
+def _run_kind(figure):
+    """Store kind holding the network runs: CV-tuned training (depth sweep) or the fixed-width lr sweep."""
+    return "sweep" if FIGURES[figure]["kind"] == "lr_sweep" else "train"
+
+
 def figure_inputs(wildcards):
     f = wildcards.figure
-    return [f"{R}/{f}/{kind}/{t}/L{L}.zarr" for t, L in _grid(f) for kind in ("train", "ntk")]
+    return [f"{R}/{f}/{kind}/{t}/L{L}.zarr" for t, L in _grid(f) for kind in (_run_kind(f), "ntk")]
+
+
+def claims_inputs(wildcards):
+    return [f"{R}/figures/{name}.csv" for name in sorted(FIGURES)]
 
 
 # ---- params: the exact config values each job depends on (canonical JSON) ----------
@@ -83,6 +92,10 @@ def train_params(wildcards):
     return _json(dlc.train_spec(config, wildcards.figure, wildcards.target, int(wildcards.depth)))
 
 
+def sweep_params(wildcards):
+    return _json(dlc.sweep_spec(config, wildcards.figure, wildcards.target, int(wildcards.depth)))
+
+
 def ntk_params(wildcards):
     return _json(dlc.ntk_spec(config, wildcards.figure, wildcards.target, int(wildcards.depth)))
 
@@ -93,4 +106,12 @@ def figure_params(wildcards):
 
 def figure_input_args(wildcards):
     f = wildcards.figure
-    return " ".join(f"--input {kind}:{t}:{L}={R}/{f}/{kind}/{t}/L{L}.zarr" for t, L in _grid(f) for kind in ("train", "ntk"))
+    return " ".join(f"--input {kind}:{t}:{L}={R}/{f}/{kind}/{t}/L{L}.zarr" for t, L in _grid(f) for kind in (_run_kind(f), "ntk"))
+
+
+def claims_params(wildcards):
+    return _json(dlc.claims_spec(config))
+
+
+def claims_input_args(wildcards):
+    return " ".join(f"--input {name}={R}/figures/{name}.csv" for name in sorted(FIGURES))
