@@ -29,7 +29,7 @@ def smk(root: Path, workdir: Path, *args: str, check: bool = True) -> subprocess
 def stores(results: Path) -> dict[str, float]:
     """mtime of every store and figure file under results/ (by relative path)."""
     out = {}
-    for p in list(results.glob("fig*/**/*.zarr")) + list(results.glob("figures/*")):
+    for p in list(results.glob("fig*/**/*.zarr")) + list(results.glob("figures/*")) + list(results.glob("claims.md")):
         out[str(p.relative_to(results))] = p.stat().st_mtime_ns
     return out
 
@@ -64,6 +64,61 @@ def test_run_produces_figure_and_stores(run):
     assert not list(res.rglob("*.tmp-*")), "no temporary store may survive a finished run"
 
 
+def test_every_figure_target_and_the_claims_report(run):
+    root, work, cfg, _ = run
+    res = work / "results"
+    for name, fig in cfg["figures"].items():
+        for ext in ("png", "pdf", "csv", "provenance.json"):
+            assert (res / "figures" / f"{name}.{ext}").stat().st_size > 0, name
+    sweep = st.read_store(next((res / "fig3" / "sweep").glob("*/L1.zarr")))
+    assert sweep.test_error.dims == ("lr", "seed") and "max_converged_lr" in sweep
+    claims = (res / "claims.md").read_text()
+    assert "| claim | figure |" in claims and "fig2" in claims
+    # the report is computed from the stores: its fig2 numbers are the csv's
+    import pandas as pd
+
+    t = pd.read_csv(res / "figures" / "fig2.csv")
+    v = t[(t.target == "2-local") & (t.depth == 1)].nn_test_error.mean()
+    assert f"L=1: {v:.4g}" in claims
+
+
+def audit(work: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "depthlab"), "audit", *args], cwd=work, capture_output=True, text=True, timeout=300)
+
+
+def test_audit_traces_figure_to_data_and_passes(run):
+    root, work, _, cfg_path = run
+    p = audit(work, "results/figures/fig2.png", "--configfile", str(cfg_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    for needle in ("figure results/figures/fig2", "results/fig2/train/2-local/L1.zarr", "results/fig2/lrsearch/2-local/L1.zarr",
+                   "results/fig2/ntk/2-global/L2.zarr", "results/fig2/data/2-local.zarr", "audit OK"):
+        assert needle in p.stdout
+
+
+def test_audit_catches_a_modified_store_and_a_changed_config(run, tmp_path):
+    import zarr
+
+    root, work, cfg, cfg_path = run
+    copy = tmp_path / "w"
+    shutil.copytree(work / "results", copy / "results")
+    z = zarr.open_array(str(copy / "results/fig2/data/2-local.zarr/y_test"), mode="r+")
+    z[0] = z[0] + 1.0
+    p = audit(copy, "results/figures/fig2.pdf")
+    assert p.returncode != 0
+    assert "results/fig2/data/2-local.zarr: arrays on disk" in p.stderr
+    # a config with another seed made none of these stores
+    other = yaml.safe_load(cfg_path.read_text())
+    other["seed"] = 99
+    other_path = tmp_path / "other.yaml"
+    other_path.write_text(yaml.safe_dump(other))
+    p = audit(work, "results/fig2/train/2-global/L1.zarr", "--configfile", str(other_path))
+    assert p.returncode != 0 and "made by a different config (differs in: data)" in p.stderr
+    # a missing input is named
+    shutil.rmtree(copy / "results/fig2/ntk/2-global/L2.zarr")
+    p = audit(copy, "results/figures/fig2.csv")
+    assert "results/fig2/ntk/2-global/L2.zarr: missing" in p.stderr
+
+
 def test_rerun_has_nothing_to_do(run):
     root, work, _, cfg_path = run
     p = smk(root, work, "--configfile", str(cfg_path), "--dry-run")
@@ -84,7 +139,7 @@ def test_changing_one_depth_reruns_only_that_depth_and_the_figure(run):
     rerun = {k for k in after if after[k] != before.get(k)}
     targets = sorted(cfg["figures"]["fig2"]["targets"])
     expected = {f"fig2/{kind}/{t}/L3.zarr" for t in targets for kind in ("lrsearch", "train", "ntk")}
-    expected |= {f"figures/fig2.{ext}" for ext in ("png", "pdf", "csv", "provenance.json")}
+    expected |= {f"figures/fig2.{ext}" for ext in ("png", "pdf", "csv", "provenance.json")} | {"claims.md"}
     assert rerun == expected
     # and the first depth's stores are byte-for-byte the ones from before
     for t in targets:

@@ -6,6 +6,7 @@
     depthlab stage ntk      --spec JSON --input data=... --output ...
     depthlab stage figure   --spec JSON --input train:2-local:1=... --input ntk:2-local:1=... --output results/figures/fig2
     depthlab validate config/config.yaml
+    depthlab audit results/figures/fig2.png [--configfile config/config.yaml]
 """
 
 from __future__ import annotations
@@ -113,6 +114,26 @@ def claims_report(spec: dict, inputs: dict[str, str], out: Path) -> None:
     log.info("wrote %s", out)
 
 
+def audit(args: argparse.Namespace) -> None:
+    from . import audit as au
+
+    config = None
+    if args.configfile:
+        try:
+            config = cfg.load(args.configfile)
+        except cfg.ConfigError as e:
+            print(e, file=sys.stderr)
+            raise SystemExit(2) from None
+    result = au.run(args.target, config)
+    print("\n".join(result.lines))
+    if result.problems:
+        print(f"\nAUDIT FAILED: {len(result.problems)} problem(s):", file=sys.stderr)
+        for prob in result.problems:
+            print(f"  - {prob}", file=sys.stderr)
+        raise SystemExit(1)
+    print(f"\naudit OK: {len(result.seen)} store(s) checked, every recorded hash matches the arrays on disk")
+
+
 def validate(args: argparse.Namespace) -> None:
     try:
         cfg.load(args.config)
@@ -134,6 +155,10 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--threads", type=int, default=None, help="torch threads (default 1 or $DEPTHLAB_THREADS)")
     s.add_argument("--device", default="auto", help="auto | cpu | cuda")
     s.set_defaults(func=stage)
+    a = sub.add_parser("audit", help="print a figure's or store's lineage and check every recorded hash")
+    a.add_argument("target", help="results/figures/fig2.png (or .pdf/.csv/.provenance.json, or the stem) or a .zarr store")
+    a.add_argument("--configfile", help="also check that each store was made from exactly this config's values")
+    a.set_defaults(func=audit)
     v = sub.add_parser("validate", help="validate a config file")
     v.add_argument("config")
     v.set_defaults(func=validate)
