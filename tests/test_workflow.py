@@ -119,6 +119,15 @@ def test_audit_catches_a_modified_store_and_a_changed_config(run, tmp_path):
     assert "results/fig2/ntk/2-global/L2.zarr: missing" in p.stderr
 
 
+def test_html_report_has_every_figure_the_claims_and_the_config(run):
+    root, work, cfg, cfg_path = run
+    smk(root, work, "--configfile", str(cfg_path), "--report", str(work / "report.html"))
+    html = (work / "report.html").read_text()
+    for name in cfg["figures"]:
+        assert f"Mori &amp; Ueda {name}" in html, name
+    assert "claims.md" in html and "config.used.yaml" in html
+
+
 def test_rerun_has_nothing_to_do(run):
     root, work, _, cfg_path = run
     p = smk(root, work, "--configfile", str(cfg_path), "--dry-run")

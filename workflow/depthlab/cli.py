@@ -43,6 +43,11 @@ def stage(args: argparse.Namespace) -> None:
         return figure(spec, inputs, Path(args.output))
     if args.name == "claims":
         return claims_report(spec, inputs, Path(args.output))
+    if args.name == "config":
+        import yaml
+
+        storage.write_text(yaml.safe_dump(spec["config"], sort_keys=True), args.output)
+        return
     from . import experiments  # imports torch: only the stages that compute pay for it
     from .device import describe, resolve_device, set_threads
 
@@ -88,9 +93,7 @@ def figure(spec: dict, inputs: dict[str, str], stem: Path) -> None:
         table = experiments.depth_table(spec, runs, ntk)
         fig = plotting.depth_figure(table, f"{spec['figure']}: test error vs depth (NN solid, NTK dashed)", spec["task"])
     storage.save_figure(fig, stem, provenance)
-    tmp = stem.with_suffix(".csv.tmp")
-    table.to_csv(tmp, index=False, float_format="%.6g")
-    tmp.replace(stem.with_suffix(".csv"))
+    storage.write_text(table.to_csv(index=False, float_format="%.6g"), stem.with_suffix(".csv"))
     storage.write_json({**provenance, "depthlab_spec": spec}, stem.with_suffix(".provenance.json"))
     log.info("wrote %s.{png,pdf,csv,provenance.json}", stem)
 
@@ -108,9 +111,7 @@ def claims_report(spec: dict, inputs: dict[str, str], out: Path) -> None:
         verdicts += (claims.lr_claims if kind == "lr_sweep" else claims.depth_claims)(name, table)
     text = claims.render(verdicts, spec["scale_note"])
     text += "\nInputs: " + ", ".join(f"`{p}`" for p in sorted(inputs.values())) + "\n"
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
+    storage.write_text(text, out)
     log.info("wrote %s", out)
 
 

@@ -19,7 +19,7 @@ from .targets import G_FUNCTIONS
 from .widths import width_for_budget
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
-STAGES = ("data", "lrsearch", "train", "sweep", "ntk", "figure", "claims")
+STAGES = ("data", "lrsearch", "train", "sweep", "ntk", "figure", "claims", "config")
 
 
 class ConfigError(ValueError):

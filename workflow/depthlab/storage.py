@@ -139,13 +139,18 @@ def write_store(ds: xr.Dataset, path: str | Path, spec: dict, inputs: dict[str, 
     return path
 
 
-def write_json(obj: Any, path: str | Path) -> None:
-    """Atomic JSON write (tmp file + rename)."""
+def write_text(text: str, path: str | Path) -> None:
+    """Atomic text write (tmp file + rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def write_json(obj: Any, path: str | Path) -> None:
+    """Atomic JSON write (tmp file + rename)."""
+    write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", path)
 
 
 def save_figure(fig: Any, stem: str | Path, provenance: dict[str, Any]) -> list[Path]:

@@ -2,7 +2,7 @@ rule claims:
     input:
         claims_inputs,
     output:
-        f"{R}/claims.md",
+        report(f"{R}/claims.md", caption="../report/claims.rst", category="Claims"),
     log:
         f"{R}/logs/claims.log",
     benchmark:
@@ -15,3 +15,19 @@ rule claims:
         "../../envs/depthlab.yaml"
     shell:
         "depthlab stage claims --spec {params.spec:q} {params.inputs} --output {output:q} > {log:q} 2>&1"
+
+
+rule config_snapshot:
+    output:
+        report(f"{R}/config.used.yaml", caption="../report/config.rst", category="Configuration"),
+    log:
+        f"{R}/logs/config_snapshot.log",
+    benchmark:
+        f"{R}/benchmarks/config_snapshot.tsv"
+    params:
+        spec=config_params,
+    threads: 1
+    conda:
+        "../../envs/depthlab.yaml"
+    shell:
+        "depthlab stage config --spec {params.spec:q} --output {output:q} > {log:q} 2>&1"

@@ -31,7 +31,7 @@ def figure_files_of(figure):
 
 
 def all_figures(wildcards):
-    return [f for name in sorted(FIGURES) for f in figure_files_of(name)] + [f"{R}/claims.md"]
+    return [f for name in sorted(FIGURES) for f in figure_files_of(name)] + [f"{R}/claims.md", f"{R}/config.used.yaml"]
 
 
 def _figure_target(name):
@@ -107,6 +107,14 @@ def figure_params(wildcards):
 def figure_input_args(wildcards):
     f = wildcards.figure
     return " ".join(f"--input {kind}:{t}:{L}={R}/{f}/{kind}/{t}/L{L}.zarr" for t, L in _grid(f) for kind in (_run_kind(f), "ntk"))
+
+
+def figure_kind(wildcards):
+    return FIGURES[wildcards.figure]["kind"]
+
+
+def config_params(wildcards):
+    return _json({"stage": "config", "config": config})
 
 
 def claims_params(wildcards):

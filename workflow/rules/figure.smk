@@ -2,7 +2,7 @@ rule figure:
     input:
         figure_inputs,
     output:
-        png=f"{R}/figures/{{figure}}.png",
+        png=report(f"{R}/figures/{{figure}}.png", caption="../report/figure.rst", category="Figures", subcategory="{figure}"),
         pdf=f"{R}/figures/{{figure}}.pdf",
         csv=f"{R}/figures/{{figure}}.csv",
         provenance=f"{R}/figures/{{figure}}.provenance.json",
@@ -14,6 +14,7 @@ rule figure:
         spec=figure_params,
         inputs=figure_input_args,
         stem=f"{R}/figures/{{figure}}",
+        kind=figure_kind,
     threads: 1
     conda:
         "../../envs/depthlab.yaml"
