@@ -109,8 +109,15 @@ def test_kernel_regression_interpolates_and_matches_direct_solve():
 
 
 def test_jitter_is_recorded_when_gram_is_singular():
-    x = dl.sample_inputs(20, 4, seed=8)
-    x = np.concatenate([x, x[:3]])  # duplicated points make K exactly singular
-    y = np.concatenate([np.arange(20.0), np.arange(3.0)])
+    from depthlab.ntk import _cholesky_with_jitter
+
+    K = torch.ones(6, 6, dtype=torch.float64)  # rank 1
+    C, jit = _cholesky_with_jitter(K)
+    assert jit > 0
+    np.testing.assert_allclose((C @ C.T).numpy(), K.numpy() + jit * np.eye(6), atol=1e-12)
+    x = dl.sample_inputs(30, 4, seed=8)
+    x = np.concatenate([x] * 4)  # every point four times: 90 zero eigenvalues up to rounding
+    y = np.tile(np.arange(30.0), 4)
     fit = dl.kernel_regression(x, y, x[:5], depths=[2], device="cpu")
     assert fit.jitter[0] > 0
+    np.testing.assert_allclose(fit.prediction[0], y[:5], atol=1e-3)  # still interpolates (consistent duplicates)

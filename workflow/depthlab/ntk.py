@@ -34,29 +34,39 @@ def _as64(x: np.ndarray | torch.Tensor, dev: torch.device) -> torch.Tensor:
 
 
 def kernels(
-    x1: torch.Tensor, x2: torch.Tensor, max_depth: int, beta: float = 0.1
+    x1: torch.Tensor, x2: torch.Tensor, max_depth: int, beta: float = 0.1, copy: bool = True
 ) -> Iterator[tuple[int, torch.Tensor]]:
     """Yield (L, Theta^(L)(x1, x2)) for L = 1..max_depth in one pass.  x1: [n1, d], x2: [n2, d] float64.
 
-    The yielded tensor [n1, n2] is a fresh array each depth (safe to keep).
+    With ``copy=False`` the yielded [n1, n2] tensor is updated in place by the next
+    step (use it before advancing the iterator).  Keep n1 * n2 near :data:`TILE`
+    for speed: the recursion is a chain of elementwise passes, cache-bound.
     """
     d = x1.shape[1]
     b2 = beta * beta
     n1 = (x1 * x1).sum(1) / d  # |x|^2/d, [n1]
     n2 = (x2 * x2).sum(1) / d
-    sig = x1 @ x2.T / d + b2  # Sigma^(0), [n1, n2]
+    sig = torch.addmm(torch.full((), b2, dtype=x1.dtype, device=x1.device), x1, x2.T, alpha=1.0 / d)  # Sigma^(0), [n1, n2]
     theta = sig.clone()
+    buf = torch.empty_like(sig)
     for ell in range(1, max_depth + 1):
         # diagonal entries of Lambda^(ell): Sigma^(ell-1)(x, x) = |x|^2/d + ell beta^2
-        s1 = n1 + ell * b2
-        s2 = n2 + ell * b2
-        sqrt_det = torch.outer(s1, s2).sub_(sig * sig).clamp_(min=0.0).sqrt_()
+        sqrt_det = torch.outer(n1 + ell * b2, n2 + ell * b2).addcmul_(sig, sig, value=-1.0).clamp_(min=0.0).sqrt_()
         # atan(c / 0) = pi/2 for c > 0: the x = x' limit comes out exactly (Sigmadot = 1)
-        phase = torch.atan(sig / sqrt_det)
-        sig_dot = phase * (1.0 / math.pi) + 0.5  # Eq. (17)
-        sig = sqrt_det.div_(math.pi).add_(sig * (phase.add_(math.pi / 2) / math.pi)).add_(b2)  # Eq. (16)
-        theta = theta.mul_(sig_dot).add_(sig)
-        yield ell, theta.clone()
+        phase = torch.div(sig, sqrt_det, out=buf).atan_()
+        theta.mul_(phase.mul(1.0 / math.pi).add_(0.5))  # Theta *= Sigmadot^(ell), Eq. (17)
+        # Sigma^(ell) = [sqrt(det) + Sigma^(ell-1) (pi/2 + phase)] / pi + beta^2, Eq. (16)
+        sig.mul_(phase.add_(math.pi / 2)).add_(sqrt_det).div_(math.pi).add_(b2)
+        theta.add_(sig)
+        yield ell, (theta.clone() if copy else theta)
+
+
+TILE = 1 << 16  # elements per kernel tile: 512 KiB of float64, cache-resident temporaries
+
+
+def _rows(block: int, n_other: int) -> int:
+    """Rows per tile: at most ``block`` (the memory knob), at least 1, about TILE elements."""
+    return max(1, min(block, TILE // max(n_other, 1)))
 
 
 def kernel(x1: np.ndarray, x2: np.ndarray, depth: int, beta: float = 0.1) -> np.ndarray:
@@ -112,10 +122,11 @@ def _gram(x: torch.Tensor, depths: Sequence[int], beta: float, block: int) -> It
     n = x.shape[0]
     for L in depths:
         K = torch.empty(n, n, dtype=torch.float64, device=x.device)
-        for s in range(0, n, block):
-            for ell, th in kernels(x[s : s + block], x, L, beta):
+        rows = _rows(block, n) if x.device.type == "cpu" else block
+        for s in range(0, n, rows):
+            for ell, th in kernels(x[s : s + rows], x, L, beta, copy=False):
                 if ell == L:
-                    K[s : s + block] = th
+                    K[s : s + rows] = th
         # On the diagonal det Lambda = 0 exactly, but rounding leaves ~1e-16 that sqrt()
         # lifts to ~1e-8; write the exact closed form there instead (kernel_diagonal).
         K.diagonal().copy_(kernel_diagonal(x, L, beta))
@@ -156,10 +167,12 @@ def kernel_regression(
     want = set(depths)
     pred = np.empty((len(depths), T.shape[0]))
     row = {L: i for i, L in enumerate(depths)}
-    for s in range(0, T.shape[0], block):
-        for ell, th in kernels(T[s : s + block], X, depths[-1], beta):
+    rows = _rows(block, X.shape[0]) if dev.type == "cpu" else block
+    A = torch.stack([alphas[L] for L in depths], 1)  # [n, D]
+    for s in range(0, T.shape[0], rows):
+        for ell, th in kernels(T[s : s + rows], X, depths[-1], beta, copy=False):
             if ell in want:
-                pred[row[ell], s : s + block] = (th @ alphas[ell]).cpu().numpy()
+                pred[row[ell], s : s + rows] = (th @ A[:, row[ell]]).cpu().numpy()
     return KernelFit(
         depths=np.asarray(depths),
         prediction=pred,

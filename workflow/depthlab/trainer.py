@@ -112,7 +112,7 @@ def sgd_step(params: Params, x: torch.Tensor, y: torch.Tensor, lr: torch.Tensor,
     """
     acts = [x]  # z_0 .. z_L, each [M, B, n_l]
     for W, b in params[:-1]:
-        acts.append(torch.relu(torch.baddbmm(b, acts[-1], W)))
+        acts.append(torch.baddbmm(b, acts[-1], W).relu_())
     W, b = params[-1]
     out = torch.baddbmm(b, acts[-1], W).squeeze(-1)  # [M, B]
     batch_loss, g = loss_and_grad(out, y, loss)
@@ -123,8 +123,9 @@ def sgd_step(params: Params, x: torch.Tensor, y: torch.Tensor, lr: torch.Tensor,
         a_prev = acts[l]
         g_lr = g * lr3  # scale the small [M, B, out] factor rather than the [M, in, out] gradient
         if l > 0:
-            # backprop through W_l before updating it; relu' = 1[z > 0] = 1[a > 0]
-            g = torch.bmm(g, W.transpose(1, 2)).mul_(a_prev > 0)
+            # backprop through W_l before updating it; relu' = 1[z > 0] = 1[a > 0].
+            # threshold_backward is that mask-multiply as one fused op (no bool temporary, no dtype copy)
+            g = torch.ops.aten.threshold_backward(torch.bmm(g, W.transpose(1, 2)), a_prev, 0.0)
         W.baddbmm_(a_prev.transpose(1, 2), g_lr, alpha=-1.0)  # W -= lr a^T g
         b.sub_(g_lr.sum(1, keepdim=True))
     return batch_loss
