@@ -157,6 +157,32 @@ def test_changing_one_depth_reruns_only_that_depth_and_the_figure(run):
     smk(root, work, "--configfile", str(cfg_path))
 
 
+def test_killed_run_recovers_with_the_documented_commands(run, tmp_path):
+    """SIGKILL the whole Snakemake process group mid-run; --unlock + rerun finishes with the same arrays."""
+    import signal
+    import time
+
+    root, work, cfg, cfg_path = run
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    base = [str(BIN / "snakemake"), "-s", str(root / "Snakefile"), "--directory", str(tmp_path),
+            "--workflow-profile", str(root / "workflow" / "profiles" / "default"), "--cores", "2", "--configfile", str(cfg_path)]
+    p = subprocess.Popen([*base, "fig2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    while not list((tmp_path / "results" / "fig2" / "lrsearch").glob("*/*.zarr")):
+        assert p.poll() is None and time.time() < deadline, "the run ended before it could be killed"
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    subprocess.run([*base, "--unlock"], env=env, check=True, capture_output=True)
+    done = subprocess.run([*base, "fig2"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert not list((tmp_path / "results").rglob("*.tmp-*")) and not list((tmp_path / "results").rglob("*.ckpt*"))
+    for t in cfg["figures"]["fig2"]["targets"]:
+        for L in cfg["figures"]["fig2"]["depths"]:
+            a = st.read_attrs(tmp_path / f"results/fig2/train/{t}/L{L}.zarr")["content_hash"]
+            assert a == st.read_attrs(work / f"results/fig2/train/{t}/L{L}.zarr")["content_hash"], "same config, same arrays"
+
+
 def test_lint_passes(root, tmp_path):
     p = smk(root, tmp_path, "--configfile", str(root / "config" / "smoke.yaml"), "--lint", check=False)
     assert p.returncode == 0, p.stdout + p.stderr

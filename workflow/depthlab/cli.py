@@ -55,20 +55,25 @@ def stage(args: argparse.Namespace) -> None:
     dev = resolve_device(args.device)
     device = describe(dev)
     t0 = time.perf_counter()
+    # training state survives a killed job here (SIGTERM, SIGKILL, a SLURM time limit); removed once the store is written
+    ckpt = f"{args.output}.ckpt"
     log.info("depthlab %s: %s on %s (%d thread(s))", args.name, args.output, device, threads)
     if args.name == "data":
         ds = experiments.make_data(spec)
     elif args.name == "lrsearch":
-        ds = experiments.run_lrsearch(spec, storage.read_store(inputs["data"]), str(dev))
+        ds = experiments.run_lrsearch(spec, storage.read_store(inputs["data"]), str(dev), checkpoint=ckpt)
     elif args.name == "train":
-        ds = experiments.run_train(spec, storage.read_store(inputs["data"]), storage.read_store(inputs["lrsearch"]), str(dev))
+        ds = experiments.run_train(spec, storage.read_store(inputs["data"]), storage.read_store(inputs["lrsearch"]), str(dev),
+                                   checkpoint=ckpt)
     elif args.name == "sweep":
-        ds = experiments.run_sweep(spec, storage.read_store(inputs["data"]), str(dev))
+        ds = experiments.run_sweep(spec, storage.read_store(inputs["data"]), str(dev), checkpoint=ckpt)
     elif args.name == "ntk":
         ds = experiments.run_ntk(spec, storage.read_store(inputs["data"]), str(dev))
     else:  # argparse choices make this unreachable
         raise SystemExit(f"unknown stage {args.name}")
     storage.write_store(ds, args.output, spec, inputs, device)
+    for leftover in Path(args.output).parent.glob(Path(args.output).name + ".ckpt*"):
+        leftover.unlink()
     log.info("wrote %s in %.1fs", args.output, time.perf_counter() - t0)
 
 

@@ -65,7 +65,8 @@ def _settings(spec: dict, device: str) -> TrainSettings:
     return TrainSettings(device=device, **spec["training"])
 
 
-def run_lrsearch(spec: dict, data: xr.Dataset, device: str = "auto", progress: Callable[[str], None] | None = None) -> xr.Dataset:
+def run_lrsearch(spec: dict, data: xr.Dataset, device: str = "auto", progress: Callable[[str], None] | None = None,
+                 checkpoint: str | None = None) -> xr.Dataset:
     """Cross-validated BO of the learning rate at one depth (fixed budget P)."""
     L = spec["depth"]
     d = data.sizes["feature"]
@@ -75,7 +76,7 @@ def run_lrsearch(spec: dict, data: xr.Dataset, device: str = "auto", progress: C
         folds=s["folds"], log10_lr_bounds=tuple(s["log10_lr_bounds"]), init_points=s["init_points"],
         rounds=s["rounds"], candidates_per_round=s["candidates_per_round"], seed=_seed(s["seed"], 3, L),
     )
-    res = search_lr(data.x_train.values, data.y_train.values, L, h, search, _settings(spec, device), progress)
+    res = search_lr(data.x_train.values, data.y_train.values, L, h, search, _settings(spec, device), progress, checkpoint)
     return xr.Dataset(
         {
             "lr": (("eval",), res.lr),
@@ -94,7 +95,7 @@ def run_lrsearch(spec: dict, data: xr.Dataset, device: str = "auto", progress: C
 
 
 def run_train(spec: dict, data: xr.Dataset, lrsearch: xr.Dataset, device: str = "auto",
-              progress: Callable[[str], None] | None = None) -> xr.Dataset:
+              progress: Callable[[str], None] | None = None, checkpoint: str | None = None) -> xr.Dataset:
     """Final training on the full training set at the CV-chosen lr, one model per seed (batched)."""
     L = spec["depth"]
     d = data.sizes["feature"]
@@ -106,7 +107,7 @@ def run_train(spec: dict, data: xr.Dataset, lrsearch: xr.Dataset, device: str = 
     init = np.array([_seed(sd, 4, L) for sd in seeds]) % (2**62)
     order = np.array([_seed(sd, 5, L) for sd in seeds]) % (2**62)
     res = train(data.x_train.values, data.y_train.values, np.tile(np.arange(n), (M, 1)), np.full(M, lr),
-                L, h, init, order, _settings(spec, device), progress=progress)
+                L, h, init, order, _settings(spec, device), progress=progress, checkpoint=checkpoint)
     pred = predict(res.params, data.x_test.values)  # [M, n_test]
     err = test_error(pred, data.y_test.values, spec["data"]["task"])
     err = np.where(res.diverged, np.nan, err)  # a diverged run has no test error; it is counted, not averaged
@@ -126,7 +127,8 @@ def run_train(spec: dict, data: xr.Dataset, lrsearch: xr.Dataset, device: str = 
     )
 
 
-def run_sweep(spec: dict, data: xr.Dataset, device: str = "auto", progress: Callable[[str], None] | None = None) -> xr.Dataset:
+def run_sweep(spec: dict, data: xr.Dataset, device: str = "auto", progress: Callable[[str], None] | None = None,
+              checkpoint: str | None = None) -> xr.Dataset:
     """Fig. 3: every lr x seed at a fixed width, trained as one batch; test error per (lr, seed).
 
     ``max_converged_lr`` is the largest lr at which every seed reached the loss
@@ -140,7 +142,7 @@ def run_sweep(spec: dict, data: xr.Dataset, device: str = "auto", progress: Call
     init = np.tile([_seed(sd, 4, L) for sd in seeds], len(lrs)) % (2**62)
     order = np.tile([_seed(sd, 5, L) for sd in seeds], len(lrs)) % (2**62)
     res = train(data.x_train.values, data.y_train.values, np.tile(np.arange(n), (len(lr_m), 1)), lr_m, L, h,
-                init, order, _settings(spec, device), progress=progress)
+                init, order, _settings(spec, device), progress=progress, checkpoint=checkpoint)
     err = test_error(predict(res.params, data.x_test.values), data.y_test.values, spec["data"]["task"])
     shape = (len(lrs), len(seeds))
     conv = res.converged.reshape(shape)

@@ -11,13 +11,16 @@ in :func:`depthlab.trainer.train`.  The score maximised is
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import torch
 
-from .trainer import TrainSettings, predict, train
+from .trainer import TrainSettings, _fingerprint, predict, train
 
 log = logging.getLogger("depthlab")
 
@@ -68,7 +71,7 @@ def fold_indices(n: int, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray,
 def validation_errors(
     x: np.ndarray, y: np.ndarray, lrs: np.ndarray, depth: int, width: int,
     tr: np.ndarray, va: np.ndarray, settings: TrainSettings, seed: int, diverged_error: float,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, checkpoint: str | None = None,
 ) -> dict[str, np.ndarray]:
     """Train len(lrs) x K models as one batch; return per-(lr, fold) validation error etc., each [C, K]."""
     C, K = len(lrs), tr.shape[0]
@@ -77,7 +80,7 @@ def validation_errors(
     va_m = np.tile(va, (C, 1))
     # common random numbers across candidates: fold k always uses the same init and order
     seeds = np.tile(np.arange(K) + 1000 * seed, C)
-    res = train(x, y, tr_m, lr_m, depth, width, seeds, seeds + 500, settings, progress=progress)
+    res = train(x, y, tr_m, lr_m, depth, width, seeds, seeds + 500, settings, progress=progress, checkpoint=checkpoint)
     err = np.empty(C * K)
     for m in range(C * K):
         if res.diverged[m]:
@@ -96,6 +99,32 @@ def validation_errors(
         "converged": res.converged.reshape(shape),
         "epochs": res.epochs.reshape(shape),
     }
+
+
+def _save_rounds(path: str | Path, done: list[dict[str, np.ndarray]], fingerprint: str) -> None:
+    """Finished rounds as tensors (torch.save, loaded with weights_only=True), written atomically."""
+    path = Path(path)
+    blob = {f"{r}/{k}": torch.as_tensor(np.asarray(v)) for r, row in enumerate(done) for k, v in row.items()}
+    blob["fingerprint"] = torch.frombuffer(bytearray(fingerprint.encode()), dtype=torch.uint8)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    torch.save(blob, tmp)
+    os.replace(tmp, path)
+
+
+def _load_rounds(path: str | Path, fingerprint: str) -> list[dict[str, np.ndarray]]:
+    path = Path(path)
+    if not path.exists():
+        return []
+    try:
+        blob = torch.load(path, weights_only=True)
+    except Exception as e:  # a corrupt checkpoint is ignored, never trusted
+        log.warning("ignoring unreadable checkpoint %s (%s)", path, e)
+        return []
+    if bytes(blob.pop("fingerprint").tolist()).decode() != fingerprint:
+        log.warning("ignoring checkpoint %s: it was made by a different search", path)
+        return []
+    n = 1 + max(int(k.split("/")[0]) for k in blob)
+    return [{k.split("/")[1]: v.numpy() for k, v in blob.items() if k.startswith(f"{r}/")} for r in range(n)]
 
 
 def propose(opt, seen: np.ndarray, q: int, lo: float, hi: float) -> np.ndarray:
@@ -128,8 +157,13 @@ def search_lr(
     search: SearchSettings,
     settings: TrainSettings,
     progress: Callable[[str], None] | None = None,
+    checkpoint: str | Path | None = None,
 ) -> SearchResult:
-    """Cross-validated Bayesian optimisation of log10(lr) for one depth.  x: [N, d], y: [N]."""
+    """Cross-validated Bayesian optimisation of log10(lr) for one depth.  x: [N, d], y: [N].
+
+    ``checkpoint``: finished rounds are kept in this file and the running round's
+    training in ``<checkpoint>.round<r>``; a rerun resumes and gives the same result.
+    """
     from bayes_opt import BayesianOptimization, acquisition
     from sklearn.gaussian_process.kernels import Matern
 
@@ -141,33 +175,43 @@ def search_lr(
     # a diverged fold scores as predicting far worse than the constant 0 would
     diverged_error = 10.0 * float(np.mean(y**2)) if settings.loss == "mse" else 1.0
 
-    # constant liar: pending candidates count as the worst value seen, which spreads a round's batch
-    acq = acquisition.ConstantLiar(acquisition.UpperConfidenceBound(kappa=search.kappa), strategy="min")
-    opt = BayesianOptimization(
-        f=None, pbounds={"log10_lr": (lo, hi)}, acquisition_function=acq,
-        random_state=search.seed, verbose=0, allow_duplicate_points=True,
-    )
-    # Bound the GP length scale (in decades of lr): with the package's default bounds the
-    # marginal likelihood on a handful of points picks length_scale -> 1e-5, a flat GP,
-    # and every proposal lands back on an evaluated point.
     span = hi - lo
-    opt.set_gp_params(kernel=Matern(nu=2.5, length_scale=span / 4, length_scale_bounds=(span / 20, 10 * span)))
+    keys = ("val_error", "diverged", "converged", "epochs")
+    fingerprint = _fingerprint(x, y, depth, width, search, settings) if checkpoint else ""
+    done = _load_rounds(checkpoint, fingerprint) if checkpoint else []  # rounds finished before an interruption
     rows: list[dict[str, np.ndarray]] = []
     us: list[np.ndarray] = []
     rounds: list[np.ndarray] = []
     for r in range(search.rounds + 1):
-        if r == 0:
-            # evenly spaced initial design (deterministic, covers the box)
-            u = np.linspace(lo, hi, search.init_points + 2)[1:-1] if search.init_points > 1 else np.array([(lo + hi) / 2])
+        if r < len(done):
+            u, out = done[r]["u"], {k: done[r][k] for k in keys}
+            say(f"lr search depth {depth} round {r}/{search.rounds}: restored from checkpoint")
         else:
-            u = propose(opt, np.concatenate(us), search.candidates_per_round, lo, hi)
-        lrs = 10.0**u
-        say(f"lr search depth {depth} round {r}/{search.rounds}: training {len(lrs)} lr x {search.folds} folds, lr = "
-            + ", ".join(f"{v:.3g}" for v in lrs))
-        out = validation_errors(x, y, lrs, depth, width, tr, va, settings, search.seed, diverged_error, progress)
-        score = -np.log10(out["val_error"].mean(1))
-        for ui, sc in zip(u, score):
-            opt.register(params={"log10_lr": float(ui)}, target=float(sc))
+            if r == 0:
+                # evenly spaced initial design (deterministic, covers the box)
+                u = np.linspace(lo, hi, search.init_points + 2)[1:-1] if search.init_points > 1 else np.array([(lo + hi) / 2])
+            else:
+                # A fresh optimiser per round, seeded by (seed, round) and fed every observation so far:
+                # the proposals are a pure function of the history, so a resumed search proposes the same rates.
+                acq = acquisition.ConstantLiar(acquisition.UpperConfidenceBound(kappa=search.kappa), strategy="min")
+                opt = BayesianOptimization(f=None, pbounds={"log10_lr": (lo, hi)}, acquisition_function=acq,
+                                           random_state=int(np.random.SeedSequence([search.seed, r]).generate_state(1)[0]), verbose=0, allow_duplicate_points=True)
+                # Bound the GP length scale (in decades of lr): with the package's default bounds the
+                # marginal likelihood on a handful of points picks length_scale -> 1e-5, a flat GP,
+                # and every proposal lands back on an evaluated point.
+                opt.set_gp_params(kernel=Matern(nu=2.5, length_scale=span / 4, length_scale_bounds=(span / 20, 10 * span)))
+                for ui, sc in zip(np.concatenate(us), -np.log10(np.concatenate([o["val_error"] for o in rows]).mean(1))):
+                    opt.register(params={"log10_lr": float(ui)}, target=float(sc))
+                u = propose(opt, np.concatenate(us), search.candidates_per_round, lo, hi)
+            lrs = 10.0**u
+            say(f"lr search depth {depth} round {r}/{search.rounds}: training {len(lrs)} lr x {search.folds} folds, lr = "
+                + ", ".join(f"{v:.3g}" for v in lrs))
+            ck = f"{checkpoint}.round{r}" if checkpoint else None
+            out = validation_errors(x, y, lrs, depth, width, tr, va, settings, search.seed, diverged_error, progress, ck)
+            if checkpoint:
+                done.append({"u": u, **out})
+                _save_rounds(checkpoint, done, fingerprint)
+                Path(ck).unlink(missing_ok=True)
         rows.append(out)
         us.append(u)
         rounds.append(np.full(len(u), r))

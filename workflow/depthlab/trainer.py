@@ -14,10 +14,13 @@ Init: Glorot-uniform weights, zero biases.  Loss: MSE (Eq. 4) or the logistic
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -168,6 +171,41 @@ def params_to(params: Params, device: torch.device) -> Params:
     return [(W.to(device), b.to(device)) for W, b in params]
 
 
+def _fingerprint(*parts: object) -> str:
+    """SHA-256 of everything a training call depends on, to refuse a stale checkpoint."""
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, np.ndarray):
+            h.update(str((p.dtype.str, p.shape)).encode())
+            h.update(np.ascontiguousarray(p).tobytes())
+        else:
+            h.update(repr(p).encode())
+    return h.hexdigest()
+
+
+def _save_checkpoint(path: str | Path, fingerprint: str, tensors: dict[str, torch.Tensor]) -> None:
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    fp = torch.frombuffer(bytearray(fingerprint.encode()), dtype=torch.uint8)
+    torch.save({**tensors, "fingerprint": fp}, tmp)
+    os.replace(tmp, path)  # atomic: a kill mid-write leaves the previous checkpoint intact
+
+
+def _load_checkpoint(path: str | Path, fingerprint: str) -> dict[str, torch.Tensor] | None:
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, weights_only=True, map_location="cpu")  # tensors only: no arbitrary unpickling
+    except Exception as e:  # a corrupt checkpoint is ignored, never trusted
+        log.warning("ignoring unreadable checkpoint %s (%s)", path, e)
+        return None
+    if bytes(state.pop("fingerprint").tolist()).decode() != fingerprint:
+        log.warning("ignoring checkpoint %s: it was made by a different training call", path)
+        return None
+    return state
+
+
 def train(
     x: np.ndarray,
     y: np.ndarray,
@@ -180,12 +218,21 @@ def train(
     settings: TrainSettings = TrainSettings(),
     init_params: Params | None = None,
     progress: Callable[[str], None] | None = None,
+    checkpoint: str | Path | None = None,
+    checkpoint_every: int = 1,
 ) -> TrainResult:
     """Train M models with plain minibatch SGD until each meets the stop rule, diverges or hits max_epochs.
 
     x: [N, d], y: [N] (labels in {-1, +1} for cross_entropy), train_idx: [M, n] rows of x
     each model trains on, lr: [M], init_seeds / order_seeds: [M].  Stopped models
     leave the batch at the next check, so they cost nothing afterwards.
+
+    ``checkpoint``: a file the full training state is written to (atomically) every
+    ``checkpoint_every`` checks.  If it exists and was made by the same call
+    (same data, rates, seeds, shapes and settings), training resumes from it and
+    ends with exactly the result of an uninterrupted run (data order is a pure
+    function of (seed, epoch)).  It holds tensors only and loads with
+    ``torch.load(weights_only=True)``: no arbitrary unpickling.
     """
     t0 = time.perf_counter()
     s = settings
@@ -197,6 +244,7 @@ def train(
     if lr.shape != (M,) or len(init_seeds) != M or len(order_seeds) != M:
         raise ValueError(f"lr, init_seeds and order_seeds must each have M = {M} entries")
     say = progress or log.info
+    fingerprint = _fingerprint(x, y, train_idx, lr, depth, width, init_seeds, order_seeds, s) if checkpoint else ""
 
     X = torch.as_tensor(x, dtype=dtype, device=dev)  # [N, d]
     Y = torch.as_tensor(y, dtype=dtype, device=dev)  # [N]
@@ -216,9 +264,23 @@ def train(
     diverged = np.zeros(M, dtype=bool)
     B = s.batch_size
     check_i = 0
+    start = 1
+    state = _load_checkpoint(checkpoint, fingerprint) if checkpoint else None
+    if state is not None:
+        start = int(state["epoch"]) + 1
+        check_i = int(state["check_i"])
+        active = state["active"].numpy()
+        history, train_loss, train_acc = state["history"].numpy(), state["train_loss"].numpy(), state["train_acc"].numpy()
+        epochs, converged, diverged = state["epochs"].numpy(), state["converged"].numpy(), state["diverged"].numpy()
+        final = [(state[f"final_W{li}"], state[f"final_b{li}"]) for li in range(len(final))]
+        params = [(state[f"W{li}"].to(dev), state[f"b{li}"].to(dev)) for li in range(len(final))]
+        lr_t = torch.as_tensor(lr[active], dtype=dtype, device=dev)
+        say(f"resumed from checkpoint {checkpoint} at epoch {start - 1}: {len(active)} of {M} models still training")
 
     with torch.no_grad():
-        for epoch in range(1, s.max_epochs + 1):
+        for epoch in range(start, s.max_epochs + 1):
+            if len(active) == 0:
+                break
             order = np.stack([epoch_order(order_seeds[m], epoch, n) for m in active])  # [M_act, n]
             rows = torch.gather(idx_all[active], 1, torch.as_tensor(order, device=dev))  # [M_act, n]
             for st in range(0, n, B):
@@ -262,8 +324,15 @@ def train(
                     f"lowest train loss {finite.min() if finite.size else float('nan'):.3g}, "
                     f"{time.perf_counter() - t0:.1f}s"
                 )
-            if len(active) == 0:
-                break
+                if checkpoint and check_i % checkpoint_every == 0:
+                    tensors = {"epoch": torch.tensor(epoch), "check_i": torch.tensor(check_i), "active": torch.as_tensor(active),
+                               "history": torch.as_tensor(history), "train_loss": torch.as_tensor(train_loss),
+                               "train_acc": torch.as_tensor(train_acc), "epochs": torch.as_tensor(epochs),
+                               "converged": torch.as_tensor(converged), "diverged": torch.as_tensor(diverged)}
+                    for li, (W, b) in enumerate(params):
+                        tensors[f"W{li}"], tensors[f"b{li}"] = W.cpu(), b.cpu()
+                        tensors[f"final_W{li}"], tensors[f"final_b{li}"] = final[li]
+                    _save_checkpoint(checkpoint, fingerprint, tensors)
 
     ce = np.asarray(check_epochs)
     return TrainResult(
