@@ -47,4 +47,3 @@ def test_smoke_figure_runs_through_slurm(cluster, tmp_path):
     assert (tmp_path / "results" / "figures" / "fig2.png").stat().st_size > 0
     a = st.read_attrs(tmp_path / "results" / "fig2" / "train" / "2-local" / "L1.zarr")
     assert a["depthlab_spec"]["stage"] == "train"
-    assert list((tmp_path / ".snakemake" / "slurm_logs").rglob("*.log")), "SLURM job logs are kept"

@@ -165,7 +165,7 @@ def test_killed_run_recovers_with_the_documented_commands(run, tmp_path):
     root, work, cfg, cfg_path = run
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     base = [str(BIN / "snakemake"), "-s", str(root / "Snakefile"), "--directory", str(tmp_path),
-            "--workflow-profile", str(root / "workflow" / "profiles" / "default"), "--cores", "2", "--configfile", str(cfg_path)]
+            "--workflow-profile", str(root / "workflow" / "profiles" / "default"), "--cores", "2", "--configfile", str(cfg_path), "--"]
     p = subprocess.Popen([*base, "fig2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 300
     while not list((tmp_path / "results" / "fig2" / "lrsearch").glob("*/*.zarr")):
@@ -173,7 +173,7 @@ def test_killed_run_recovers_with_the_documented_commands(run, tmp_path):
         time.sleep(0.1)
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
-    subprocess.run([*base, "--unlock"], env=env, check=True, capture_output=True)
+    subprocess.run([*base[:-1], "--unlock"], env=env, check=True, capture_output=True)
     done = subprocess.run([*base, "fig2"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
     assert not list((tmp_path / "results").rglob("*.tmp-*")) and not list((tmp_path / "results").rglob("*.ckpt*"))
