@@ -46,8 +46,7 @@ def test_sweep_max_converged_lr_matches_separate_runs():
     # independent check: train each (lr, seed) alone and compare the converged flags
     for i, lr in enumerate(lrs):
         for j, sd in enumerate([0, 1]):
-            init = np.array([ex._seed(sd, 4, 2)]) % (2**62)
-            order = np.array([ex._seed(sd, 5, 2)]) % (2**62)
+            init, order = ex.model_seeds(np.array([sd]), 2)
             r = dl.train(data.x_train.values, data.y_train.values, np.arange(200)[None], np.array([lr]), 2, 32, init, order,
                          dl.TrainSettings(check_every=10, loss_threshold=1e-3, max_epochs=200, device="cpu"))
             assert r.converged[0] == conv[i, j]

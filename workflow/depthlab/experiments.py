@@ -28,6 +28,13 @@ def _seed(master: int, *stream: int) -> int:
     return int(np.random.SeedSequence([master, *stream]).generate_state(1)[0])
 
 
+def model_seeds(seeds: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """(init seeds, data-order seeds) of the final-training models of one depth, from the config's seeds."""
+    init = np.array([_seed(int(sd), 4, depth) for sd in seeds]) % (2**62)
+    order = np.array([_seed(int(sd), 5, depth) for sd in seeds]) % (2**62)
+    return init, order
+
+
 def test_error(prediction: np.ndarray, y_test: np.ndarray, task: str) -> np.ndarray:
     """Eq. (7) MSE against noiseless f, or the misclassification rate of sign(prediction) vs sign f.
 
@@ -104,8 +111,7 @@ def run_train(spec: dict, data: xr.Dataset, lrsearch: xr.Dataset, device: str = 
     seeds = np.asarray(spec["seeds"])
     M = len(seeds)
     n = data.sizes["train_sample"]
-    init = np.array([_seed(sd, 4, L) for sd in seeds]) % (2**62)
-    order = np.array([_seed(sd, 5, L) for sd in seeds]) % (2**62)
+    init, order = model_seeds(seeds, L)
     res = train(data.x_train.values, data.y_train.values, np.tile(np.arange(n), (M, 1)), np.full(M, lr),
                 L, h, init, order, _settings(spec, device), progress=progress, checkpoint=checkpoint)
     pred = predict(res.params, data.x_test.values)  # [M, n_test]
@@ -139,8 +145,7 @@ def run_sweep(spec: dict, data: xr.Dataset, device: str = "auto", progress: Call
     seeds = np.asarray(spec["seeds"])
     n = data.sizes["train_sample"]
     lr_m = np.repeat(lrs, len(seeds))  # model m = (lr i, seed j), i = m // S
-    init = np.tile([_seed(sd, 4, L) for sd in seeds], len(lrs)) % (2**62)
-    order = np.tile([_seed(sd, 5, L) for sd in seeds], len(lrs)) % (2**62)
+    init, order = (np.tile(a, len(lrs)) for a in model_seeds(seeds, L))
     res = train(data.x_train.values, data.y_train.values, np.tile(np.arange(n), (len(lr_m), 1)), lr_m, L, h,
                 init, order, _settings(spec, device), progress=progress, checkpoint=checkpoint)
     err = test_error(predict(res.params, data.x_test.values), data.y_test.values, spec["data"]["task"])
