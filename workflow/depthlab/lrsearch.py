@@ -11,7 +11,6 @@ in :func:`depthlab.trainer.train`.  The score maximised is
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .trainer import TrainSettings, _fingerprint, predict, train
+from .trainer import TrainSettings, _fingerprint, _load_checkpoint, _save_checkpoint, predict, train
 
 log = logging.getLogger("depthlab")
 
@@ -102,26 +101,13 @@ def validation_errors(
 
 
 def _save_rounds(path: str | Path, done: list[dict[str, np.ndarray]], fingerprint: str) -> None:
-    """Finished rounds as tensors (torch.save, loaded with weights_only=True), written atomically."""
-    path = Path(path)
-    blob = {f"{r}/{k}": torch.as_tensor(np.asarray(v)) for r, row in enumerate(done) for k, v in row.items()}
-    blob["fingerprint"] = torch.frombuffer(bytearray(fingerprint.encode()), dtype=torch.uint8)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    torch.save(blob, tmp)
-    os.replace(tmp, path)
+    """Finished rounds as a tensor checkpoint (the trainer's format: atomic, fingerprinted, weights_only)."""
+    _save_checkpoint(path, fingerprint, {f"{r}/{k}": torch.as_tensor(np.asarray(v)) for r, row in enumerate(done) for k, v in row.items()})
 
 
 def _load_rounds(path: str | Path, fingerprint: str) -> list[dict[str, np.ndarray]]:
-    path = Path(path)
-    if not path.exists():
-        return []
-    try:
-        blob = torch.load(path, weights_only=True)
-    except Exception as e:  # a corrupt checkpoint is ignored, never trusted
-        log.warning("ignoring unreadable checkpoint %s (%s)", path, e)
-        return []
-    if bytes(blob.pop("fingerprint").tolist()).decode() != fingerprint:
-        log.warning("ignoring checkpoint %s: it was made by a different search", path)
+    blob = _load_checkpoint(path, fingerprint)
+    if not blob:
         return []
     n = 1 + max(int(k.split("/")[0]) for k in blob)
     return [{k.split("/")[1]: v.numpy() for k, v in blob.items() if k.startswith(f"{r}/")} for r in range(n)]

@@ -201,7 +201,7 @@ def _load_checkpoint(path: str | Path, fingerprint: str) -> dict[str, torch.Tens
         log.warning("ignoring unreadable checkpoint %s (%s)", path, e)
         return None
     if bytes(state.pop("fingerprint").tolist()).decode() != fingerprint:
-        log.warning("ignoring checkpoint %s: it was made by a different training call", path)
+        log.warning("ignoring checkpoint %s: it was made by a different run (other data, rates, seeds or settings)", path)
         return None
     return state
 
