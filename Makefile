@@ -4,9 +4,11 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 CONFIG  ?= config/config.yaml
+REPORT  ?= results/report.html
 # Snakemake looks for profiles/default next to the Snakefile; ours lives in workflow/profiles.
 SMK     := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --workflow-profile workflow/profiles/default
-# forwarded to snakemake, e.g. make run SMK_ARGS="fig2" or SMK_ARGS="--dry-run"
+# Forwarded to snakemake *before* --configfile (which takes several values, so anything after it would be read
+# as one more config file): targets and options, e.g. SMK_ARGS="mori_ueda_fig2" or SMK_ARGS="--dry-run".
 SMK_ARGS ?=
 
 .PHONY: setup run test report bench clean
@@ -22,16 +24,16 @@ $(STAMP): envs/requirements.txt envs/constraints.txt pyproject.toml
 	touch $(STAMP)
 
 run: setup
-	$(SMK) --configfile $(CONFIG) $(SMK_ARGS)
+	$(SMK) $(SMK_ARGS) --configfile $(CONFIG)
 
 test: setup
 	$(BIN)/python -m pytest -q tests
 
 report: setup
-	$(SMK) --configfile $(CONFIG) --report results/report.html
+	$(SMK) $(SMK_ARGS) --configfile $(CONFIG) --report $(REPORT)
 
 bench: setup
-	$(BIN)/python -m depthlab.bench
+	$(BIN)/python benchmarks/bench.py
 
 clean:
 	rm -rf results/* .snakemake

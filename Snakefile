@@ -1,5 +1,6 @@
-# depthlab: what depth does for neural networks (Mori & Ueda 2022 and related studies).
-# Run: `make run` (default config), or `snakemake --configfile config/smoke.yaml fig2`.
+# depthlab: what depth does for neural networks, one pipeline for several depth studies.
+# Run: `make run` (config/config.yaml), or `snakemake --workflow-profile workflow/profiles/default --configfile FILE [TARGET ...]`.
+# Targets: all (default), one per study (e.g. mori_ueda), one per figure (e.g. mori_ueda_fig2), or any output file.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -14,46 +15,29 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/data.smk"
-include: "workflow/rules/lrsearch.smk"
-include: "workflow/rules/train.smk"
-include: "workflow/rules/sweep.smk"
-include: "workflow/rules/ntk.smk"
-include: "workflow/rules/figure.smk"
-include: "workflow/rules/claims.smk"
+include: "workflow/rules/mori_ueda.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
-        all_figures,
+        all_targets,
 
 
-rule fig1:
-    input:
-        fig1_files,
+# one target per configured study and per figure: `snakemake mori_ueda`, `snakemake mori_ueda_fig2`
+for _study in STUDIES:
 
+    rule:
+        name:
+            _study
+        input:
+            study_targets(_study),
 
-rule fig2:
-    input:
-        fig2_files,
+    for _figure in get_study(_study).specs().figures(config):
 
-
-rule fig3:
-    input:
-        fig3_files,
-
-
-rule fig4:
-    input:
-        fig4_files,
-
-
-rule fig5:
-    input:
-        fig5_files,
-
-
-rule fig6:
-    input:
-        fig6_files,
+        rule:
+            name:
+                f"{_study}_{_figure}"
+            input:
+                figure_files(_study, _figure),

@@ -7,7 +7,7 @@ import sys
 
 def test_bench_quick_runs_and_writes_json(tmp_path, root):
     out = tmp_path / "bench.json"
-    p = subprocess.run([sys.executable, "-m", "depthlab.bench", "--quick", "--out", str(out)], cwd=root,
+    p = subprocess.run([sys.executable, str(root / "benchmarks" / "bench.py"), "--quick", "--out", str(out)], cwd=root,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(out.read_text())

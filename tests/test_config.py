@@ -7,6 +7,8 @@ import pytest
 import yaml
 
 import depthlab.config as dlc
+from depthlab.studies import STUDIES
+from depthlab.studies.mori_ueda import specs as mu
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,11 +19,9 @@ def smoke():
 
 
 @pytest.mark.parametrize("name", ["smoke.yaml", "config.yaml", "paper.yaml"])
-def test_shipped_configs_validate(name):
-    path = ROOT / "config" / name
-    if not path.exists():
-        pytest.skip(f"{name} not shipped")
-    dlc.load(path)
+def test_shipped_configs_validate_and_build_every_study(name):
+    cfg = dlc.load(ROOT / "config" / name)
+    assert sorted(cfg["studies"]) == sorted(STUDIES), f"{name} should configure every study"
 
 
 def _bad(cfg, fn):
@@ -30,18 +30,57 @@ def _bad(cfg, fn):
     return cfg
 
 
+MU = "studies.mori_ueda"
+
+
+def mu_(c):
+    return c["studies"]["mori_ueda"]
+
+
+def fig2(c):
+    return mu_(c)["figures"]["fig2"]
+
+
+def local2(c):
+    return fig2(c)["targets"]["2-local"]
+
+
 CASES = [
-    ("unknown key", lambda c: c["training"].update(momentum=0.9), r"config error at training: .*'momentum' was unexpected.*allowed keys: batch_size, check_every"),
-    ("unknown target key", lambda c: c["figures"]["fig2"]["targets"]["2-local"].update(D=3), r"targets.2-local.*'D' was unexpected.*allowed keys: d, g, k, locality, n_train, noise"),
-    ("k > d", lambda c: c["figures"]["fig2"]["targets"]["2-local"].update(k=9, d=8), r"figures.fig2.targets.2-local.k: k = 9 exceeds the input dimension d = 8"),
-    ("P too small", lambda c: c["figures"]["fig2"].update(budget=3.0), r"figures.fig2.budget: no positive width for budget P = 3 at d = 8, L = 1"),
-    ("negative noise", lambda c: c["figures"]["fig2"]["targets"]["2-local"].update(noise=-0.5), r"figures.fig2.targets.2-local.noise: -0.5 is less than the minimum of 0"),
-    ("empty depths", lambda c: c["figures"]["fig2"].update(depths=[]), r"figures.fig2.depths: \[\] should be non-empty"),
+    ("unknown key", lambda c: mu_(c)["training"].update(momentum=0.9), rf"config error at {MU}.training: .*'momentum' was unexpected.*allowed keys: batch_size, check_every"),
+    ("unknown study", lambda c: c["studies"].update(imagenet={}), r"config error at studies: .*'imagenet' was unexpected.*allowed keys: "),
+    ("unknown target key", lambda c: local2(c).update(D=3), r"targets.2-local.*'D' was unexpected.*allowed keys: d, g, k, locality, n_train, noise"),
+    ("k > d", lambda c: local2(c).update(k=9, d=8), rf"{MU}.figures.fig2.targets.2-local.k: k = 9 exceeds the input dimension d = 8"),
+    ("P too small", lambda c: fig2(c).update(budget=3.0), rf"{MU}.figures.fig2.budget: no positive width for budget P = 3 at d = 8, L = 1"),
+    ("negative noise", lambda c: local2(c).update(noise=-0.5), r"figures.fig2.targets.2-local.noise: -0.5 is less than the minimum of 0"),
+    ("empty depths", lambda c: fig2(c).update(depths=[]), r"figures.fig2.depths: \[\] should be non-empty"),
     ("bad enum", lambda c: c.update(device="gpu"), r"config error at device: 'gpu' is not one of \['auto', 'cpu', 'cuda'\]"),
-    ("string float", lambda c: c["training"].update(loss_threshold="1e-4"), r"training.loss_threshold: '1e-4' is not of type 'number'.*write 1.0e-4"),
-    ("bad figure name", lambda c: c["figures"].update(figure2=c["figures"]["fig2"]), r"config error at figures: .*figure2.*keys must match \^fig"),
-    ("g needs k=2", lambda c: c["figures"]["fig2"]["targets"]["2-local"].update(g="sin", k=3), r"g = 'sin' takes exactly k = 2"),
-    ("bounds order", lambda c: c["lrsearch"].update(log10_lr_bounds=[0.0, -1.0]), r"lrsearch.log10_lr_bounds: need low < high"),
+    ("string float", lambda c: mu_(c)["training"].update(loss_threshold="1e-4"), r"training.loss_threshold: '1e-4' is not of type 'number'.*write 1.0e-4"),
+    ("bad figure name", lambda c: mu_(c)["figures"].update(figure2=fig2(c)), r"config error at studies.mori_ueda.figures: .*figure2.*keys must match \^fig"),
+    ("g needs k=2", lambda c: local2(c).update(g="sin", k=3), r"g = 'sin' takes exactly k = 2"),
+    ("bounds order", lambda c: mu_(c)["lrsearch"].update(log10_lr_bounds=[0.0, -1.0]), r"lrsearch.log10_lr_bounds: need low < high"),
+    # whole numbers written as floats (JSON-schema alone accepts 2.0 as an integer)
+    ("k float", lambda c: local2(c).update(k=2.0), r"targets.2-local.k: 2.0 is not of type 'integer' \(write whole numbers"),
+    ("d float", lambda c: local2(c).update(d=8.0), r"targets.2-local.d: 8.0 is not of type 'integer'"),
+    ("batch float", lambda c: mu_(c)["training"].update(batch_size=50.0), r"training.batch_size: 50.0 is not of type 'integer'"),
+    ("folds float", lambda c: mu_(c)["lrsearch"].update(folds=2.0), r"lrsearch.folds: 2.0 is not of type 'integer'"),
+    ("seed float", lambda c: c.update(seed=0.0), r"config error at seed: 0.0 is not of type 'integer'"),
+    ("depth float", lambda c: fig2(c).update(depths=[1.0, 2]), r"figures.fig2.depths.0: 1.0 is not of type 'integer'"),
+    ("bool as int", lambda c: c.update(seed=True), r"config error at seed: True is not of type 'integer'"),
+    # non-finite numbers
+    ("beta inf", lambda c: mu_(c)["ntk"].update(beta=float("inf")), r"ntk.beta: inf is not of type 'number' \(a finite number is required\)"),
+    ("beta nan", lambda c: mu_(c)["ntk"].update(beta=float("nan")), r"ntk.beta: nan is not of type 'number'"),
+    ("bounds inf", lambda c: mu_(c)["lrsearch"].update(log10_lr_bounds=[-2.0, float("inf")]), r"lrsearch.log10_lr_bounds.1: inf is not of type 'number'"),
+    ("threshold nan", lambda c: mu_(c)["training"].update(loss_threshold=float("nan")), r"training.loss_threshold: nan is not of type 'number'"),
+    ("noise inf", lambda c: local2(c).update(noise=float("inf")), r"targets.2-local.noise: inf is not of type 'number'"),
+    ("budget inf", lambda c: fig2(c).update(budget=float("inf")), r"figures.fig2.budget: inf is not of type 'number'"),
+    # names and paths
+    ("newline in a target name", lambda c: fig2(c)["targets"].update({"2-local\n": fig2(c)["targets"].pop("2-local")}),
+     r"config error at 'studies.mori_ueda.figures.fig2.targets.2-local\\n': the key contains a control character"),
+    ("control char in results", lambda c: c.update(results="res\x00ults"), r"config error at results: 'res\\x00ults' contains a control character"),
+    ("empty results", lambda c: c.update(results=""), r"config error at results: '' should be non-empty"),
+    ("blank results", lambda c: c.update(results="  "), r"config error at results: '  ' is empty or the filesystem root"),
+    ("root results", lambda c: c.update(results="/"), r"config error at results: '/' is empty or the filesystem root"),
+    ("no studies", lambda c: c.update(studies={}), r"config error at studies: \{\} should be non-empty"),
 ]
 
 
@@ -51,25 +90,54 @@ def test_bad_config_is_rejected_naming_the_key(smoke, what, fn, pattern):
         dlc.validate(_bad(smoke, fn))
 
 
+def test_yaml_problems_are_one_line_errors(tmp_path):
+    with pytest.raises(dlc.ConfigError, match=r"config file .*nope.yaml does not exist$"):
+        dlc.load(tmp_path / "nope.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("results: [unclosed\n")
+    with pytest.raises(dlc.ConfigError, match=r"is not valid YAML at line \d+, column \d+"):
+        dlc.load(broken)
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("results: a\nseed: 0\nresults: b\n")
+    with pytest.raises(dlc.ConfigError, match=r"duplicate key 'results' \(line 3; first at line 1\)"):
+        dlc.load(dup)
+    scalar = tmp_path / "scalar.yaml"
+    scalar.write_text("3\n")
+    with pytest.raises(dlc.ConfigError, match="must be a mapping"):
+        dlc.load(scalar)
+
+
 def test_specs_are_canonical_and_depth_local(smoke):
     cfg = dlc.validate(smoke)
-    a = dlc.train_spec(cfg, "fig2", "2-local", 1)
+    a = mu.train_spec(cfg, "fig2", "2-local", 1)
+    assert a["width"] and a["n_params"] and a["lrs"] == "lrsearch"
     cfg2 = copy.deepcopy(cfg)
-    cfg2["figures"]["fig2"]["depths"] = [1, 5]
+    fig2(cfg2)["depths"] = [1, 5]
     # a depth job does not depend on the list of other depths
-    assert dlc.canonical_json(a) == dlc.canonical_json(dlc.train_spec(cfg2, "fig2", "2-local", 1))
+    assert dlc.canonical_json(a) == dlc.canonical_json(mu.train_spec(cfg2, "fig2", "2-local", 1))
     # but the figure does
-    assert dlc.figure_spec(cfg, "fig2") != dlc.figure_spec(cfg2, "fig2")
+    assert mu.figure_spec(cfg, "fig2") != mu.figure_spec(cfg2, "fig2")
     # a change of the training cap reaches train but not data or ntk
     cfg3 = copy.deepcopy(cfg)
-    cfg3["training"]["max_epochs"] += 1
-    assert dlc.train_spec(cfg3, "fig2", "2-local", 1) != a
-    assert dlc.ntk_spec(cfg3, "fig2", "2-local", 1) == dlc.ntk_spec(cfg, "fig2", "2-local", 1)
+    mu_(cfg3)["training"]["max_epochs"] += 1
+    assert mu.train_spec(cfg3, "fig2", "2-local", 1) != a
+    assert mu.ntk_spec(cfg3, "fig2", "2-local", 1) == mu.ntk_spec(cfg, "fig2", "2-local", 1)
+    # the device is not part of any spec: switching it reruns nothing
+    cfg4 = copy.deepcopy(cfg)
+    cfg4["device"] = "cpu"
+    assert mu.train_spec(cfg4, "fig2", "2-local", 1) == a
     assert dlc.spec_hash({"a": 1.0e-4}) == dlc.spec_hash({"a": 0.0001})
+    # the spec a store records is the one the audit recomputes from its (study, stage, job)
+    assert mu.spec(cfg, "train", {"figure": "fig2", "target": "2-local", "depth": "1"}) == a
 
 
-def test_every_schema_field_has_a_description():
-    schema = yaml.safe_load(dlc.SCHEMA_PATH.read_text())
+def _schemas():
+    return {p.name: yaml.safe_load(p.read_text()) for p in sorted(dlc.SCHEMA_DIR.glob("*.schema.yaml"))}
+
+
+def test_every_schema_field_has_a_description_and_every_study_a_schema():
+    schemas = _schemas()
+    assert set(schemas) == {"config.schema.yaml"} | {f"{s}.schema.yaml" for s in STUDIES}
 
     def walk(node, path):
         if isinstance(node, dict):
@@ -79,13 +147,15 @@ def test_every_schema_field_has_a_description():
                 walk(v, f"{path}.{k}")
             for v in node.get("patternProperties", {}).values():
                 walk(v, f"{path}.*")
+            if isinstance(node.get("items"), dict) and node["items"].get("properties"):
+                walk(node["items"], f"{path}[]")
 
-    walk(schema, "")
+    for name, schema in schemas.items():
+        walk(schema, name)
 
 
 def test_config_readme_documents_every_key():
     text = (ROOT / "config" / "README.md").read_text()
-    schema = yaml.safe_load(dlc.SCHEMA_PATH.read_text())
     keys = set()
 
     def walk(node):
@@ -94,7 +164,10 @@ def test_config_readme_documents_every_key():
             walk(v)
         for v in node.get("patternProperties", {}).values():
             walk(v)
+        if isinstance(node.get("items"), dict):
+            walk(node["items"])
 
-    walk(schema)
+    for schema in _schemas().values():
+        walk(schema)
     missing = sorted(k for k in keys if f"`{k}`" not in text)
     assert not missing, f"config/README.md does not document: {missing}"

@@ -1,10 +1,11 @@
-"""Stores: content hashes survive the zarr round trip, writes are atomic, provenance is recorded."""
+"""Stores: content hashes survive the zarr round trip, writes are atomic, the provenance record is complete."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
 import depthlab.storage as st
+from depthlab.provenance import record_hash
 
 
 def sample() -> xr.Dataset:
@@ -12,43 +13,71 @@ def sample() -> xr.Dataset:
         {"test_error": (("seed",), np.array([0.1, 0.2])), "diverged": (("seed",), np.array([False, True])),
          "best_lr": ((), 0.05)},
         coords={"seed": [0, 1], "depth": 3},
+        attrs={"n_params": np.int64(123)},
     )
 
 
-def test_round_trip_keeps_content_hash_and_attrs(tmp_path):
-    spec = {"stage": "train", "depth": 3}
-    p = st.write_store(sample(), tmp_path / "a.zarr", spec, {}, "cpu:1threads")
-    back = st.read_store(p)
-    assert st.content_hash(back) == back.attrs["content_hash"] == st.content_hash(sample())
-    a = st.read_attrs(p)
-    assert a["depthlab_spec"] == spec and a["device"] == "cpu:1threads"
-    assert set(a["packages"]) >= {"torch", "numpy", "xarray", "zarr"}
-    assert a["code_version"]
+def record(**kw):
+    return {"study": "s", "stage": "train", "job": {"depth": 3}, "path": "a.zarr", "spec": {"stage": "train"}, "inputs": {}, **kw}
+
+
+def test_round_trip_keeps_content_hash_and_record(tmp_path):
+    rec = st.write_store(sample(), tmp_path / "a.zarr", record())
+    back = st.read_store(tmp_path / "a.zarr")
+    assert st.content_hash(back) == rec["content_hash"] == st.content_hash(sample())
+    on_disk = st.read_record(tmp_path / "a.zarr")
+    assert on_disk == rec and on_disk["attrs"] == {"n_params": 123} == st.plain_attrs(back.attrs)
+    assert record_hash(on_disk) == on_disk["record_hash"]
+    assert st.RECORD_ATTR not in back.attrs
 
 
 def test_content_hash_sees_a_changed_value():
-    ds = sample()
-    other = ds.copy(deep=True)
+    other = sample().copy(deep=True)
     other["test_error"][0] = 0.1000001
-    assert st.content_hash(ds) != st.content_hash(other)
+    assert st.content_hash(sample()) != st.content_hash(other)
 
 
-def test_inputs_are_recorded_with_their_hashes(tmp_path):
-    a = st.write_store(sample(), tmp_path / "a.zarr", {"stage": "data"}, {}, "cpu")
-    b = st.write_store(sample() * 2, tmp_path / "b.zarr", {"stage": "train"}, {"data": a}, "cpu")
-    rec = st.read_attrs(b)["inputs"]["data"]
-    assert rec["content_hash"] == st.read_attrs(a)["content_hash"]
-    assert rec["path"] == str(a)
+def test_record_hash_sees_an_edited_field(tmp_path):
+    rec = st.write_store(sample(), tmp_path / "a.zarr", record())
+    for field, value in (("attrs", {"n_params": 124}), ("inputs", {"data": {"path": "x"}}), ("spec", {"stage": "ntk"})):
+        assert record_hash({**rec, field: value}) != rec["record_hash"], field
+    assert record_hash({**rec, "created": "another time"}) == rec["record_hash"], "wall-clock time is not hashed"
 
 
-def test_interrupted_write_leaves_no_store(tmp_path, monkeypatch):
+def test_inputs_are_recorded_relative_to_the_results_root(tmp_path):
+    st.write_store(sample(), tmp_path / "s" / "a.zarr", record(path="s/a.zarr"))
+    inp = st.input_record(tmp_path / "s" / "a.zarr", tmp_path)
+    a = st.read_record(tmp_path / "s" / "a.zarr")
+    assert inp == {"path": "s/a.zarr", "content_hash": a["content_hash"], "record_hash": a["record_hash"]}
+
+
+def test_interrupted_write_leaves_no_store_and_the_next_write_removes_the_leftover(tmp_path, monkeypatch):
     target = tmp_path / "c.zarr"
 
     def boom(self, store, *a, **k):
-        (tmp_path / "c.zarr.tmp-partial").mkdir()  # a real half-written temp dir would look like this
+        (tmp_path / "c.zarr.tmp-99999").mkdir()  # a real half-written temp dir of a killed process would look like this
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(xr.Dataset, "to_zarr", boom)
-    with pytest.raises(KeyboardInterrupt):
-        st.write_store(sample(), target, {"stage": "x"}, {}, "cpu")
-    assert not target.exists()
+    with monkeypatch.context() as m:
+        m.setattr(xr.Dataset, "to_zarr", boom)
+        with pytest.raises(KeyboardInterrupt):
+            st.write_store(sample(), target, record())
+    assert not target.exists() and (tmp_path / "c.zarr.tmp-99999").exists()
+    st.write_store(sample(), target, record())
+    assert target.exists() and not list(tmp_path.glob("c.zarr.tmp-*"))
+
+
+def test_png_pixel_hash_ignores_chunks_but_sees_pixels():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    a = st.figure_png(fig)
+    b = st.figure_png(fig, {"depthlab-provenance": "x"})
+    assert a != b and st.png_pixels_hash(a) == st.png_pixels_hash(b)
+    ax.plot([0, 1], [1, 0])
+    assert st.png_pixels_hash(st.figure_png(fig)) != st.png_pixels_hash(a)
+    assert st.figure_png(fig) == st.figure_png(fig), "no timestamps: identical bytes on a rerun"

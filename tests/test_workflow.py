@@ -1,205 +1,335 @@
-"""The Snakemake workflow end to end on config/smoke.yaml: run, no-op rerun, partial rerun, lint."""
+"""The Snakemake workflow end to end on config/smoke.yaml (every study): run, no-op rerun, partial reruns
+after a config change and after code changes, the documented commands, recovery from a kill, and the audit."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers import BIN, ROOT, smk
 
 import depthlab.storage as st
+from depthlab import provenance as prov
+from depthlab.studies import get_study
 
-BIN = Path(sys.executable).parent
-
-
-def smk(root: Path, workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    cmd = [str(BIN / "snakemake"), "-s", str(root / "Snakefile"), "--directory", str(workdir),
-           "--workflow-profile", str(root / "workflow" / "profiles" / "default"), "--cores", "2", *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    if check and p.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-6000:]}")
-    return p
+# stages that train nets, per study: editing the trainer must rerun exactly these (and what depends on them)
+TRAINING_STAGES = {"mori_ueda": ["lrsearch", "train"]}
 
 
-def stores(results: Path) -> dict[str, float]:
-    """mtime of every store and figure file under results/ (by relative path)."""
+def planned(p: subprocess.CompletedProcess) -> Counter:
+    """Job counts per rule from a dry run's 'Job stats' table (empty when there is nothing to do)."""
+    out = p.stdout + p.stderr
+    if "Nothing to be done" in out:
+        return Counter()
+    table = out[out.index("Job stats:"):]
+    rows = re.findall(r"^(\S+)\s+(\d+)$", table[: table.index("total")], flags=re.M)
+    return Counter({rule: int(n) for rule, n in rows})
+
+
+def files(results: Path) -> dict[str, int]:
+    """mtime of every store, figure file and report under results/ (by relative path)."""
     out = {}
-    for p in list(results.glob("fig*/**/*.zarr")) + list(results.glob("figures/*")) + list(results.glob("claims.md")):
-        out[str(p.relative_to(results))] = p.stat().st_mtime_ns
+    for p in list(results.glob("*/**/*.zarr")) + list(results.glob("*/figures/*")) + list(results.glob("**/claims*")):
+        rel = p.relative_to(results)
+        if rel.parts[0] not in ("logs", "benchmarks"):
+            out[str(rel)] = p.stat().st_mtime_ns
     return out
 
 
-@pytest.fixture(scope="module")
-def run(root, tmp_path_factory):
-    work = tmp_path_factory.mktemp("smoke")
-    cfg = yaml.safe_load((root / "config" / "smoke.yaml").read_text())
-    cfg_path = work / "smoke.yaml"
-    cfg_path.write_text(yaml.safe_dump(cfg))
-    smk(root, work, "--configfile", str(cfg_path))
-    return root, work, cfg, cfg_path
+def checkout_copy(dst: Path) -> Path:
+    """A copy of the checkout's workflow (Snakefile, workflow/, config/, envs/) to edit code in."""
+    for name in ("workflow", "config", "envs"):
+        shutil.copytree(ROOT / name, dst / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copy(ROOT / "Snakefile", dst / "Snakefile")
+    return dst / "Snakefile"
 
 
-def test_run_produces_figure_and_stores(run):
-    root, work, cfg, _ = run
-    res = work / "results"
-    for ext in ("png", "pdf", "csv", "provenance.json"):
-        assert (res / "figures" / f"fig2.{ext}").stat().st_size > 0
-    for t in cfg["figures"]["fig2"]["targets"]:
-        for L in cfg["figures"]["fig2"]["depths"]:
-            for kind in ("lrsearch", "train", "ntk"):
-                a = st.read_attrs(res / "fig2" / kind / t / f"L{L}.zarr")
-                assert a["depthlab_spec"]["depth"] == L and a["config_hash"] and a["code_version"]
-                assert "data" in a["inputs"]
-            # the recorded content hash is the hash of what is on disk
-            ds = st.read_store(res / "fig2" / "train" / t / f"L{L}.zarr")
-            assert st.content_hash(ds) == ds.attrs["content_hash"]
-            assert ds.test_error.dims == ("seed",)
-    table = (res / "figures" / "fig2.csv").read_text().splitlines()
-    assert len(table) == 1 + len(cfg["figures"]["fig2"]["targets"]) * len(cfg["figures"]["fig2"]["depths"]) * len(cfg["figures"]["fig2"]["seeds"])
-    assert not list(res.rglob("*.tmp-*")), "no temporary store may survive a finished run"
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
 
 
-def test_every_figure_target_and_the_claims_report(run):
-    root, work, cfg, _ = run
-    res = work / "results"
-    for name, fig in cfg["figures"].items():
-        for ext in ("png", "pdf", "csv", "provenance.json"):
-            assert (res / "figures" / f"{name}.{ext}").stat().st_size > 0, name
-    sweep = st.read_store(next((res / "fig3" / "sweep").glob("*/L1.zarr")))
-    assert sweep.test_error.dims == ("lr", "seed") and "max_converged_lr" in sweep
-    claims = (res / "claims.md").read_text()
-    assert "| claim | figure |" in claims and "fig2" in claims
-    # the report is computed from the stores: its fig2 numbers are the csv's
-    import pandas as pd
-
-    t = pd.read_csv(res / "figures" / "fig2.csv")
-    v = t[(t.target == "2-local") & (t.depth == 1)].nn_test_error.mean()
-    assert f"L=1: {v:.4g}" in claims
+def audit(cwd: Path, *args: str, env: dict | None = None, package: Path | None = None) -> subprocess.CompletedProcess:
+    """`depthlab audit ...` (optionally with the package of a checkout copy, to audit against edited code)."""
+    code = "import sys; sys.path.insert(0, sys.argv[1]); from depthlab.cli import main; main(sys.argv[2:])"
+    cmd = [sys.executable, "-c", code, str(package or ROOT / "workflow"), "audit", *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
 
 
-def audit(work: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "depthlab"), "audit", *args], cwd=work, capture_output=True, text=True, timeout=300)
+# ---- the run -----------------------------------------------------------------------------
 
 
-def test_audit_traces_figure_to_data_and_passes(run):
-    root, work, _, cfg_path = run
-    p = audit(work, "results/figures/fig2.png", "--configfile", str(cfg_path))
-    assert p.returncode == 0, p.stdout + p.stderr
-    for needle in ("figure results/figures/fig2", "results/fig2/train/2-local/L1.zarr", "results/fig2/lrsearch/2-local/L1.zarr",
-                   "results/fig2/ntk/2-global/L2.zarr", "results/fig2/data/2-local.zarr", "audit OK"):
-        assert needle in p.stdout
+def test_run_builds_every_study_and_the_index(smoke_run):
+    res = smoke_run.results
+    for study in smoke_run.config["studies"]:
+        specs = get_study(study).specs()
+        for fig in specs.figures(smoke_run.config):
+            for ext in ("png", "pdf", "csv", "provenance.json"):
+                assert (res / study / "figures" / f"{fig}.{ext}").stat().st_size > 0, (study, fig, ext)
+        verdicts = json.loads((res / study / "claims.json").read_text())
+        assert verdicts and all(v["claim"] for v in verdicts)
+        assert f"[{get_study(study).title}]({study}/claims.md)" in (res / "claims.md").read_text()
+        for stage, s in get_study(study).stages.items():
+            for job in specs.jobs(smoke_run.config, stage) if s.kind == "store" else []:
+                rec = st.read_record(res / study / specs.path(stage, **job))
+                assert rec["study"] == study and rec["stage"] == stage and rec["code_fingerprint"]
+                assert st.content_hash(st.read_store(res / study / specs.path(stage, **job))) == rec["content_hash"]
+    assert (res / "config.used.yaml").exists()
+    assert not list(res.rglob("*.tmp-*")) and not list(res.rglob("*.ckpt*")), "no temporary file may survive a finished run"
 
 
-def test_audit_catches_a_modified_store_and_a_changed_config(run, tmp_path):
-    import zarr
-
-    root, work, cfg, cfg_path = run
-    copy = tmp_path / "w"
-    shutil.copytree(work / "results", copy / "results")
-    z = zarr.open_array(str(copy / "results/fig2/data/2-local.zarr/y_test"), mode="r+")
-    z[0] = z[0] + 1.0
-    p = audit(copy, "results/figures/fig2.pdf")
-    assert p.returncode != 0
-    assert "results/fig2/data/2-local.zarr: arrays on disk" in p.stderr
-    # a config with another seed made none of these stores
-    other = yaml.safe_load(cfg_path.read_text())
-    other["seed"] = 99
-    other_path = tmp_path / "other.yaml"
-    other_path.write_text(yaml.safe_dump(other))
-    p = audit(work, "results/fig2/train/2-global/L1.zarr", "--configfile", str(other_path))
-    assert p.returncode != 0 and "made by a different config (differs in: data)" in p.stderr
-    # a missing input is named
-    shutil.rmtree(copy / "results/fig2/ntk/2-global/L2.zarr")
-    p = audit(copy, "results/figures/fig2.csv")
-    assert "results/fig2/ntk/2-global/L2.zarr: missing" in p.stderr
+def test_rerun_has_nothing_to_do(smoke_run):
+    p = smk(smoke_run.work, "--configfile", str(smoke_run.config_path), "--dry-run")
+    assert planned(p) == Counter(), p.stdout[-3000:]
 
 
-def test_html_report_has_every_figure_the_claims_and_the_config(run):
-    root, work, cfg, cfg_path = run
-    smk(root, work, "--configfile", str(cfg_path), "--report", str(work / "report.html"))
-    html = (work / "report.html").read_text()
-    for name in cfg["figures"]:
-        assert f"Mori &amp; Ueda {name}" in html, name
+def test_switching_device_schedules_no_job(smoke_run):
+    p = smk(smoke_run.work, "--configfile", str(smoke_run.config_path), "--config", "device=cpu", "--dry-run")
+    assert planned(p) == Counter(), p.stdout[-3000:]
+
+
+def test_changing_one_depth_reruns_only_that_depth_and_the_figure(smoke_run, tmp_path):
+    run = smoke_run.copy(tmp_path / "w")
+    before = files(run.results)
+    changed = yaml.safe_load(run.config_path.read_text())
+    fig2 = changed["studies"]["mori_ueda"]["figures"]["fig2"]
+    old = sorted(fig2["depths"])
+    fig2["depths"] = [old[0], 3]
+    new_cfg = tmp_path / "changed.yaml"
+    new_cfg.write_text(yaml.safe_dump(changed))
+    smk(run.work, "--configfile", str(new_cfg))
+    after = files(run.results)
+    rerun = {k for k in after if after[k] != before.get(k)}
+    targets = sorted(fig2["targets"])
+    expected = {f"mori_ueda/fig2/{kind}/{t}/L3.zarr" for t in targets for kind in ("lrsearch", "train", "ntk")}
+    expected |= {f"mori_ueda/figures/fig2.{ext}" for ext in ("png", "pdf", "csv", "provenance.json")}
+    expected |= {"mori_ueda/claims.md", "mori_ueda/claims.json", "mori_ueda/claims.provenance.json",
+                 "claims.md", "claims.provenance.json"}
+    assert rerun == expected
+    for t in targets:  # the first depth's stores are the very ones from before
+        assert after[f"mori_ueda/fig2/train/{t}/L{old[0]}.zarr"] == before[f"mori_ueda/fig2/train/{t}/L{old[0]}.zarr"]
+
+
+# ---- reruns follow code ---------------------------------------------------------------------
+
+
+def test_trainer_stages_are_exactly_those_whose_code_imports_the_trainer(smoke_run):
+    for study in smoke_run.config["studies"]:
+        using = sorted(stage for stage, s in get_study(study).stages.items()
+                       if "depthlab.core.trainer" in prov.closure(s.module))
+        assert using == sorted(TRAINING_STAGES.get(study, [])), study
+
+
+@pytest.fixture
+def code_copy(smoke_run, tmp_path):
+    """A finished smoke run and a checkout copy to edit; dry runs use the copy's Snakefile (and so its package)."""
+    run = smoke_run.copy(tmp_path / "w")
+    snakefile = checkout_copy(tmp_path / "checkout")
+    return run, snakefile
+
+
+def dry(run, snakefile) -> Counter:
+    return planned(smk(run.work, "--configfile", str(run.config_path), "--dry-run", snakefile=snakefile))
+
+
+def test_untouched_checkout_copy_reruns_nothing(code_copy):
+    run, snakefile = code_copy
+    assert dry(run, snakefile) == Counter()
+
+
+def test_editing_the_trainer_reruns_exactly_the_training_jobs_and_their_dependents(code_copy):
+    run, snakefile = code_copy
+    edit(snakefile.parent / "workflow/depthlab/core/trainer.py", "    t0 = time.perf_counter()\n",
+         "    t0 = time.perf_counter()\n    t0 = t0 + 0.0  # a code change (no-op numerically)\n")
+    jobs = dry(run, snakefile)
+    cfg = run.config
+    want = Counter()
+    for study, stages in TRAINING_STAGES.items():
+        specs = get_study(study).specs()
+        for stage in stages:
+            want[f"{study}_{stage}"] = len(specs.jobs(cfg, stage))
+        want["figure"] += len(specs.figures(cfg))
+        want["claims"] += 1
+    want.update({"claims_index": 1, "all": 1})
+    assert jobs == want
+
+
+def test_editing_plotting_reruns_only_that_studys_figures_and_reports(code_copy):
+    run, snakefile = code_copy
+    edit(snakefile.parent / "workflow/depthlab/studies/mori_ueda/plots.py", 'ax.set_yscale("log")', 'ax.set_yscale("linear")')
+    jobs = dry(run, snakefile)
+    n_figs = len(get_study("mori_ueda").specs().figures(run.config))
+    assert jobs == Counter({"figure": n_figs, "claims": 1, "claims_index": 1, "all": 1})
+
+
+def test_editing_a_docstring_reruns_nothing(code_copy):
+    run, snakefile = code_copy
+    edit(snakefile.parent / "workflow/depthlab/studies/mori_ueda/training.py",
+         '"""Stage ``train``: the final nets', '"""Stage ``train`` (reworded docstring): the final nets')
+    edit(snakefile.parent / "workflow/depthlab/core/trainer.py", "    t0 = time.perf_counter()\n",
+         "    # a comment is not code\n    t0 = time.perf_counter()\n")
+    assert dry(run, snakefile) == Counter()
+
+
+def test_editing_one_studys_code_reruns_nothing_of_another(code_copy):
+    run, snakefile = code_copy
+    edit(snakefile.parent / "workflow/depthlab/studies/mori_ueda/training.py",
+         "    lrs = np.atleast_1d", "    _unused = 0\n    lrs = np.atleast_1d")
+    jobs = dry(run, snakefile)
+    others = [r for r in jobs if r.split("_")[0] in {s.split("_")[0] for s in run.config["studies"] if s != "mori_ueda"}]
+    assert jobs["mori_ueda_train"] == len(get_study("mori_ueda").specs().jobs(run.config, "train")) and not others
+
+
+# ---- the documented commands (README), with the smoke config in place of the default ----------
+
+
+def make(*args: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, **env})
+
+
+def test_documented_make_commands(smoke_run, tmp_path):
+    run = smoke_run.copy(tmp_path / "w")
+    cfg = f"CONFIG={run.config_path}"
+    for smk_args in ("mori_ueda_fig2", "mori_ueda", "results/mori_ueda/figures/fig2.png", "--dry-run"):
+        p = make("run", cfg, f"SMK_ARGS=--directory {run.work} {smk_args}")
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        assert "Nothing to be done" in p.stdout + p.stderr, smk_args
+    p = make("report", cfg, f"SMK_ARGS=--directory {run.work}", f"REPORT={tmp_path / 'report.html'}")
+    assert p.returncode == 0, p.stderr[-3000:]
+    html = (tmp_path / "report.html").read_text()
+    for study in run.config["studies"]:
+        for fig in get_study(study).specs().figures(run.config):
+            assert f"{study} {fig}" in html, (study, fig)
     assert "claims.md" in html and "config.used.yaml" in html
 
 
-def test_rerun_has_nothing_to_do(run):
-    root, work, _, cfg_path = run
-    p = smk(root, work, "--configfile", str(cfg_path), "--dry-run")
-    assert "Nothing to be done" in p.stdout + p.stderr
+def test_documented_snakemake_command(smoke_run, tmp_path):
+    """README: `. .venv/bin/activate; snakemake --workflow-profile workflow/profiles/default --configfile FILE TARGET`."""
+    run = smoke_run.copy(tmp_path / "w")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    p = subprocess.run(["snakemake", "--workflow-profile", "workflow/profiles/default", "--configfile", str(run.config_path),
+                        "--directory", str(run.work), "mori_ueda_fig2"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert p.returncode == 0 and "Nothing to be done" in p.stdout + p.stderr, p.stderr[-3000:]
 
 
-def test_changing_one_depth_reruns_only_that_depth_and_the_figure(run):
-    root, work, cfg, cfg_path = run
-    res = work / "results"
-    before = stores(res)
-    changed = yaml.safe_load(cfg_path.read_text())
-    old = sorted(changed["figures"]["fig2"]["depths"])
-    changed["figures"]["fig2"]["depths"] = [old[0], 3]
-    new_cfg = cfg_path.with_name("changed.yaml")
-    new_cfg.write_text(yaml.safe_dump(changed))
-    smk(root, work, "--configfile", str(new_cfg))
-    after = stores(res)
-    rerun = {k for k in after if after[k] != before.get(k)}
-    targets = sorted(cfg["figures"]["fig2"]["targets"])
-    expected = {f"fig2/{kind}/{t}/L3.zarr" for t in targets for kind in ("lrsearch", "train", "ntk")}
-    expected |= {f"figures/fig2.{ext}" for ext in ("png", "pdf", "csv", "provenance.json")} | {"claims.md"}
-    assert rerun == expected
-    # and the first depth's stores are byte-for-byte the ones from before
-    for t in targets:
-        assert after[f"fig2/train/{t}/L{old[0]}.zarr"] == before[f"fig2/train/{t}/L{old[0]}.zarr"]
-    # restore the original config for any later test in this module
-    smk(root, work, "--configfile", str(cfg_path))
+def test_lint_passes(root, tmp_path):
+    p = smk(tmp_path, "--configfile", str(root / "config" / "smoke.yaml"), "--lint", check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "good condition" in p.stdout + p.stderr
 
 
-def test_killed_run_recovers_with_the_documented_commands(run, tmp_path):
+# ---- interrupted runs -------------------------------------------------------------------------
+
+
+def test_killed_run_recovers_with_the_documented_commands(smoke_run, tmp_path):
     """SIGKILL the whole Snakemake process group mid-run; --unlock + rerun finishes with the same arrays."""
-    import signal
-    import time
-
-    root, work, cfg, cfg_path = run
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    base = [str(BIN / "snakemake"), "-s", str(root / "Snakefile"), "--directory", str(tmp_path),
-            "--workflow-profile", str(root / "workflow" / "profiles" / "default"), "--cores", "2", "--configfile", str(cfg_path), "--"]
-    p = subprocess.Popen([*base, "fig2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    base = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
+            "--workflow-profile", str(ROOT / "workflow" / "profiles" / "default"), "--cores", "2",
+            "--configfile", str(smoke_run.config_path), "--"]  # --configfile takes several values: targets after --
+    p = subprocess.Popen([*base, "mori_ueda_fig2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
     deadline = time.time() + 300
-    while not list((tmp_path / "results" / "fig2" / "lrsearch").glob("*/*.zarr")):
+    while not list((tmp_path / "results" / "mori_ueda" / "fig2" / "lrsearch").glob("*/*.zarr")):
         assert p.poll() is None and time.time() < deadline, "the run ended before it could be killed"
         time.sleep(0.1)
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     subprocess.run([*base[:-1], "--unlock"], env=env, check=True, capture_output=True)
-    done = subprocess.run([*base, "fig2"], env=env, capture_output=True, text=True)
+    done = subprocess.run([*base, "mori_ueda_fig2"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
-    assert not list((tmp_path / "results").rglob("*.tmp-*")) and not list((tmp_path / "results").rglob("*.ckpt*"))
-    for t in cfg["figures"]["fig2"]["targets"]:
-        for L in cfg["figures"]["fig2"]["depths"]:
-            a = st.read_attrs(tmp_path / f"results/fig2/train/{t}/L{L}.zarr")["content_hash"]
-            assert a == st.read_attrs(work / f"results/fig2/train/{t}/L{L}.zarr")["content_hash"], "same config, same arrays"
+    res = tmp_path / "results"
+    assert not list(res.rglob("*.tmp-*")) and not list(res.rglob("*.ckpt*"))
+    fig2 = smoke_run.config["studies"]["mori_ueda"]["figures"]["fig2"]
+    for t in fig2["targets"]:
+        for L in fig2["depths"]:
+            a = st.read_record(res / f"mori_ueda/fig2/train/{t}/L{L}.zarr")["content_hash"]
+            assert a == st.read_record(smoke_run.results / f"mori_ueda/fig2/train/{t}/L{L}.zarr")["content_hash"]
 
 
-def test_lint_passes(root, tmp_path):
-    p = smk(root, tmp_path, "--configfile", str(root / "config" / "smoke.yaml"), "--lint", check=False)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "good condition" in p.stdout + p.stderr
+# ---- the audit: integrity always fails, history fails only with --strict ----------------------
+
+
+def test_audit_traces_a_figure_to_its_data_and_passes_from_anywhere(smoke_run, tmp_path):
+    p = audit(tmp_path, str(smoke_run.results / "mori_ueda/figures/fig2.png"), "--configfile", str(smoke_run.config_path))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr
+    for needle in ("figure mori_ueda/figures/fig2", "mori_ueda/fig2/train/2-local/L1.zarr", "mori_ueda/fig2/lrsearch/2-local/L1.zarr",
+                   "mori_ueda/fig2/ntk/2-global/L2.zarr", "mori_ueda/fig2/data/2-local.zarr", "audit OK"):
+        assert needle in p.stdout
+    # the claims index reaches every study's report, figure and store
+    p = audit(tmp_path, str(smoke_run.results / "claims.md"))
+    assert p.returncode == 0, p.stderr
+    for study in smoke_run.config["studies"]:
+        assert f"claims {study}/claims.md" in p.stdout
+
+
+def test_audit_of_results_made_by_another_commit(smoke_run, tmp_path):
+    """After a `git pull`: unchanged stage code passes with a note; changed stage code fails with --strict only."""
+    target = str(smoke_run.results / "mori_ueda/figures/fig2.png")
+    p = audit(tmp_path, target, env={"DEPTHLAB_CODE_VERSION": "f" * 40})
+    assert p.returncode == 0, p.stderr
+    assert "the code its stage runs is unchanged" in p.stdout
+    p = audit(tmp_path, target, "--strict", env={"DEPTHLAB_CODE_VERSION": "f" * 40})
+    assert p.returncode == 0, p.stderr
+    snakefile = checkout_copy(tmp_path / "checkout")
+    edit(snakefile.parent / "workflow/depthlab/core/trainer.py", "    t0 = time.perf_counter()\n",
+         "    t0 = time.perf_counter()\n    t0 = t0 + 0.0\n")
+    pkg = snakefile.parent / "workflow"
+    p = audit(tmp_path, target, env={"DEPTHLAB_CODE_VERSION": "f" * 40}, package=pkg)
+    assert p.returncode == 0 and "the code its stage runs has changed" in p.stdout, p.stderr
+    p = audit(tmp_path, target, "--strict", env={"DEPTHLAB_CODE_VERSION": "f" * 40}, package=pkg)
+    assert p.returncode == 1 and "mori_ueda/fig2/train/2-local/L1.zarr: made by code" in p.stderr
+    assert "data/2-local.zarr: made by code" not in p.stderr, "the data stage's code did not change"
+
+
+def test_audit_fails_on_a_flipped_chunk_byte_a_changed_config_and_a_missing_store(smoke_run, tmp_path):
+    run = smoke_run.copy(tmp_path / "w")
+    chunk = next(p for p in (run.results / "mori_ueda/fig2/data/2-local.zarr/y_test").rglob("*") if p.is_file() and p.name != "zarr.json")
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    chunk.write_bytes(bytes(data))
+    p = audit(tmp_path, str(run.results / "mori_ueda/figures/fig2.pdf"))
+    assert p.returncode == 1 and "mori_ueda/fig2/data/2-local.zarr" in p.stderr, p.stdout[-2000:] + p.stderr
+    p = audit(tmp_path, str(run.results / "mori_ueda/figures/fig2.pdf"), "--strict")
+    assert p.returncode == 1
+    other = yaml.safe_load(run.config_path.read_text())
+    other["seed"] = 99
+    other_path = tmp_path / "other.yaml"
+    other_path.write_text(yaml.safe_dump(other))
+    p = audit(tmp_path, str(smoke_run.results / "mori_ueda/fig2/train/2-global/L1.zarr"), "--configfile", str(other_path))
+    assert p.returncode == 1 and "made by a different config (differs in: data" in p.stderr
+    shutil.rmtree(run.results / "mori_ueda/fig2/ntk/2-global/L2.zarr")
+    p = audit(tmp_path, str(run.results / "mori_ueda/figures/fig2.csv"))
+    assert "mori_ueda/fig2/ntk/2-global/L2.zarr: missing" in p.stderr
+
+
+# ---- bad configs ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mutate,needle", [
     (lambda c: c.update(colour="red"), "'colour' was unexpected"),
-    (lambda c: c["figures"]["fig2"]["targets"]["2-local"].update(k=9), "figures.fig2.targets.2-local.k"),
-    (lambda c: c["figures"]["fig2"].update(depths=[]), "figures.fig2.depths"),
+    (lambda c: c["studies"]["mori_ueda"]["figures"]["fig2"]["targets"]["2-local"].update(k=9), "figures.fig2.targets.2-local.k"),
+    (lambda c: c["studies"]["mori_ueda"]["figures"]["fig2"].update(depths=[1.0, 2]), "figures.fig2.depths.0: 1.0 is not of type 'integer'"),
+    (lambda c: c["studies"]["mori_ueda"]["ntk"].update(beta=float("inf")), "ntk.beta: inf is not of type 'number'"),
 ])
 def test_bad_config_fails_before_any_job(root, tmp_path, mutate, needle):
     cfg = yaml.safe_load((root / "config" / "smoke.yaml").read_text())
     mutate(cfg)
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    p = smk(root, tmp_path, "--configfile", str(path), check=False)
+    p = smk(tmp_path, "--configfile", str(path), check=False)
     assert p.returncode != 0
     assert needle in p.stdout + p.stderr
     assert not (tmp_path / "results").exists(), "no job may run on a bad config"
@@ -208,3 +338,5 @@ def test_bad_config_fails_before_any_job(root, tmp_path, mutate, needle):
 def test_profile_runs_one_thread_per_job(root):
     prof = yaml.safe_load((root / "workflow" / "profiles" / "default" / "config.yaml").read_text())
     assert set(prof["set-threads"].values()) == {1}
+    rules = set(re.findall(r"^rule (\w+):", "".join(p.read_text() for p in (root / "workflow" / "rules").glob("*.smk")), re.M))
+    assert rules - {"claims_index", "config_snapshot"} <= set(prof["set-threads"]), "every compute rule has a thread count"

@@ -1,7 +1,13 @@
-"""depthlab: what depth does for neural networks (Mori & Ueda 2022 and related studies).
+"""depthlab: reproducible studies of what depth does for neural networks.
+
+Layout: ``depthlab.core`` is the pure array math (arrays in, arrays out: nets,
+losses, optimisers, the trainer, the lr search, kernels, seeds); the top-level
+modules are the infrastructure every study shares (config, storage, provenance,
+checkpoint, audit, claims, plotstyle, cli); ``depthlab.studies.<name>`` holds one
+study each (its specs, stages, plots and claims).
 
 Public names are loaded lazily (PEP 562), so a pipeline job imports only what its
-stage needs (torch, scipy.stats and matplotlib each cost ~1 s of start-up).
+stage needs (torch, scipy.stats and matplotlib each cost about a second of start-up).
 """
 
 from __future__ import annotations
@@ -9,23 +15,22 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _EXPORTS = {
-    "targets": ["add_label_noise", "k_global", "k_local", "sample_inputs", "sign_labels", "target"],
-    "widths": ["n_params", "width_for_budget"],
-    "device": ["resolve_device", "set_threads"],
-    "trainer": ["TrainResult", "TrainSettings", "glorot_init", "predict", "sgd_step", "train"],
-    "lrsearch": ["SearchResult", "SearchSettings", "fold_indices", "search_lr"],
-    "ntk": ["KernelFit", "kernel", "kernel_diagonal", "kernel_regression"],
+    "core.mlp": ["init_params", "forward", "predict", "n_params", "layer_sizes"],
+    "core.trainer": ["TrainSettings", "TrainResult", "train"],
+    "core.lrsearch": ["SearchSettings", "SearchResult", "search_lr", "fold_indices"],
+    "core.kernels": ["kernel", "kernel_diagonal", "kernel_regression", "kappa0", "kappa1"],
+    "core.losses": ["misclassification", "sign_labels"],
+    "core.device": ["resolve_device", "set_threads"],
+    "core.seeds": ["seed"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_WHERE) + ["ntk"]
+__all__ = sorted(_WHERE)
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ntk":
-        return importlib.import_module(".ntk", __name__)
     if name in _WHERE:
         return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
     raise AttributeError(f"module 'depthlab' has no attribute {name!r}")

@@ -1,139 +1,61 @@
-"""SPEC claims checked against the figure tables (never written by hand).
+"""Claims machinery shared by every study: a Verdict per (claim, subject), rendered to markdown and JSON.
 
-Input: the tidy per-seed tables the figure rules write (``<figure>.csv``).
-Output: one :class:`Verdict` per (claim, target or pair), rendered to markdown.
-
-Criteria (fixed here, stated in the report so a reader can disagree with them):
-
-* "clearly higher": mean NN error at L = 1 exceeds the best deeper mean by more than 10 %.
-* "tends to fall with L": Spearman rank correlation of mean error vs L below 0.
-* "L = 1 is best": mean NN error at L = 1 below every deeper mean.
-* "local and global alike" (k = 1): the best depth of the two is the same and their
-  error curves are rank-correlated (Spearman > 0).
-* "non-monotonic": the mean curve goes both up and down along L.
-* "NTK does not follow the NN": the Spearman correlations of NN and NTK errors with
-  L have opposite signs, or the NN beats the NTK by more than 10 % at its best depth.
-* Fig. 3 "small lr matches the NTK": at the smallest lr, |NN - NTK| / NTK < 25 %;
-  "best lr is large": the lr with the lowest error is above the geometric middle of
-  the converged lr range.
+Each study's ``claims`` stage computes its verdicts from its figure tables (never
+by hand) and states its criteria; this module renders them the same way for
+every study, and builds the index over all studies (``<results>/claims.md``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-import numpy as np
-import pandas as pd
-from scipy.stats import spearmanr
-
-CLEARLY = 1.10
+MARK = {True: "yes", False: "**NO**", None: "n/a"}
 
 
 @dataclass
 class Verdict:
-    claim: str
-    figure: str
-    subject: str
+    claim: str  # the SPEC id: "1" ... "6" (Mori & Ueda), "B1", "R1", "S2", "M3", ...
+    statement: str  # what the claim says, in a few words
+    figure: str  # the figure whose table it was computed from
+    subject: str  # target, depth, kernel, ... it is about
     holds: bool | None  # None: not enough data to judge
-    evidence: str
+    evidence: str  # the numbers, and the criterion they were held to
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
 
-def _curve(df: pd.DataFrame, col: str = "nn_test_error") -> pd.Series:
-    """Mean over seeds per depth (diverged runs excluded)."""
-    return df.groupby("depth")[col].mean().sort_index()
+def counts(verdicts: list[Verdict]) -> tuple[int, int, int]:
+    yes = sum(v.holds is True for v in verdicts)
+    no = sum(v.holds is False for v in verdicts)
+    return yes, no, len(verdicts) - yes - no
 
 
-def _rho(s: pd.Series) -> float:
-    if len(s) < 3 or s.nunique() < 2:
-        return float(np.sign(s.iloc[-1] - s.iloc[0])) if len(s) >= 2 else float("nan")
-    return float(spearmanr(s.index.values, s.values).statistic)
-
-
-def _fmt(s: pd.Series) -> str:
-    return ", ".join(f"L={int(L)}: {v:.4g}" for L, v in s.items())
-
-
-ROBUSTNESS = {"fig4": "label noise", "fig5": "classification", "fig6": "generalized g"}
-
-
-def depth_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
-    out: list[Verdict] = []
-    tag = f"6 ({ROBUSTNESS[figure]}) = " if figure in ROBUSTNESS else ""
-    for name, part in table.groupby("target", sort=True):
-        k = int(part.k.iloc[0])
-        loc = part.locality.iloc[0]
-        nn = _curve(part)
-        ntk = _curve(part, "ntk_test_error")
-        if len(nn) < 2 or nn.isna().all():
-            out.append(Verdict("-", figure, name, None, "fewer than two depths with a finite NN error"))
-            continue
-        deeper = nn.drop(index=nn.index.min())
-        if k >= 2 and loc == "local":
-            ratio = nn.iloc[0] / deeper.min()
-            r = _rho(nn)
-            out.append(Verdict(tag + "1 (local: L = 1 clearly worse, error falls with L)", figure, name,
-                               bool(ratio > CLEARLY and r < 0),
-                               f"NN {_fmt(nn)}; err(L=1)/min deeper = {ratio:.3f} (need > {CLEARLY}); Spearman(L, err) = {r:+.2f} (need < 0)"))
-        if k >= 2 and loc == "global":
-            out.append(Verdict(tag + "2 (global: L = 1 best)", figure, name, bool(nn.iloc[0] < deeper.min()),
-                               f"NN {_fmt(nn)}; err(L=1) = {nn.iloc[0]:.4g} vs min deeper = {deeper.min():.4g}"))
-        if k == 1:
-            diffs = np.sign(np.diff(nn.values))
-            nonmono = bool((diffs > 0).any() and (diffs < 0).any())
-            out.append(Verdict("3 (k = 1: shallow best)", figure, name, bool(nn.idxmin() == nn.index.min()),
-                               f"NN {_fmt(nn)}; best depth L = {int(nn.idxmin())}; non-monotonic: {nonmono}"))
-        rn, rk = _rho(nn), _rho(ntk)
-        best = nn.idxmin()
-        gap = ntk.loc[best] / nn.loc[best]
-        holds = bool(np.sign(rn) != np.sign(rk) or gap > CLEARLY)
-        out.append(Verdict("4 (NTK does not follow the NN at the CV-optimal lr)", figure, name, holds,
-                           f"NTK {_fmt(ntk)}; Spearman(L, NN) = {rn:+.2f}, Spearman(L, NTK) = {rk:+.2f}; "
-                           f"NTK/NN at the NN's best depth L={int(best)}: {gap:.3f}"))
-    ones = table[table.k == 1]
-    if not ones.empty and set(ones.locality) == {"local", "global"}:
-        loc_c = _curve(ones[ones.locality == "local"])
-        glo_c = _curve(ones[ones.locality == "global"])
-        common = loc_c.index.intersection(glo_c.index)
-        r = float(spearmanr(loc_c[common], glo_c[common]).statistic) if len(common) >= 3 else float("nan")
-        same = loc_c.idxmin() == glo_c.idxmin()
-        out.append(Verdict("3 (k = 1: local and global alike)", figure, "1-local vs 1-global",
-                           bool(same and r > 0) if np.isfinite(r) else None,
-                           f"best depths {int(loc_c.idxmin())} vs {int(glo_c.idxmin())}; Spearman between curves = {r:+.2f}"))
-    return out
-
-
-def lr_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
-    """Fig. 3 table: one row per (target, depth, lr, seed) with nn_test_error, converged, ntk_test_error."""
-    out = []
-    for (name, L), part in table.groupby(["target", "depth"], sort=True):
-        ok = part[part.converged]
-        curve = ok.groupby("lr").nn_test_error.mean().sort_index()
-        if len(curve) < 2:
-            out.append(Verdict("5", figure, f"{name} L={L}", None, "fewer than two converged learning rates"))
-            continue
-        ntk = float(part.ntk_test_error.iloc[0])
-        small = abs(curve.iloc[0] - ntk) / ntk
-        mid = np.sqrt(curve.index.min() * curve.index.max())
-        best = curve.idxmin()
-        out.append(Verdict("5 (small lr matches the NTK; best lr is large)", figure, f"{name} L={L}",
-                           bool(small < 0.25 and best > mid),
-                           f"at lr={curve.index[0]:.3g}: NN {curve.iloc[0]:.4g} vs NTK {ntk:.4g} (rel. diff {small:.2f}, need < 0.25); "
-                           f"best lr {best:.3g} (error {curve.min():.4g}) vs middle of converged range {mid:.3g}; "
-                           f"largest converged lr {curve.index.max():.3g}"))
-    return out
-
-
-def render(verdicts: list[Verdict], scale_note: str) -> str:
-    lines = ["# SPEC claims at the scale that was run", "",
-             "Computed by `depthlab claims` from the figure tables (results/figures/*.csv); not written by hand.",
-             "", scale_note, "", "Criteria: see the docstring of `depthlab/claims.py` (10 % margins, Spearman signs).",
-             "The paper itself (Sec. 3.1) finds the NTK close to the network for the 2-global target and for 3-global at",
-             "L >= 2, so claim 4 is expected to fail there.", "",
-             "| claim | figure | subject | holds | evidence |", "|---|---|---|---|---|"]
+def render(title: str, verdicts: list[Verdict], notes: list[str]) -> str:
+    """Markdown report of one study: notes (scale, criteria), then one table row per verdict."""
+    lines = [f"# {title}: claims at the scale that was run", "",
+             "Computed by the pipeline from the figure tables; not written by hand.", ""]
+    for n in notes:
+        lines += [n, ""]
+    lines += ["| claim | statement | figure | subject | holds | evidence |", "|---|---|---|---|---|---|"]
     for v in verdicts:
-        mark = {True: "yes", False: "**NO**", None: "n/a"}[v.holds]
-        lines.append(f"| {v.claim} | {v.figure} | {v.subject} | {mark} | {v.evidence} |")
-    n_yes = sum(v.holds is True for v in verdicts)
-    n_no = sum(v.holds is False for v in verdicts)
-    lines += ["", f"{n_yes} hold, {n_no} do not hold, {len(verdicts) - n_yes - n_no} could not be judged."]
+        lines.append(f"| {v.claim} | {v.statement} | {v.figure} | {v.subject} | {MARK[v.holds]} | {v.evidence} |")
+    yes, no, na = counts(verdicts)
+    lines += ["", f"{yes} hold, {no} do not hold, {na} could not be judged."]
+    return "\n".join(lines) + "\n"
+
+
+def render_index(studies: list[tuple[str, str, list[dict]]]) -> str:
+    """The index over all studies: (study, title, verdict dicts) -> markdown with per-study counts and every row."""
+    lines = ["# depthlab claims: every study", "",
+             "One row per verdict of every study built by this run, each labelled with its SPEC claim id.", "",
+             "| study | holds | does not hold | n/a |", "|---|---|---|---|"]
+    for name, title, rows in studies:
+        vs = [Verdict(**r) for r in rows]
+        yes, no, na = counts(vs)
+        lines.append(f"| [{title}]({name}/claims.md) | {yes} | {no} | {na} |")
+    lines += ["", "| study | claim | figure | subject | holds | evidence |", "|---|---|---|---|---|---|"]
+    for name, _, rows in studies:
+        for r in rows:
+            lines.append(f"| {name} | {r['claim']} ({r['statement']}) | {r['figure']} | {r['subject']} | {MARK[r['holds']]} | {r['evidence']} |")
     return "\n".join(lines) + "\n"

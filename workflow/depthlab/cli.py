@@ -1,12 +1,16 @@
-"""Command line: the thin layer Snakemake rules call, plus `depthlab validate`.
+"""Command line: the thin layer Snakemake rules call, plus validate, audit and fingerprint.
 
-    depthlab stage data     --spec JSON --output results/fig2/data/2-local.zarr
-    depthlab stage lrsearch --spec JSON --input data=... --output ...
-    depthlab stage train    --spec JSON --input data=... --input lrsearch=... --output ...
-    depthlab stage ntk      --spec JSON --input data=... --output ...
-    depthlab stage figure   --spec JSON --input train:2-local:1=... --input ntk:2-local:1=... --output results/figures/fig2
-    depthlab validate config/config.yaml
-    depthlab audit results/figures/fig2.png [--configfile config/config.yaml]
+    depthlab stage --spec JSON --inputs JSON --output PATH --results DIR [--device auto] [--threads N]
+    depthlab index --inputs JSON --output DIR/claims.md --results DIR
+    depthlab snapshot --config-json JSON --output DIR/config.used.yaml
+    depthlab validate CONFIG
+    depthlab audit TARGET [--configfile CONFIG] [--strict]
+    depthlab fingerprint STUDY STAGE
+
+A stage's spec names its study and stage (``{"study": ..., "stage": ..., "job": ...}``);
+the study registry (depthlab.studies) maps them to the function that runs it.  The
+CLI does the I/O around that function: it reads the input stores, writes the output
+with its provenance record, and hands the function a checkpoint to survive kills.
 """
 
 from __future__ import annotations
@@ -14,139 +18,170 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from . import config as cfg
+from . import provenance as prov
 from . import storage
 
 log = logging.getLogger("depthlab")
 
 
-def _inputs(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for p in pairs:
-        name, _, path = p.partition("=")
-        if not path:
-            raise SystemExit(f"--input needs NAME=PATH, got {p!r}")
-        out[name] = path
-    return out
+@dataclass
+class StageContext:
+    """What a store stage gets besides its spec and inputs."""
+
+    device: str  # torch device string ("cpu", "cuda"), already resolved
+    progress: Callable[[str], None]
+    checkpoint: Any  # depthlab.checkpoint.FileCheckpoint, or None
 
 
-def stage(args: argparse.Namespace) -> None:
-    spec = json.loads(args.spec)
-    if spec.get("stage") != args.name:
-        raise SystemExit(f"spec is for stage {spec.get('stage')!r}, not {args.name!r}")
-    inputs = _inputs(args.input)
-    if args.name == "figure":
-        return figure(spec, inputs, Path(args.output))
-    if args.name == "claims":
-        return claims_report(spec, inputs, Path(args.output))
-    if args.name == "config":
-        import yaml
+def _record(spec: dict, output: str | Path, results: str, inputs: dict[str, str], device: str) -> dict:
+    from .studies import get_study
 
-        storage.write_text(yaml.safe_dump(spec["config"], sort_keys=True), args.output)
-        return
-    from . import experiments  # imports torch: only the stages that compute pay for it
-    from .device import describe, resolve_device, set_threads
+    study = get_study(spec["study"])
+    return {
+        "study": spec["study"], "stage": spec["stage"], "job": spec["job"],
+        "path": storage.relpath(output, results), "spec": spec, "config_hash": prov.spec_hash(spec),
+        "code_version": prov.code_version(), "code_fingerprint": prov.code_fingerprint(study.stage(spec["stage"]).module),
+        "packages": prov.package_versions(), "device": device,
+        "inputs": {k: storage.input_record(p, results) for k, p in sorted(inputs.items())},
+    }
 
-    threads = set_threads(args.threads)
-    dev = resolve_device(args.device)
-    device = describe(dev)
+
+def run_store(spec: dict, fn: Callable, inputs: dict[str, str], output: Path, results: str, device: str, threads: int | None) -> None:
+    from .checkpoint import FileCheckpoint
+    from .core.device import describe, resolve_device, set_threads
+
+    n = set_threads(threads)
+    dev = resolve_device(device)
+    where = describe(dev)
+    log.info("depthlab %s/%s: %s on %s (%d thread(s))", spec["study"], spec["stage"], output, where, n)
     t0 = time.perf_counter()
     # training state survives a killed job here (SIGTERM, SIGKILL, a SLURM time limit); removed once the store is written
-    ckpt = f"{args.output}.ckpt"
-    log.info("depthlab %s: %s on %s (%d thread(s))", args.name, args.output, device, threads)
-    if args.name == "data":
-        ds = experiments.make_data(spec)
-    elif args.name == "lrsearch":
-        ds = experiments.run_lrsearch(spec, storage.read_store(inputs["data"]), str(dev), checkpoint=ckpt)
-    elif args.name == "train":
-        ds = experiments.run_train(spec, storage.read_store(inputs["data"]), storage.read_store(inputs["lrsearch"]), str(dev),
-                                   checkpoint=ckpt)
-    elif args.name == "sweep":
-        ds = experiments.run_sweep(spec, storage.read_store(inputs["data"]), str(dev), checkpoint=ckpt)
-    elif args.name == "ntk":
-        ds = experiments.run_ntk(spec, storage.read_store(inputs["data"]), str(dev))
-    else:  # argparse choices make this unreachable
-        raise SystemExit(f"unknown stage {args.name}")
-    storage.write_store(ds, args.output, spec, inputs, device)
-    for leftover in Path(args.output).parent.glob(Path(args.output).name + ".ckpt*"):
-        leftover.unlink()
-    log.info("wrote %s in %.1fs", args.output, time.perf_counter() - t0)
+    ckpt = FileCheckpoint(f"{output}.ckpt")
+    ds = fn(spec, {k: storage.read_store(p) for k, p in inputs.items()}, StageContext(str(dev), log.info, ckpt))
+    storage.write_store(ds, output, _record(spec, output, results, inputs, where))
+    ckpt.clear()
+    log.info("wrote %s in %.1fs", output, time.perf_counter() - t0)
 
 
-def figure(spec: dict, inputs: dict[str, str], stem: Path) -> None:
-    """Assemble a figure from <kind>:<target>:<depth> stores (kind: train or sweep, and ntk)."""
-    from . import experiments, plotting
-
-    runs, ntk = {}, {}
-    for key, path in inputs.items():
-        kind, name, depth = key.split(":")
-        (ntk if kind == "ntk" else runs)[(name, int(depth))] = storage.read_store(path)
-    provenance = {
-        "figure": spec["figure"],
-        "config_hash": cfg.spec_hash(spec),
-        "code_version": storage.code_version(),
-        "inputs": {k: storage.input_record(p) for k, p in sorted(inputs.items())},
-    }
-    if spec["kind"] == "lr_sweep":
-        table = experiments.sweep_table(spec, runs, ntk)
-        fig = plotting.lr_figure(table, f"{spec['figure']}: test error vs learning rate (NN solid, NTK dashed)", spec["task"])
-    else:
-        table = experiments.depth_table(spec, runs, ntk)
-        fig = plotting.depth_figure(table, f"{spec['figure']}: test error vs depth (NN solid, NTK dashed)", spec["task"])
-    storage.save_figure(fig, stem, provenance)
-    storage.write_text(table.to_csv(index=False, float_format="%.6g"), stem.with_suffix(".csv"))
-    storage.write_json({**provenance, "depthlab_spec": spec}, stem.with_suffix(".provenance.json"))
+def run_figure(spec: dict, fn: Callable, inputs: dict[str, str], stem: Path, results: str) -> None:
+    """Figure stage: <stem>.{csv,png,pdf,provenance.json}; the provenance carries the hashes of all three files."""
+    fig, table = fn(spec, {k: storage.read_store(p) for k, p in inputs.items()})
+    record = _record(spec, stem, results, inputs, "cpu")
+    record["csv_sha256"] = storage.write_text(table.to_csv(index=False, float_format="%.6g"), stem.with_suffix(".csv"))
+    record["png_pixels_sha256"] = storage.png_pixels_hash(storage.figure_png(fig))
+    blob = prov.canonical_json(prov.embedded(record))
+    storage.write_bytes(storage.figure_png(fig, {"depthlab-provenance": blob}), stem.with_suffix(".png"))
+    record["pdf_sha256"] = storage.write_bytes(storage.figure_pdf(fig, blob), stem.with_suffix(".pdf"))
+    storage.write_json(storage.finish_record(record), stem.with_suffix(".provenance.json"))
     log.info("wrote %s.{png,pdf,csv,provenance.json}", stem)
 
 
-def claims_report(spec: dict, inputs: dict[str, str], out: Path) -> None:
-    """Check the SPEC claims on every figure table; write markdown (inputs: <figure>=<csv>)."""
+def _file_input(path: str, results: str) -> dict[str, str]:
+    """Record of a file input (a figure CSV or a claims JSON): its path, its hash, and its provenance's record hash."""
+    p = Path(path)
+    prov_path = p.with_name(p.name.rsplit(".", 1)[0] + ".provenance.json")
+    return {"path": storage.relpath(p, results), "sha256": storage.file_hash(p),
+            "record_hash": json.loads(prov_path.read_text())["record_hash"]}
+
+
+def run_claims(spec: dict, fn: Callable, inputs: dict[str, str], out: Path, results: str) -> None:
+    """Claims stage: <dir>/claims.{md,json,provenance.json} from the study's figure tables."""
     import pandas as pd
 
     from . import claims
+    from .studies import get_study
 
-    verdicts = []
-    for name in sorted(inputs):
-        table = pd.read_csv(inputs[name])
-        kind = spec["figures"][name]
-        verdicts += (claims.lr_claims if kind == "lr_sweep" else claims.depth_claims)(name, table)
-    text = claims.render(verdicts, spec["scale_note"])
-    text += "\nInputs: " + ", ".join(f"`{p}`" for p in sorted(inputs.values())) + "\n"
-    storage.write_text(text, out)
+    verdicts, notes = fn(spec, {name: pd.read_csv(p) for name, p in inputs.items()})
+    record = _record(spec, out, results, {}, "cpu")
+    record["inputs"] = {name: _file_input(p, results) for name, p in sorted(inputs.items())}
+    record["json_sha256"] = storage.write_json([v.as_dict() for v in verdicts], out.with_suffix(".json"))
+    record["md_sha256"] = storage.write_text(claims.render(get_study(spec["study"]).title, verdicts, notes), out)
+    storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
+    log.info("wrote %s (%d verdicts)", out, len(verdicts))
+
+
+def stage(args: argparse.Namespace) -> None:
+    from .studies import get_study
+
+    spec = json.loads(args.spec)
+    inputs = json.loads(args.inputs)
+    st = get_study(spec["study"]).stage(spec["stage"])
+    fn = st.function()
+    out = Path(args.output)
+    if st.kind == "store":
+        run_store(spec, fn, inputs, out, args.results, args.device, args.threads)
+    elif st.kind == "figure":
+        run_figure(spec, fn, inputs, out, args.results)
+    else:
+        run_claims(spec, fn, inputs, out, args.results)
+
+
+def index(args: argparse.Namespace) -> None:
+    """The claims index over every study: <results>/claims.{md,provenance.json}."""
+    from . import claims
+    from .studies import get_study
+
+    inputs = json.loads(args.inputs)  # study -> its claims.json
+    rows = [(name, get_study(name).title, json.loads(Path(p).read_text())) for name, p in sorted(inputs.items())]
+    out = Path(args.output)
+    record = {"study": "*", "stage": "index", "job": {}, "path": storage.relpath(out, args.results),
+              "code_version": prov.code_version(), "inputs": {n: _file_input(p, args.results) for n, p in sorted(inputs.items())}}
+    record["md_sha256"] = storage.write_text(claims.render_index(rows), out)
+    storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
     log.info("wrote %s", out)
+
+
+def snapshot(args: argparse.Namespace) -> None:
+    """The config a run used (validated, defaults filled in), as YAML."""
+    import yaml
+
+    head = "# The config this run used (validated, defaults filled in). `device` is left out: each store records where it ran.\n"
+    storage.write_text(head + yaml.safe_dump(json.loads(args.config_json), sort_keys=True), args.output)
+
+
+def _load_or_exit(path: str) -> dict:
+    try:
+        return cfg.load(path)
+    except cfg.ConfigError as e:
+        print(e, file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def validate(args: argparse.Namespace) -> None:
+    _load_or_exit(args.config)
+    print(f"{args.config}: OK")
 
 
 def audit(args: argparse.Namespace) -> None:
     from . import audit as au
 
-    config = None
-    if args.configfile:
-        try:
-            config = cfg.load(args.configfile)
-        except cfg.ConfigError as e:
-            print(e, file=sys.stderr)
-            raise SystemExit(2) from None
-    result = au.run(args.target, config)
+    config = _load_or_exit(args.configfile) if args.configfile else None
+    result = au.run(args.target, config, strict=args.strict)
     print("\n".join(result.lines))
     if result.problems:
         print(f"\nAUDIT FAILED: {len(result.problems)} problem(s):", file=sys.stderr)
-        for prob in result.problems:
-            print(f"  - {prob}", file=sys.stderr)
+        for p in result.problems:
+            print(f"  - {p}", file=sys.stderr)
         raise SystemExit(1)
-    print(f"\naudit OK: {len(result.seen)} store(s) checked, every recorded hash matches the arrays on disk")
+    notes = f"; {len(result.notes)} note(s) above" if result.notes else ""
+    print(f"\naudit OK: {len(result.seen)} file(s) checked, every recorded hash matches what is on disk{notes}")
 
 
-def validate(args: argparse.Namespace) -> None:
-    try:
-        cfg.load(args.config)
-    except cfg.ConfigError as e:
-        print(e, file=sys.stderr)
-        raise SystemExit(2) from None
-    print(f"{args.config}: OK")
+def fingerprint(args: argparse.Namespace) -> None:
+    from .studies import get_study
+
+    mod = get_study(args.study).stage(args.stage).module
+    for m in prov.closure(mod):
+        print(m)
+    print(f"fingerprint {prov.code_fingerprint(mod)}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -154,20 +189,34 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="depthlab")
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("stage", help="run one pipeline stage (called by the Snakemake rules)")
-    s.add_argument("name", choices=cfg.STAGES)
-    s.add_argument("--spec", required=True, help="canonical JSON spec of the job")
-    s.add_argument("--input", action="append", default=[], help="NAME=PATH of an input store (repeatable)")
-    s.add_argument("--output", required=True)
+    s.add_argument("--spec", required=True, help="canonical JSON spec of the job (names its study and stage)")
+    s.add_argument("--inputs", default="{}", help="JSON {name: path} of the job's inputs")
+    s.add_argument("--output", required=True, help="the store, figure stem or claims file to write")
+    s.add_argument("--results", required=True, help="the results root (records name files relative to it)")
     s.add_argument("--threads", type=int, default=None, help="torch threads (default 1 or $DEPTHLAB_THREADS)")
-    s.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    s.add_argument("--device", default=os.environ.get("DEPTHLAB_DEVICE", "auto"), help="auto | cpu | cuda (default: $DEPTHLAB_DEVICE, else auto)")
     s.set_defaults(func=stage)
-    a = sub.add_parser("audit", help="print a figure's or store's lineage and check every recorded hash")
-    a.add_argument("target", help="results/figures/fig2.png (or .pdf/.csv/.provenance.json, or the stem) or a .zarr store")
+    i = sub.add_parser("index", help="build the claims index over every study")
+    i.add_argument("--inputs", required=True, help="JSON {study: path of its claims.json}")
+    i.add_argument("--output", required=True)
+    i.add_argument("--results", required=True)
+    i.set_defaults(func=index)
+    c = sub.add_parser("snapshot", help="write the validated config (defaults filled in) as YAML")
+    c.add_argument("--config-json", required=True, help="the config as JSON")
+    c.add_argument("--output", required=True)
+    c.set_defaults(func=snapshot)
+    a = sub.add_parser("audit", help="print a figure's, claims report's or store's lineage and check every recorded hash")
+    a.add_argument("target", help="a figure (.png/.pdf/.csv/.provenance.json), a claims.md, or a .zarr store")
     a.add_argument("--configfile", help="also check that each store was made from exactly this config's values")
+    a.add_argument("--strict", action="store_true", help="also fail on stores made by code whose fingerprint differs from the checkout's")
     a.set_defaults(func=audit)
     v = sub.add_parser("validate", help="validate a config file")
     v.add_argument("config")
     v.set_defaults(func=validate)
+    f = sub.add_parser("fingerprint", help="list the modules a stage's code fingerprint covers")
+    f.add_argument("study")
+    f.add_argument("stage")
+    f.set_defaults(func=fingerprint)
     args = p.parse_args(argv)
     args.func(args)
 

@@ -1,4 +1,20 @@
-"""Config validation and the per-job specs derived from it.
+"""Config loading and validation: the single gate every value passes before any job runs.
+
+A config has a few top-level keys (``results``, ``device``, ``seed``, ...) and a
+``studies`` section with one sub-section per study a run builds; a study left out
+is not built.  Validation, in order, stops at the first problem and raises
+:class:`ConfigError` naming the key (dotted path) and what is allowed:
+
+1. YAML: a missing or unparsable file, a duplicate key (PyYAML silently keeps the
+   last one; we refuse).
+2. Every string and key: no control characters (a newline in a name would pass a
+   ``^...$`` pattern and end up in a file name).
+3. JSON schema (``workflow/schemas/config.schema.yaml`` and one
+   ``<study>.schema.yaml`` per study), with a strict type checker: an ``integer``
+   is an int (``2.0`` is refused: JSON-schema alone accepts it), a ``number`` is
+   a finite int or float (``.inf`` and ``.nan`` are refused), booleans are neither.
+4. Each study's cross-field rules (k <= d, a budget big enough for every depth,
+   ...), which also fill in defaults.
 
 A *spec* is the exact, canonical set of config values one job depends on.  Its
 canonical JSON is the job's Snakemake ``params`` (so a change reruns exactly the
@@ -7,45 +23,83 @@ jobs it touches) and its SHA-256 is the ``config_hash`` recorded in the store.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-from .targets import G_FUNCTIONS
-from .widths import width_for_budget
+from .provenance import canonical_json, spec_hash  # noqa: F401  (re-exported: specs use them)
 
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
-STAGES = ("data", "lrsearch", "train", "sweep", "ntk", "figure", "claims", "config")
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class ConfigError(ValueError):
     """A config value is invalid; the message names the key and what is allowed."""
 
 
-def canonical_json(obj: Any) -> str:
-    """Deterministic JSON: sorted keys, no whitespace, floats in repr form (1e-4 and 0.0001 agree)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def spec_hash(spec: dict) -> str:
-    return hashlib.sha256(canonical_json(spec).encode()).hexdigest()
-
-
-def format_lr(lr: float) -> str:
-    """Canonical string for a learning rate in a file name: 4 significant digits, e.g. 0.05 -> '5.000e-02'."""
-    return f"{lr:.3e}"
-
-
-def _key(path: Any) -> str:
+def key(path: Any) -> str:
     return ".".join(str(p) for p in path) or "<top level>"
 
 
-def _schema() -> dict:
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+# ---- YAML -------------------------------------------------------------------------------
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate mapping keys."""
+
+
+def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, int] = {}
+    for k_node, _ in node.value:
+        k = loader.construct_object(k_node, deep=deep)
+        if k in seen:
+            raise ConfigError(f"config error: duplicate key {k!r} (line {k_node.start_mark.line + 1}; first at line "
+                              f"{seen[k] + 1}); each key may appear once")
+        seen[k] = k_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Parse a YAML file strictly; a missing or broken file is a one-line ConfigError."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {p} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {p} cannot be read: {e}") from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"config file {p} is not valid YAML{where}: {getattr(e, 'problem', None) or e}") from None
+
+
+# ---- schema -----------------------------------------------------------------------------
+
+
+def _is_int(checker: Any, v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(checker: Any, v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": _is_int, "number": _is_number})
+StrictValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_TYPES)
+
+
+def load_schema(name: str) -> dict:
+    return yaml.safe_load((SCHEMA_DIR / f"{name}.schema.yaml").read_text())
 
 
 def _allowed_keys(schema: dict, path: list) -> list[str] | None:
@@ -61,164 +115,65 @@ def _allowed_keys(schema: dict, path: list) -> list[str] | None:
     return sorted(props) if props else None
 
 
-def validate(config: dict) -> dict:
-    """Check ``config`` against the JSON schema and the cross-field rules; return it with defaults filled.
-
-    Raises ConfigError naming the offending key (dotted path) and the allowed values,
-    before any job runs.
-    """
-    schema = _schema()
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    if errors:
-        e = errors[0]
-        where = _key(e.absolute_path)
-        msg = f"config error at {where}: {e.message}"
-        if e.validator == "additionalProperties":
-            allowed = _allowed_keys(schema, list(e.absolute_path))
-            if allowed:
-                msg += f"; allowed keys: {', '.join(allowed)}"
-            elif "patternProperties" in e.schema:
-                msg += f"; keys must match {', '.join(e.schema['patternProperties'])}"
-        if e.validator == "type" and isinstance(e.instance, str) and "number" in str(e.validator_value):
+def check_schema(value: Any, schema: dict, prefix: tuple = ()) -> None:
+    """Validate ``value`` against ``schema``; raise ConfigError on the first (shallowest) problem."""
+    errors = sorted(StrictValidator(schema).iter_errors(value), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if not errors:
+        return
+    e = errors[0]
+    where = key(prefix + tuple(e.absolute_path))
+    msg = f"config error at {where}: {e.message}"
+    if e.validator == "additionalProperties":
+        allowed = _allowed_keys(schema, list(e.absolute_path))
+        if allowed:
+            msg += f"; allowed keys: {', '.join(allowed)}"
+        elif "patternProperties" in e.schema:
+            msg += f"; keys must match {', '.join(e.schema['patternProperties'])}"
+    if e.validator == "type":
+        want = e.validator_value
+        if isinstance(e.instance, str) and "number" in str(want):
             msg += " (YAML 1.1 reads 1e-4 and 2.0e3 as strings: write 1.0e-4, 2.0e+3 or 2000)"
-        if len(errors) > 1:
-            msg += f" (and {len(errors) - 1} more problem(s))"
-        raise ConfigError(msg)
+        elif isinstance(e.instance, float) and not math.isfinite(e.instance):
+            msg += " (a finite number is required)"
+        elif isinstance(e.instance, float) and "integer" in str(want):
+            msg += " (write whole numbers without a decimal point)"
+    if len(errors) > 1:
+        msg += f" (and {len(errors) - 1} more problem(s))"
+    raise ConfigError(msg)
 
-    lo, hi = config["lrsearch"]["log10_lr_bounds"]
-    if not lo < hi:
-        raise ConfigError(f"config error at lrsearch.log10_lr_bounds: need low < high, got [{lo}, {hi}]")
-    for fname, fig in config["figures"].items():
-        fig.setdefault("kind", "depth_sweep")
-        for tname, t in fig["targets"].items():
-            t.setdefault("g", "product")
-            t.setdefault("noise", 0.0)
-            where = f"figures.{fname}.targets.{tname}"
-            if t["k"] > t["d"]:
-                raise ConfigError(f"config error at {where}.k: k = {t['k']} exceeds the input dimension d = {t['d']}; need k <= d")
-            need = G_FUNCTIONS[t["g"]][1]
-            if need is not None and t["k"] != need:
-                raise ConfigError(f"config error at {where}.k: g = {t['g']!r} takes exactly k = {need}, got k = {t['k']}")
-            if t["noise"] > 0 and fig["task"] == "classification":
-                raise ConfigError(f"config error at {where}.noise: label noise is only defined for task = regression")
-            if config["lrsearch"]["folds"] > t["n_train"]:
-                raise ConfigError(f"config error at lrsearch.folds: {config['lrsearch']['folds']} folds exceed n_train = {t['n_train']} of {where}")
-            for L in fig["depths"] if fig["kind"] == "depth_sweep" else []:
-                try:
-                    width_for_budget(t["d"], fig["budget"], L)
-                except ValueError as err:
-                    raise ConfigError(f"config error at figures.{fname}.budget: {err} (target {tname}, depth {L} in figures.{fname}.depths)") from None
+
+def _no_control(value: Any, path: tuple = ()) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str) and CONTROL.search(k):
+                raise ConfigError(f"config error at {key(path + (k,))!r}: the key contains a control character "
+                                  f"({k!r}); keys are plain text")
+            _no_control(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _no_control(v, path + (i,))
+    elif isinstance(value, str) and CONTROL.search(value):
+        raise ConfigError(f"config error at {key(path)}: {value!r} contains a control character; values are plain text")
+
+
+def validate(config: Any) -> dict:
+    """Validate a whole config (see the module docstring); returns it with defaults filled in."""
+    from .studies import get_study
+
+    if not isinstance(config, dict):
+        raise ConfigError(f"config error: the config must be a mapping of keys to values, got {type(config).__name__}")
+    _no_control(config)
+    check_schema(config, load_schema("config"))
+    if not config["results"].strip().rstrip("/"):
+        raise ConfigError(f"config error at results: {config['results']!r} is empty or the filesystem root; "
+                          "give a folder such as 'results'")
+    for name, section in config["studies"].items():
+        study = get_study(name)
+        check_schema(section, load_schema(name), ("studies", name))
+        study.specs().check(section, config)
     return config
 
 
 def load(path: str | Path) -> dict:
     """Read a YAML config file and validate it."""
-    return validate(yaml.safe_load(Path(path).read_text()))
-
-
-# ---- per-job specs -----------------------------------------------------------------
-
-
-def data_spec(config: dict, figure: str, target: str) -> dict:
-    fig = config["figures"][figure]
-    t = fig["targets"][target]
-    return {
-        "stage": "data",
-        "target": {key: t[key] for key in ("k", "locality", "g", "d", "n_train", "noise")},
-        "task": fig["task"],
-        "n_test": fig["n_test"],
-        "seed": config["seed"],
-    }
-
-
-def _training(config: dict, figure: str, max_epochs: int) -> dict:
-    tr = config["training"]
-    return {
-        "batch_size": tr["batch_size"],
-        "check_every": tr["check_every"],
-        "loss_threshold": float(tr["loss_threshold"]),
-        "max_epochs": max_epochs,
-        "loss": "cross_entropy" if config["figures"][figure]["task"] == "classification" else "mse",
-    }
-
-
-def lrsearch_spec(config: dict, figure: str, target: str, depth: int) -> dict:
-    ls = config["lrsearch"]
-    return {
-        "stage": "lrsearch",
-        "data": data_spec(config, figure, target),
-        "depth": depth,
-        "budget": float(config["figures"][figure]["budget"]),
-        "training": _training(config, figure, ls["max_epochs"]),
-        "search": {
-            "folds": ls["folds"],
-            "log10_lr_bounds": [float(v) for v in ls["log10_lr_bounds"]],
-            "init_points": ls["init_points"],
-            "rounds": ls["rounds"],
-            "candidates_per_round": ls["candidates_per_round"],
-            "seed": config["seed"],
-        },
-    }
-
-
-def train_spec(config: dict, figure: str, target: str, depth: int) -> dict:
-    return {
-        "stage": "train",
-        "data": data_spec(config, figure, target),
-        "depth": depth,
-        "budget": float(config["figures"][figure]["budget"]),
-        "training": _training(config, figure, config["training"]["max_epochs"]),
-        "seeds": list(config["figures"][figure]["seeds"]),
-    }
-
-
-def sweep_spec(config: dict, figure: str, target: str, depth: int) -> dict:
-    fig = config["figures"][figure]
-    return {
-        "stage": "sweep",
-        "data": data_spec(config, figure, target),
-        "depth": depth,
-        "width": fig["width"],
-        "lrs": [float(10.0**u) for u in sorted(fig["log10_lrs"])],
-        "training": _training(config, figure, fig["max_epochs"]),
-        "seeds": list(fig["seeds"]),
-    }
-
-
-def ntk_spec(config: dict, figure: str, target: str, depth: int) -> dict:
-    return {
-        "stage": "ntk",
-        "data": data_spec(config, figure, target),
-        "depth": depth,
-        "beta": float(config["ntk"]["beta"]),
-        "block": config["ntk"]["block"],
-    }
-
-
-def claims_spec(config: dict) -> dict:
-    figs = config["figures"]
-    scale = "; ".join(
-        f"{name}: " + ", ".join(f"{t} (d={v['d']}, N={v['n_train']}" + (f", eps={v['noise']:g}" if v["noise"] else "") + ")"
-                                for t, v in sorted(f["targets"].items()))
-        + (f", P={f['budget']:g}" if f["kind"] == "depth_sweep" else f", h={f['width']}")
-        + f", L={sorted(f['depths'])}, N_test={f['n_test']}, seeds={len(f['seeds'])}"
-        for name, f in sorted(figs.items())
-    )
-    return {
-        "stage": "claims",
-        "figures": {name: f["kind"] for name, f in sorted(figs.items())},
-        "scale_note": f"Scale: {scale}; CV folds={config['lrsearch']['folds']}.",
-    }
-
-
-def figure_spec(config: dict, figure: str) -> dict:
-    fig = config["figures"][figure]
-    return {
-        "stage": "figure",
-        "figure": figure,
-        "kind": fig["kind"],
-        "task": fig["task"],
-        "depths": sorted(fig["depths"]),
-        "targets": {name: data_spec(config, figure, name)["target"] for name in sorted(fig["targets"])},
-    }
+    return validate(read_yaml(path))

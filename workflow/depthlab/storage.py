@@ -1,36 +1,40 @@
-"""All I/O: zarr stores with provenance attrs, atomic writes, content hashes.
+"""All I/O: zarr stores with a provenance record, atomic writes, content hashes, figures.
 
-Every store carries in its attrs (JSON strings, zarr-safe):
-  depthlab_spec   the canonical spec (exact config values) that produced it
-  config_hash     SHA-256 of that spec
-  content_hash    SHA-256 of every array in the store (names, dims, dtypes, bytes)
-  code_version    git commit of the repository, '+dirty' if it had uncommitted changes
-  packages        versions of the packages that shape the numbers
-  device          where it was computed
-  inputs          {name: {path, content_hash, config_hash}} of the stores it was made from
+A store's attrs hold its own attributes (``n_params``, ...) and one more,
+``depthlab_provenance``: the canonical JSON of its provenance record
+
+  study, stage, job     which job of which study made it (the audit recomputes its spec from these)
+  path                  the store's path relative to the results root
+  spec, config_hash     the exact config values it was made from, and their SHA-256
+  content_hash          SHA-256 of every array (names, dims, dtypes, shapes, bytes)
+  attrs                 the store's other attributes (they feed numbers too)
+  code_version          git commit of the checkout, '+dirty' if it had uncommitted changes
+  code_fingerprint      fingerprint of the stage's code (depthlab.provenance)
+  packages, device      versions of the packages that shape the numbers; where it ran
+  inputs                {name: {path, content_hash, record_hash}} of the stores it was made from
+  created, record_hash  wall-clock time (not hashed); SHA-256 of everything else
+
+Nothing is ever unpickled: stores are zarr arrays and JSON text.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import hashlib
+import io
 import json
 import os
 import shutil
-import subprocess
 import warnings
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .config import canonical_json, spec_hash
+from .provenance import canonical_json, record_hash
 
-REPO = Path(__file__).resolve().parents[2]
-PROVENANCE_PACKAGES = ("depthlab", "torch", "numpy", "scipy", "xarray", "zarr", "bayesian-optimization", "snakemake")
+RECORD_ATTR = "depthlab_provenance"
 
 
 def content_hash(ds: xr.Dataset) -> str:
@@ -41,51 +45,13 @@ def content_hash(ds: xr.Dataset) -> str:
         arr = np.ascontiguousarray(v.values)
         if arr.dtype.kind in "OU":  # strings: hash their UTF-8 text
             payload = "\x1f".join(map(str, arr.ravel())).encode()
+            dt = "str"
         else:
             payload = arr.tobytes()
-        h.update(f"{name}|{','.join(v.dims)}|{arr.dtype.str if arr.dtype.kind not in 'OU' else 'str'}|{arr.shape}|".encode())
+            dt = arr.dtype.str
+        h.update(f"{name}|{','.join(map(str, v.dims))}|{dt}|{arr.shape}|".encode())
         h.update(payload)
     return h.hexdigest()
-
-
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """'<git commit>' or '<git commit>+dirty'; 'unknown' outside a git checkout."""
-    env = os.environ.get("DEPTHLAB_CODE_VERSION")
-    if env:
-        return env
-    try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
-
-
-@functools.lru_cache(maxsize=1)
-def package_versions() -> dict[str, str]:
-    out = {}
-    for name in PROVENANCE_PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
-def read_attrs(path: str | Path) -> dict[str, Any]:
-    """Provenance attrs of a store, JSON-decoded where they are JSON."""
-    ds = _open(path)
-    out = {}
-    for k, v in ds.attrs.items():
-        try:
-            out[k] = json.loads(v) if isinstance(v, str) and k in ("depthlab_spec", "packages", "inputs", "extra") else v
-        except json.JSONDecodeError:
-            out[k] = v
-    ds.close()
-    return out
 
 
 def _open(path: str | Path) -> xr.Dataset:
@@ -96,79 +62,121 @@ def _open(path: str | Path) -> xr.Dataset:
 
 
 def read_store(path: str | Path) -> xr.Dataset:
-    """Open a store fully into memory (stores are small next to RAM at laptop scale)."""
+    """Open a store fully into memory (the provenance attr stripped: see :func:`read_record`)."""
     with _open(path) as ds:
-        return ds.load()
+        out = ds.load()
+    out.attrs.pop(RECORD_ATTR, None)
+    return out
 
 
-def input_record(path: str | Path) -> dict[str, str]:
-    a = read_attrs(path)
-    return {"path": str(path), "content_hash": a["content_hash"], "config_hash": a["config_hash"]}
+def read_record(path: str | Path) -> dict[str, Any]:
+    """The provenance record of a store (raises KeyError if it has none)."""
+    with _open(path) as ds:
+        return json.loads(ds.attrs[RECORD_ATTR])
 
 
-def provenance_attrs(spec: dict, ds: xr.Dataset, inputs: dict[str, str | Path], device: str) -> dict[str, str]:
-    return {
-        "depthlab_spec": canonical_json(spec),
-        "config_hash": spec_hash(spec),
-        "content_hash": content_hash(ds),
-        "code_version": code_version(),
-        "packages": json.dumps(package_versions(), sort_keys=True),
-        "device": device,
-        "inputs": json.dumps({k: input_record(p) for k, p in sorted(inputs.items())}, sort_keys=True),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
+def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    """JSON-able copy of dataset attrs (numpy scalars to Python), as zarr stores them."""
+    return json.loads(json.dumps({k: v for k, v in attrs.items() if k != RECORD_ATTR}, default=lambda o: o.item()))
 
 
-def write_store(ds: xr.Dataset, path: str | Path, spec: dict, inputs: dict[str, str | Path], device: str) -> Path:
-    """Write ``ds`` to a zarr store at ``path`` atomically, with provenance attrs.
+def input_record(path: str | Path, results: str | Path) -> dict[str, str]:
+    """What a consumer records of an input store: its path under the results root and its hashes."""
+    rec = read_record(path)
+    return {"path": relpath(path, results), "content_hash": rec["content_hash"], "record_hash": rec["record_hash"]}
 
-    The store is written to ``<path>.tmp-<pid>`` and renamed into place only once
+
+def relpath(path: str | Path, results: str | Path) -> str:
+    """``path`` relative to the results root, '/'-separated (how every record names a file)."""
+    return Path(os.path.relpath(Path(path).resolve(), Path(results).resolve())).as_posix()
+
+
+def finish_record(record: dict[str, Any]) -> dict[str, Any]:
+    """Add the wall-clock time and the record hash."""
+    rec = {**record, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    rec["record_hash"] = record_hash(rec)
+    return rec
+
+
+def remove_stale(path: str | Path) -> None:
+    """Delete ``<path>.tmp-*`` left by a killed write of this same output (called before each write)."""
+    path = Path(path)
+    for tmp in path.parent.glob(f"{path.name}.tmp-*"):
+        shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+
+
+def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Write ``ds`` to a zarr store at ``path`` atomically, with its provenance record; returns the record.
+
+    ``record`` holds the fields the caller knows (study, stage, job, path, spec, ...);
+    the content hash, the attrs, the time and the record hash are added here.  The
+    store is written to ``<path>.tmp-<pid>`` and renamed into place only once
     complete, so an interrupted job never leaves a store that looks finished.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    remove_stale(path)
+    attrs = plain_attrs(ds.attrs)
+    rec = finish_record({**record, "content_hash": content_hash(ds), "attrs": attrs})
     out = ds.copy()
-    out.attrs = {**{k: v for k, v in ds.attrs.items()}, **provenance_attrs(spec, ds, inputs, device)}
+    out.attrs = {**attrs, RECORD_ATTR: canonical_json(rec)}
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     out.to_zarr(tmp, mode="w", consolidated=False)
     if path.exists():
         shutil.rmtree(path)
     os.replace(tmp, path)
-    return path
+    return rec
 
 
-def write_text(text: str, path: str | Path) -> None:
-    """Atomic text write (tmp file + rename)."""
+def write_bytes(data: bytes, path: str | Path) -> str:
+    """Atomic write (tmp file + rename); returns the SHA-256 of the bytes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(path)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
+    tmp.write_bytes(data)
     os.replace(tmp, path)
+    return hashlib.sha256(data).hexdigest()
 
 
-def write_json(obj: Any, path: str | Path) -> None:
-    """Atomic JSON write (tmp file + rename)."""
-    write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", path)
+def write_text(text: str, path: str | Path) -> str:
+    return write_bytes(text.encode(), path)
 
 
-def save_figure(fig: Any, stem: str | Path, provenance: dict[str, Any]) -> list[Path]:
-    """Save a matplotlib Figure as <stem>.png and <stem>.pdf with the input hashes in their metadata.
+def write_json(obj: Any, path: str | Path) -> str:
+    return write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", path)
 
-    PNG: text chunk 'depthlab-provenance'; PDF: the info dict's 'Subject'.  Both
-    hold the canonical JSON of ``provenance``; written atomically.
-    """
-    stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    blob = canonical_json(provenance)
-    paths = []
-    for ext, meta in (("png", {"depthlab-provenance": blob, "Software": "depthlab"}),
-                      ("pdf", {"Subject": blob, "Creator": "depthlab", "CreationDate": None})):
-        final = stem.with_suffix(f".{ext}")
-        tmp = final.with_name(f"{final.stem}.tmp-{os.getpid()}.{ext}")
-        # PNG metadata must not carry a timestamp either, so reruns give identical bytes
-        fig.savefig(tmp, format=ext, metadata=meta, dpi=150)
-        os.replace(tmp, final)
-        paths.append(final)
-    return paths
+
+def file_hash(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def png_pixels_hash(png: bytes | str | Path) -> str:
+    """SHA-256 of a PNG's decoded pixels (mode, size, RGBA bytes): what a reader sees, whatever its chunks say."""
+    from PIL import Image
+
+    src = io.BytesIO(png) if isinstance(png, bytes) else png
+    with Image.open(src) as im:
+        im = im.convert("RGBA")
+        return hashlib.sha256(f"{im.mode}|{im.size}|".encode() + im.tobytes()).hexdigest()
+
+
+def png_text(path: str | Path, key: str) -> str | None:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return im.text.get(key)
+
+
+def figure_png(fig: Any, text: dict[str, str] | None = None) -> bytes:
+    """PNG bytes of a matplotlib Figure, with ``text`` as tEXt chunks; no timestamp, so reruns give identical bytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=150, metadata={**(text or {}), "Software": "depthlab"})
+    return buf.getvalue()
+
+
+def figure_pdf(fig: Any, subject: str) -> bytes:
+    """PDF bytes of a matplotlib Figure with ``subject`` in its info dict; no creation date."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="pdf", metadata={"Subject": subject, "Creator": "depthlab", "CreationDate": None})
+    return buf.getvalue()

@@ -1,125 +1,170 @@
-# The only Python of the workflow: config validation, grid expansion, named input/param functions.
+# The only Python of the workflow: config validation, the job grid, named input/param functions.
+# Every path, spec and fingerprint comes from the package (depthlab.studies.<study>.specs), so the
+# rules stay thin and the audit can recompute any job's spec from what its store records.
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # use the checkout's package
 
 import depthlab.config as dlc
+import depthlab.provenance as dlp
+from depthlab.studies import get_study
 
 config = dlc.validate(config)
-R = config["results"]
-DEVICE = config["device"]
-FIGURES = config["figures"]
+R = config["results"].rstrip("/")  # results root: every output lands below it (quoted wherever it reaches a shell)
+STUDIES = sorted(config["studies"])
+CONDA_ENV = "../../envs/depthlab.yaml"
+# The device reaches jobs through the environment, recorded in every store but deliberately not in params:
+# switching it reruns nothing. `envvars` passes it on to SLURM and other remote executors.
+os.environ.update(DEPTHLAB_DEVICE=config["device"])
+
+
+envvars:
+    "DEPTHLAB_DEVICE",
+
+
+# One shell command for every store, figure and claims job: the spec names the study and stage.
+STAGE_SHELL = (
+    "depthlab stage --spec {params.spec:q} --inputs {params.inputs:q} --output {params.output:q}"
+    " --results {params.results:q} --threads {threads} > {log:q} 2>&1"
+)
 
 
 wildcard_constraints:
-    figure="fig[0-9]+",
-    target="[A-Za-z0-9][A-Za-z0-9_.-]*",
-    depth="[0-9]+",
+    study="|".join(STUDIES) or "-",
+    figure="[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
-def _json(spec):
-    return dlc.canonical_json(spec)
+def _specs(study):
+    return get_study(study).specs()
 
 
-# ---- grid -------------------------------------------------------------------------
+def _json(obj):
+    return dlc.canonical_json(obj)
 
 
-def figure_files_of(figure):
-    stem = f"{R}/figures/{figure}"
+def _named(fn, name):
+    fn.__name__ = name
+    return fn
+
+
+# ---- paths ------------------------------------------------------------------------
+
+
+def store_pattern(study, stage):
+    """Output pattern of a store stage, e.g. results/mori_ueda/{figure}/train/{target}/L{depth}.zarr."""
+    return f"{R}/{study}/{_specs(study).PATHS[stage]}"
+
+
+def log_pattern(study, stage):
+    return f"{R}/logs/{study}/{_specs(study).PATHS[stage].removesuffix('.zarr')}.log"
+
+
+def bench_pattern(study, stage):
+    return f"{R}/benchmarks/{study}/{_specs(study).PATHS[stage].removesuffix('.zarr')}.tsv"
+
+
+def figure_files(study, figure):
+    stem = f"{R}/{study}/figures/{figure}"
     return [f"{stem}.png", f"{stem}.pdf", f"{stem}.csv", f"{stem}.provenance.json"]
 
 
-def all_figures(wildcards):
-    return [f for name in sorted(FIGURES) for f in figure_files_of(name)] + [f"{R}/claims.md", f"{R}/config.used.yaml"]
+def study_targets(study):
+    return [f for fig in _specs(study).figures(config) for f in figure_files(study, fig)] + [f"{R}/{study}/claims.md"]
 
 
-def _figure_target(name):
-    def files(wildcards):
-        if name not in FIGURES:
-            raise ValueError(f"{name} is not configured: config key figures.{name} is missing (configured: {', '.join(sorted(FIGURES))})")
-        return figure_files_of(name)
-
-    files.__name__ = f"{name}_files"
-    return files
+def all_targets(wildcards):
+    return [f for s in STUDIES for f in study_targets(s)] + [f"{R}/claims.md", f"{R}/config.used.yaml"]
 
 
-fig1_files, fig2_files, fig3_files, fig4_files, fig5_files, fig6_files = (_figure_target(f"fig{i}") for i in range(1, 7))
+# ---- store stages: named input and param functions per (study, stage) ----------------
 
 
-def _grid(figure):
-    fig = FIGURES[figure]
-    return [(t, L) for t in sorted(fig["targets"]) for L in sorted(fig["depths"])]
+def results_root(wildcards):
+    """The results root, for the CLI (records name files relative to it)."""
+    return R
 
 
-# ---- inputs -----------------------------------------------------------------------
+def first_output(wildcards, output):
+    return output[0]
 
 
-def data_store(wildcards):
-    return f"{R}/{wildcards.figure}/data/{wildcards.target}.zarr"
+def figure_stem(wildcards, output):
+    return output.png.removesuffix(".png")
 
 
-def lrsearch_store(wildcards):
-    return f"{R}/{wildcards.figure}/lrsearch/{wildcards.target}/L{wildcards.depth}.zarr"
+def _job(wildcards):
+    return {k: v for k, v in wildcards.items()}
 
 
-def _run_kind(figure):
-    """Store kind holding the network runs: CV-tuned training (depth sweep) or the fixed-width lr sweep."""
-    return "sweep" if FIGURES[figure]["kind"] == "lr_sweep" else "train"
+def inputs_of(study, stage):
+    def inputs(wildcards):
+        return {k: f"{R}/{study}/{p}" for k, p in _specs(study).stage_inputs(config, stage, _job(wildcards)).items()}
+
+    return _named(inputs, f"{study}_{stage}_inputs")
+
+
+def inputs_json_of(study, stage):
+    fn = inputs_of(study, stage)
+    return _named(lambda wildcards: _json(fn(wildcards)), f"{study}_{stage}_inputs_json")
+
+
+def spec_of(study, stage):
+    """The job's spec as canonical JSON: a change of any config value it depends on reruns it."""
+    return _named(lambda wildcards: _json(_specs(study).spec(config, stage, _job(wildcards))), f"{study}_{stage}_spec")
+
+
+def code_of(study, stage):
+    """The fingerprint of the code the stage runs: editing that code reruns the job (depthlab.provenance)."""
+    return dlp.code_fingerprint(get_study(study).stage(stage).module)
+
+
+# ---- figures and claims (report.smk) ----------------------------------------------------
 
 
 def figure_inputs(wildcards):
-    f = wildcards.figure
-    return [f"{R}/{f}/{kind}/{t}/L{L}.zarr" for t, L in _grid(f) for kind in (_run_kind(f), "ntk")]
+    s = wildcards.study
+    return {k: f"{R}/{s}/{p}" for k, p in _specs(s).figure_inputs(config, wildcards.figure).items()}
+
+
+def figure_inputs_json(wildcards):
+    return _json(figure_inputs(wildcards))
+
+
+def figure_spec(wildcards):
+    return _json(_specs(wildcards.study).spec(config, "figure", {"figure": wildcards.figure}))
+
+
+def figure_code(wildcards):
+    return code_of(wildcards.study, "figure")
 
 
 def claims_inputs(wildcards):
-    return [f"{R}/figures/{name}.csv" for name in sorted(FIGURES)]
+    s = wildcards.study
+    return {f: f"{R}/{s}/figures/{f}.csv" for f in _specs(s).claims_inputs(config)}
 
 
-# ---- params: the exact config values each job depends on (canonical JSON) ----------
+def claims_inputs_json(wildcards):
+    return _json(claims_inputs(wildcards))
 
 
-def data_params(wildcards):
-    return _json(dlc.data_spec(config, wildcards.figure, wildcards.target))
+def claims_spec(wildcards):
+    return _json(_specs(wildcards.study).spec(config, "claims", {}))
 
 
-def lrsearch_params(wildcards):
-    return _json(dlc.lrsearch_spec(config, wildcards.figure, wildcards.target, int(wildcards.depth)))
+def claims_code(wildcards):
+    return code_of(wildcards.study, "claims")
 
 
-def train_params(wildcards):
-    return _json(dlc.train_spec(config, wildcards.figure, wildcards.target, int(wildcards.depth)))
+def index_inputs(wildcards):
+    return {s: f"{R}/{s}/claims.json" for s in STUDIES}
 
 
-def sweep_params(wildcards):
-    return _json(dlc.sweep_spec(config, wildcards.figure, wildcards.target, int(wildcards.depth)))
+def index_inputs_json(wildcards):
+    return _json(index_inputs(wildcards))
 
 
-def ntk_params(wildcards):
-    return _json(dlc.ntk_spec(config, wildcards.figure, wildcards.target, int(wildcards.depth)))
-
-
-def figure_params(wildcards):
-    return _json(dlc.figure_spec(config, wildcards.figure))
-
-
-def figure_input_args(wildcards):
-    f = wildcards.figure
-    return " ".join(f"--input {kind}:{t}:{L}={R}/{f}/{kind}/{t}/L{L}.zarr" for t, L in _grid(f) for kind in (_run_kind(f), "ntk"))
-
-
-def figure_kind(wildcards):
-    return FIGURES[wildcards.figure]["kind"]
-
-
-def config_params(wildcards):
-    return _json({"stage": "config", "config": config})
-
-
-def claims_params(wildcards):
-    return _json(dlc.claims_spec(config))
-
-
-def claims_input_args(wildcards):
-    return " ".join(f"--input {name}={R}/figures/{name}.csv" for name in sorted(FIGURES))
+def config_json(wildcards):
+    """The config for the snapshot, less `device`: where jobs ran is recorded per store, and is no rerun trigger."""
+    return _json({k: v for k, v in config.items() if k != "device"})

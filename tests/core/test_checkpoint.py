@@ -1,0 +1,143 @@
+"""Interrupted runs: a training or lr search killed mid-run resumes from its checkpoint to the same result."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from depthlab.checkpoint import FileCheckpoint
+from depthlab.core.lrsearch import SearchSettings, search_lr
+from depthlab.core.mlp import init_params, layer_sizes
+from depthlab.core.trainer import TrainSettings, train
+from depthlab.studies.mori_ueda.targets import sample_inputs, target
+
+ROOT = Path(__file__).resolve().parents[2]
+D, N, WIDTH, DEPTH = 6, 400, 64, 2
+SETTINGS = dict(check_every=5, loss_threshold=1e-6, max_epochs=120, device="cpu")
+LRS = [0.003, 0.01, 0.03]
+
+SCRIPT = """
+import sys, numpy as np
+sys.path.insert(0, {workflow!r})
+from depthlab.checkpoint import FileCheckpoint
+from depthlab.core.device import set_threads
+from depthlab.core.lrsearch import SearchSettings, search_lr
+from depthlab.core.mlp import init_params, layer_sizes
+from depthlab.core.trainer import TrainSettings, train
+from depthlab.studies.mori_ueda.targets import sample_inputs, target
+set_threads(1)
+x = sample_inputs({N}, {D}, 0); y = target(x, 2, "local")
+sizes = layer_sizes({D}, {WIDTH}, {DEPTH})
+if {search}:
+    search_lr(x, y, sizes, "glorot_uniform", SearchSettings(folds=2, log10_lr_bounds=(-3.0, -1.0), init_points=2, rounds=2,
+              candidates_per_round=2), TrainSettings(**{settings}), checkpoint=FileCheckpoint({ckpt!r}))
+else:
+    M = {M}
+    train(x, y, np.tile(np.arange({N}), (M, 1)), np.array({lrs}), init_params(sizes, np.arange(M)), np.arange(M) + 7,
+          TrainSettings(**{settings}), checkpoint=FileCheckpoint({ckpt!r}))
+"""
+
+
+def problem():
+    x = sample_inputs(N, D, 0)
+    return x, target(x, 2, "local")
+
+
+SIZES = layer_sizes(D, WIDTH, DEPTH)
+
+
+def start_and_kill(ckpt: Path, sig: int, search: bool, wait_for: str) -> None:
+    """Run the training in a child process and kill it with ``sig`` once ``wait_for`` exists."""
+    code = SCRIPT.format(workflow=str(ROOT / "workflow"), N=N, D=D, DEPTH=DEPTH, WIDTH=WIDTH, settings=SETTINGS,
+                         ckpt=str(ckpt), M=len(LRS), lrs=LRS, search=search)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    target = Path(wait_for)
+    while not target.exists():
+        if p.poll() is not None:
+            raise AssertionError(f"child ended before it could be killed: {p.stderr.read().decode()[-2000:]}")
+        if time.time() > deadline:
+            p.kill()
+            raise AssertionError("no checkpoint appeared within 120 s")
+        time.sleep(0.02)
+    p.send_signal(sig)
+    p.wait(timeout=60)
+    assert p.returncode != 0, "the child was meant to die mid-run"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_training_resumes_to_the_uninterrupted_result(tmp_path, sig):
+    x, y = problem()
+    M = len(LRS)
+    args = (x, y, np.tile(np.arange(N), (M, 1)), np.array(LRS), init_params(SIZES, np.arange(M)), np.arange(M) + 7)
+    ref = train(*args, TrainSettings(**SETTINGS))
+    ckpt = tmp_path / "run.ckpt"
+    start_and_kill(ckpt, sig, search=False, wait_for=str(ckpt))
+    state = torch.load(ckpt, weights_only=True)  # loads without unpickling arbitrary objects
+    assert 0 < int(state["epoch"]) < SETTINGS["max_epochs"]
+    messages = []
+    res = train(*args, TrainSettings(**SETTINGS), checkpoint=FileCheckpoint(ckpt), progress=messages.append)
+    assert any(m.startswith("resumed from checkpoint") for m in messages)
+    for (Wa, ba), (Wb, bb) in zip(ref.params, res.params):
+        torch.testing.assert_close(Wa, Wb, rtol=0, atol=0)
+        torch.testing.assert_close(ba, bb, rtol=0, atol=0)
+    np.testing.assert_array_equal(ref.history, res.history)
+    np.testing.assert_array_equal(ref.epochs, res.epochs)
+    np.testing.assert_array_equal(ref.converged, res.converged)
+
+
+def test_stale_checkpoint_is_ignored(tmp_path):
+    x, y = problem()
+    ckpt = tmp_path / "run.ckpt"
+    s = TrainSettings(**{**SETTINGS, "max_epochs": 10})
+    init = init_params(SIZES, np.array([0]))
+    train(x, y, np.arange(N)[None], np.array([0.01]), init, np.array([1]), s, checkpoint=FileCheckpoint(ckpt))
+    assert ckpt.exists()
+    messages = []
+    other = train(x, y, np.arange(N)[None], np.array([0.02]), init, np.array([1]), s, checkpoint=FileCheckpoint(ckpt),
+                  progress=messages.append)
+    fresh = train(x, y, np.arange(N)[None], np.array([0.02]), init, np.array([1]), s)
+    assert not any(m.startswith("resumed") for m in messages)
+    np.testing.assert_array_equal(other.history, fresh.history)
+
+
+def test_killed_lr_search_resumes_to_the_uninterrupted_result(tmp_path):
+    x, y = problem()
+    search = SearchSettings(folds=2, log10_lr_bounds=(-3.0, -1.0), init_points=2, rounds=2, candidates_per_round=2)
+    ref = search_lr(x, y, SIZES, "glorot_uniform", search, TrainSettings(**SETTINGS))
+    ckpt = tmp_path / "search.ckpt"
+    # die inside round 1, after round 0 was saved
+    start_and_kill(ckpt, signal.SIGKILL, search=True, wait_for=f"{ckpt}.round1")
+    assert ckpt.exists()
+    res = search_lr(x, y, SIZES, "glorot_uniform", search, TrainSettings(**SETTINGS), checkpoint=FileCheckpoint(ckpt))
+    np.testing.assert_array_equal(ref.lr, res.lr)
+    np.testing.assert_array_equal(ref.val_error, res.val_error)
+    assert ref.best_lr == res.best_lr
+
+
+@pytest.mark.parametrize("payload", ["garbage", "no fingerprint", "not tensors"])
+def test_malformed_checkpoint_is_ignored_and_the_run_completes(tmp_path, payload):
+    x, y = problem()
+    ckpt = tmp_path / "run.ckpt"
+    if payload == "garbage":
+        ckpt.write_bytes(b"not a torch file")
+    elif payload == "no fingerprint":
+        torch.save({"epoch": torch.tensor(3)}, ckpt)  # loadable, but made by nothing we know
+    else:
+        torch.save({"fingerprint": torch.zeros(3, dtype=torch.uint8), "epoch": [1, 2]}, ckpt)
+    s = TrainSettings(**{**SETTINGS, "max_epochs": 10})
+    init = init_params(SIZES, np.array([0]))
+    messages = []
+    res = train(x, y, np.arange(N)[None], np.array([0.01]), init, np.array([1]), s, checkpoint=FileCheckpoint(ckpt),
+                progress=messages.append)
+    fresh = train(x, y, np.arange(N)[None], np.array([0.01]), init, np.array([1]), s)
+    assert not any(m.startswith("resumed") for m in messages)
+    np.testing.assert_array_equal(res.history, fresh.history)

@@ -1,0 +1,236 @@
+"""The kernels (Appendix A, arc-cosine step, dot-product forms) against independent estimates."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from depthlab.core import kernels as K
+from depthlab.studies.mori_ueda.targets import sample_inputs, target
+
+
+class dl:  # the names these tests use, from where they live now
+    sample_inputs = staticmethod(sample_inputs)
+    target = staticmethod(target)
+    kernel = staticmethod(K.kernel)
+    kernel_diagonal = staticmethod(K.kernel_diagonal)
+
+    @staticmethod
+    def kernel_regression(*a, **k):
+        fit = K.kernel_regression(*a, **k)
+        fit.prediction, fit.train_prediction, fit.jitter = fit.prediction[0], fit.train_prediction[0], fit.jitter[0]
+        return fit
+
+
+def empirical_ntk(x: np.ndarray, depth: int, width: int, beta: float, seed: int, first_scale: float = 1.0) -> np.ndarray:
+    """Gram of parameter gradients, sum_p df(x)/dp df(x')/dp, of one finite net at init.
+
+    Parameterisation that Eqs. (13)-(17) describe: f = w~_{L+1} sqrt(2/h) z_L + beta b~_{L+1},
+    pre-activations w~_l sqrt(c_l/n_{l-1}) z_{l-1} + beta b~_l with w~, b~ ~ N(0, 1), where c_1 = 1
+    (so that Sigma^(0) = x.x'/d + beta^2, Eq. 13) and c_l = 2 for l >= 2.
+    """
+    g = torch.Generator().manual_seed(seed)
+    d = x.shape[1]
+    sizes = [d] + [width] * depth + [1]
+    ws = [torch.randn(a, b, generator=g, dtype=torch.float64, requires_grad=True) for a, b in zip(sizes[:-1], sizes[1:])]
+    bs = [torch.randn(b, generator=g, dtype=torch.float64, requires_grad=True) for b in sizes[1:]]
+    scales = [(first_scale / d) ** 0.5] + [(2.0 / width) ** 0.5] * depth
+    rows = []
+    for xi in torch.as_tensor(x):
+        a = xi[None]
+        for ell, (w, b, c) in enumerate(zip(ws, bs, scales)):
+            a = a @ w * c + beta * b
+            if ell < depth:
+                a = torch.relu(a)
+        grads = torch.autograd.grad(a.sum(), ws + bs)
+        rows.append(torch.cat([t.reshape(-1) for t in grads]))
+    J = torch.stack(rows)  # [n, n_params]
+    return (J @ J.T).numpy()
+
+
+def rel(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_analytic_matches_empirical_wide_net(depth):
+    x = dl.sample_inputs(6, 5, seed=0)
+    emp = np.mean([empirical_ntk(x, depth, 2048, 0.1, seed) for seed in range(6)], axis=0)
+    assert rel(emp, dl.kernel(x, x, depth, beta=0.1)) < 0.06
+
+
+def test_empirical_check_can_fail():
+    # scaling the first layer by sqrt(2/d) (the other reading of Appendix A) doubles x.x'/d: the check must notice
+    x = dl.sample_inputs(6, 5, seed=0)
+    emp = np.mean([empirical_ntk(x, 2, 1024, 0.1, seed, first_scale=2.0) for seed in range(3)], axis=0)
+    assert rel(emp, dl.kernel(x, x, 2, beta=0.1)) > 0.2
+
+
+def footnote4_ntk(x1: np.ndarray, x2: np.ndarray, depth: int) -> np.ndarray:
+    """beta = 0 closed form (footnote 4): angle recursion, written independently of Eq. (16)."""
+    d = x1.shape[1]
+    r = np.outer(np.linalg.norm(x1, axis=1), np.linalg.norm(x2, axis=1)) / d
+    cos0 = np.clip(x1 @ x2.T / d / r, -1, 1)
+    thetas = [np.arccos(cos0)]
+    for _ in range(depth):
+        t = thetas[-1]
+        thetas.append(np.arccos(np.clip((np.sin(t) + (np.pi - t) * np.cos(t)) / np.pi, -1, 1)))
+    sig = [r * np.cos(t) for t in thetas]  # Sigma^(l), l = 0..L
+    sdot = [None] + [1 - thetas[ell - 1] / np.pi for ell in range(1, depth + 1)] + [np.ones_like(r)]
+    out = np.zeros_like(r)
+    for ell in range(1, depth + 2):  # Eq. (15), literally
+        prod = np.ones_like(r)
+        for lp in range(ell, depth + 2):
+            prod = prod * sdot[lp]
+        out += sig[ell - 1] * prod
+    return out
+
+
+@pytest.mark.parametrize("depth", [1, 2, 5, 10])
+def test_beta_zero_matches_angle_recursion(depth):
+    x1 = dl.sample_inputs(7, 4, seed=1)
+    x2 = dl.sample_inputs(5, 4, seed=2)
+    np.testing.assert_allclose(dl.kernel(x1, x2, depth, beta=0.0), footnote4_ntk(x1, x2, depth), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("depth", [1, 3, 10])
+@pytest.mark.parametrize("beta", [0.0, 0.1, 0.5])
+def test_diagonal_closed_form(depth, beta):
+    x = dl.sample_inputs(9, 6, seed=4)
+    # det Lambda = 0 on the diagonal; float64 rounding of ~1e-16 there becomes ~1e-8 after sqrt()
+    np.testing.assert_allclose(np.diag(dl.kernel(x, x, depth, beta)), dl.kernel_diagonal(x, depth, beta), rtol=1e-7)
+
+
+def test_one_pass_equals_per_depth_and_is_float64():
+    x = dl.sample_inputs(8, 3, seed=5)
+    xt = torch.as_tensor(x)
+    for ell, sig, th in K.appendix_a(xt, xt, 6, 0.1):
+        k = dl.kernel(x, x, ell, 0.1)
+        assert k.dtype == np.float64
+        np.testing.assert_array_equal(th.numpy(), k)
+        np.testing.assert_array_equal(sig.numpy(), dl.kernel(x, x, ell, 0.1, kind="nngp"))
+
+
+def test_kernel_regression_interpolates_and_matches_direct_solve():
+    x = dl.sample_inputs(300, 10, seed=6)
+    y = dl.target(x, 2, "local")
+    xt = dl.sample_inputs(50, 10, seed=7)
+    fit = dl.kernel_regression(x, y, xt, depths=[1, 3], beta=0.1, block=64, device="cpu")
+    for i, L in enumerate([1, 3]):
+        assert fit.jitter[i] == 0.0
+        np.testing.assert_allclose(fit.train_prediction[i], y, atol=1e-6)
+        K = dl.kernel(x, x, L)
+        direct = dl.kernel(xt, x, L) @ np.linalg.solve(K, y)
+        np.testing.assert_allclose(fit.prediction[i], direct, rtol=1e-6, atol=1e-8)
+
+
+def test_jitter_is_recorded_when_gram_is_singular():
+    G = torch.ones(6, 6, dtype=torch.float64)  # rank 1
+    C, jit = K.cholesky_with_jitter(G)
+    assert jit > 0
+    np.testing.assert_allclose((C @ C.T).numpy(), G.numpy() + jit * np.eye(6), atol=1e-12)
+    x = dl.sample_inputs(30, 4, seed=8)
+    x = np.concatenate([x] * 4)  # every point four times: 90 zero eigenvalues up to rounding
+    y = np.tile(np.arange(30.0), 4)
+    fit = dl.kernel_regression(x, y, x[:5], depths=[2], device="cpu")
+    assert fit.jitter[0] > 0
+    np.testing.assert_allclose(fit.prediction[0], y[:5], atol=1e-3)  # still interpolates (consistent duplicates)
+
+
+def previous_recursion(x1, x2, max_depth, beta):
+    """The recursion as it stood before the shared layer step (commit 06451ca), kept verbatim as a reference."""
+    d = x1.shape[1]
+    b2 = beta * beta
+    n1 = (x1 * x1).sum(1) / d
+    n2 = (x2 * x2).sum(1) / d
+    sig = torch.addmm(torch.full((), b2, dtype=x1.dtype), x1, x2.T, alpha=1.0 / d)
+    theta = sig.clone()
+    buf = torch.empty_like(sig)
+    out = []
+    for ell in range(1, max_depth + 1):
+        sqrt_det = torch.outer(n1 + ell * b2, n2 + ell * b2).addcmul_(sig, sig, value=-1.0).clamp_(min=0.0).sqrt_()
+        phase = torch.div(sig, sqrt_det, out=buf).atan_()
+        theta.mul_(phase.mul(1.0 / math.pi).add_(0.5))
+        sig.mul_(phase.add_(math.pi / 2)).add_(sqrt_det).div_(math.pi).add_(b2)
+        theta.add_(sig)
+        out.append((sig.clone(), theta.clone()))
+    return out
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.1, 0.7])
+def test_shared_layer_step_reproduces_the_previous_recursion(beta):
+    x1 = torch.as_tensor(dl.sample_inputs(40, 9, seed=11))
+    x2 = torch.as_tensor(dl.sample_inputs(30, 9, seed=12))
+    for (ell, sig, th), (sig0, th0) in zip(K.appendix_a(x1, x2, 10, beta), previous_recursion(x1, x2, 10, beta)):
+        np.testing.assert_allclose(sig.numpy(), sig0.numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(th.numpy(), th0.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def arccos_forms(u, layers):
+    """Bietti & Bach's kappa_RF^L, kappa_NTK^L from the closed forms, with numpy's arccos (independent of relu_layer_)."""
+    k0 = lambda v: 1 - np.arccos(np.clip(v, -1, 1)) / np.pi  # noqa: E731
+    k1 = lambda v: (np.sqrt(np.clip(1 - v * v, 0, None)) + v * (np.pi - np.arccos(np.clip(v, -1, 1)))) / np.pi  # noqa: E731
+    rf, ntk = u.copy(), u.copy()
+    for _ in range(2, layers + 1):
+        ntk = ntk * k0(rf)
+        rf = k1(rf)
+        ntk = ntk + rf
+    return rf, ntk
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3, 6])
+def test_dot_product_forms_match_arccos_closed_forms(layers):
+    u = np.linspace(-1, 1, 201)
+    rf, ntk = arccos_forms(u, layers)
+    np.testing.assert_allclose(K.rf(u, layers), rf, atol=1e-13)
+    np.testing.assert_allclose(K.ntk(u, layers), ntk, atol=1e-13)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 5])
+def test_appendix_a_with_beta_zero_on_the_sphere_is_the_dot_product_forms(depth):
+    d = 7
+    x = dl.sample_inputs(12, d, seed=13)
+    x *= np.sqrt(d) / np.linalg.norm(x, axis=1, keepdims=True)  # |x|^2 = d, so Sigma^(0) = u = cos(angle)
+    u = np.clip(x @ x.T / d, -1, 1)
+    rf, ntk = arccos_forms(u, depth + 1)  # L hidden layers = L + 1 layers in Bietti & Bach's count
+    np.testing.assert_allclose(dl.kernel(x, x, depth, beta=0.0, kind="nngp"), rf, atol=1e-7)  # diagonal: sqrt(1e-16)
+    np.testing.assert_allclose(dl.kernel(x, x, depth, beta=0.0), ntk, atol=1e-7 * (depth + 1))
+
+
+def output_covariance(x, depth, width, beta, n_nets, seed):
+    """Monte-Carlo E[f(x) f(x')] over random nets in the parameterisation of Appendix A (the NNGP kernel)."""
+    g = torch.Generator().manual_seed(seed)
+    d = x.shape[1]
+    a = torch.as_tensor(x).expand(n_nets, -1, -1)
+    sizes = [d] + [width] * depth + [1]
+    for ell, (fi, fo) in enumerate(zip(sizes[:-1], sizes[1:])):
+        c = 1.0 if ell == 0 else 2.0
+        W = torch.randn(n_nets, fi, fo, generator=g, dtype=torch.float64) * math.sqrt(c / fi)
+        b = torch.randn(n_nets, 1, fo, generator=g, dtype=torch.float64) * beta
+        a = torch.baddbmm(b, a, W)
+        if ell < depth:
+            a = torch.relu(a)
+    f = a.squeeze(-1)  # [n_nets, n]
+    return (f.T @ f / n_nets).numpy()
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_nngp_matches_the_output_covariance_of_random_wide_nets(depth):
+    x = dl.sample_inputs(5, 4, seed=14)
+    emp = output_covariance(x, depth, 256, 0.3, 4000, 0)
+    assert rel(emp, dl.kernel(x, x, depth, beta=0.3, kind="nngp")) < 0.05
+    # and the check can fail: the NTK is not the output covariance
+    assert rel(emp, dl.kernel(x, x, depth, beta=0.3)) > 0.3
+
+
+def test_nngp_regression_matches_direct_solve():
+    x = dl.sample_inputs(200, 6, seed=15)
+    y = dl.target(x, 2, "local")
+    xt = dl.sample_inputs(30, 6, seed=16)
+    fit = K.kernel_regression(x, y, xt, depths=[2], beta=0.1, block=37, device="cpu", kinds=("ntk", "nngp"))
+    for i, kind in enumerate(("ntk", "nngp")):
+        G = dl.kernel(x, x, 2, kind=kind)
+        np.fill_diagonal(G, dl.kernel_diagonal(x, 2, kind=kind))
+        direct = dl.kernel(xt, x, 2, kind=kind) @ np.linalg.solve(G, y)
+        np.testing.assert_allclose(fit.prediction[i, 0], direct, rtol=1e-6, atol=1e-8)

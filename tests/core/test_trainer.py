@@ -1,0 +1,181 @@
+"""The batched trainer against plain one-model torch.optim loops (SGD and Adam), and its stop rules."""
+
+import numpy as np
+import pytest
+import torch
+
+from depthlab.core import losses
+from depthlab.core.mlp import init_params, layer_sizes, predict, select
+from depthlab.core.trainer import TrainSettings, epoch_order, train
+from depthlab.studies.mori_ueda.targets import sample_inputs, target
+
+
+def sequential(p):
+    """nn.Sequential holding the numbers of one stacked model p (M = 1)."""
+    layers = []
+    for i, (W, b) in enumerate(p):
+        lin = torch.nn.Linear(W.shape[1], W.shape[2]).to(W.dtype)
+        with torch.no_grad():
+            lin.weight.copy_(W[0].T)
+            lin.bias.copy_(b[0, 0])
+        layers += [lin] + ([torch.nn.ReLU()] if i < len(p) - 1 else [])
+    return torch.nn.Sequential(*layers)
+
+
+REFERENCE_LOSS = {
+    "mse": lambda out, y: torch.mean((out - y) ** 2),
+    "logistic": lambda out, y: torch.nn.functional.soft_margin_loss(out, y),  # mean log(1 + exp(-y f))
+    "hinge": lambda out, y: torch.mean(torch.relu(1 - y * out)),
+}
+
+
+def plain_loop(x, y, rows, lr, p, order_seed, epochs, loss, optimizer, B):
+    """One model: nn.Sequential + torch.optim + autograd, same init numbers and data order."""
+    net = sequential(p)
+    opt = (torch.optim.SGD if optimizer == "sgd" else torch.optim.Adam)(net.parameters(), lr=lr)
+    X, Y = torch.as_tensor(x), torch.as_tensor(y)
+    for epoch in range(1, epochs + 1):
+        order = rows[epoch_order(order_seed, epoch, len(rows))]
+        for s in range(0, len(order), B):
+            j = torch.as_tensor(order[s : s + B])
+            L = REFERENCE_LOSS[loss](net(X[j]).squeeze(-1), Y[j])
+            opt.zero_grad()
+            L.backward()
+            opt.step()
+    return net
+
+
+@pytest.mark.parametrize("loss,optimizer", [("mse", "sgd"), ("logistic", "sgd"), ("hinge", "adam"), ("mse", "adam")])
+@pytest.mark.parametrize("depth", [1, 3])
+def test_batched_matches_plain_loop(loss, optimizer, depth):
+    d, N, width, M, epochs, B = 6, 230, 16, 4, 3, 50  # 230 rows: the last batch of each epoch is partial
+    x = sample_inputs(N, d, 0)
+    y = target(x, 2, "local")
+    if losses.get(loss).task == "classification":
+        y = losses.sign_labels(y)
+    rng = np.random.default_rng(1)
+    idx = np.stack([np.sort(rng.choice(N, 180, replace=False)) for _ in range(M)])  # each model its own rows
+    lr = np.array([0.01, 0.05, 0.1, 0.02]) if optimizer == "sgd" else np.array([1e-3, 5e-3, 2e-2, 3e-3])
+    scheme = "glorot_uniform" if optimizer == "sgd" else "truncated_normal"
+    init = init_params(layer_sizes(d, width, depth), np.arange(M) + 3, scheme, torch.float64)
+    orders = np.arange(M) + 40
+    s = TrainSettings(batch_size=B, max_epochs=epochs, check_every=1, loss=loss, optimizer=optimizer, dtype="float64",
+                      device="cpu", loss_threshold=None)
+    res = train(x, y, idx, lr, init, orders, s)
+    xt = sample_inputs(50, d, 2)
+    batched = predict(res.params, xt)
+    for m in range(M):
+        net = plain_loop(x, y, idx[m], lr[m], select(init, [m]), orders[m], epochs, loss, optimizer, B)
+        with torch.no_grad():
+            ref = net(torch.as_tensor(xt)).squeeze(-1).numpy()
+        np.testing.assert_allclose(batched[m], ref, rtol=1e-9, atol=1e-10)
+        assert res.epochs[m] == epochs
+
+
+def test_reference_check_can_fail():
+    """The plain-loop comparison notices a wrong step: Adam with another beta2 drifts far beyond the tolerance."""
+    d, N, width = 6, 200, 16
+    x = sample_inputs(N, d, 0)
+    y = losses.sign_labels(target(x, 2, "local"))
+    init = init_params(layer_sizes(d, width, 2), np.array([3]), "truncated_normal", torch.float64)
+    s = TrainSettings(max_epochs=3, check_every=1, loss="hinge", optimizer="adam", dtype="float64", device="cpu", loss_threshold=None)
+    ours = predict(train(x, y, np.arange(N)[None], np.array([5e-3]), init, np.array([7]), s).params, x[:20])[0]
+    net = sequential(init)
+    opt = torch.optim.Adam(net.parameters(), lr=5e-3, betas=(0.9, 0.99))
+    X, Y = torch.as_tensor(x), torch.as_tensor(y)
+    for epoch in range(1, 4):
+        order = epoch_order(7, epoch, N)
+        for a in range(0, N, 50):
+            j = torch.as_tensor(order[a : a + 50])
+            L = REFERENCE_LOSS["hinge"](net(X[j]).squeeze(-1), Y[j])
+            opt.zero_grad()
+            L.backward()
+            opt.step()
+    with torch.no_grad():
+        other = net(torch.as_tensor(x[:20])).squeeze(-1).numpy()
+    assert np.max(np.abs(ours - other)) > 1e-6
+
+
+def test_one_diverging_model_leaves_the_others_untouched():
+    d, N, width = 8, 300, 32
+    x = sample_inputs(N, d, 0)
+    y = target(x, 2, "local")
+    idx = np.tile(np.arange(N), (3, 1))
+    s = TrainSettings(max_epochs=20, check_every=5, loss_threshold=0.0, dtype="float64", device="cpu")
+    init = init_params(layer_sizes(d, width, 2), np.array([1, 2, 3]), "glorot_uniform", torch.float64)
+    together = train(x, y, idx, np.array([0.01, 1e3, 0.02]), init, np.array([1, 2, 3]), s)
+    assert together.diverged.tolist() == [False, True, False]
+    assert np.isinf(together.train_loss[1]) and together.epochs[1] < 20
+    alone = train(x, y, idx[[0, 2]], np.array([0.01, 0.02]), select(init, [0, 2]), np.array([1, 3]), s)
+    for a, b in zip(together.params, alone.params):
+        np.testing.assert_array_equal(a[0][[0, 2]].numpy(), b[0].numpy())
+    np.testing.assert_array_equal(together.history[[0, 2]], alone.history)
+
+
+def test_stop_rule_threshold_and_max_epochs():
+    d, N, width = 5, 200, 64
+    x = sample_inputs(N, d, 0)
+    y = target(x, 1, "local")  # linear target: reached quickly
+    idx = np.tile(np.arange(N), (2, 1))
+    s = TrainSettings(max_epochs=400, check_every=10, loss_threshold=1e-3, device="cpu", dtype="float64")
+    init = init_params(layer_sizes(d, width, 1), np.array([0, 1]), "glorot_uniform", torch.float64)
+    res = train(x, y, idx, np.array([0.05, 1e-6]), init, np.array([0, 1]), s)
+    # fast model: stops at the first check below threshold, which is a multiple of check_every
+    assert res.converged[0] and res.epochs[0] % 10 == 0 and res.train_loss[0] < 1e-3
+    first_below = res.check_epochs[np.flatnonzero(res.history[0] < 1e-3)[0]]
+    assert res.epochs[0] == first_below
+    assert np.all(res.history[0][res.check_epochs < first_below] >= 1e-3)
+    # the recomputed full loss of the returned params equals the recorded one
+    out = predict(select(res.params, [0]), x)[0]
+    np.testing.assert_allclose(np.mean((out - y) ** 2), res.train_loss[0], rtol=1e-10)
+    # tiny lr: runs to max_epochs, not converged, not diverged
+    assert res.epochs[1] == 400 and not res.converged[1] and not res.diverged[1]
+    assert np.isnan(res.history[0][-1]) and np.isfinite(res.history[1]).all()
+
+
+def test_classification_stops_at_full_training_accuracy():
+    d, N = 4, 200
+    x = sample_inputs(N, d, 0)
+    y = losses.sign_labels(target(x, 1, "local"))  # linearly separable
+    s = TrainSettings(max_epochs=500, check_every=5, loss="logistic", device="cpu")
+    init = init_params(layer_sizes(d, 32, 2), np.array([0]))
+    res = train(x, y, np.arange(N)[None], np.array([0.5]), init, np.array([0]), s)
+    assert res.converged[0] and res.train_accuracy[0] == 1.0 and res.epochs[0] < 500
+    out = predict(res.params, x)[0]
+    assert np.all(losses.sign_labels(out) == y)
+    assert res.epochs[0] % 5 == 0  # it stopped at a check
+
+
+def test_no_threshold_runs_to_the_cap_and_scores_the_eval_set_at_every_check():
+    d, N = 3, 300
+    x = sample_inputs(N, d, 0)
+    y = losses.sign_labels(target(x, 1, "local"))
+    xe = sample_inputs(400, d, 1)
+    ye = losses.sign_labels(target(xe, 1, "local"))
+    s = TrainSettings(max_epochs=30, check_every=10, loss="hinge", optimizer="adam", loss_threshold=None, device="cpu",
+                      batch_size=100, dtype="float64")
+    init = init_params(layer_sizes(d, 16, 2), np.array([0, 1]), "truncated_normal", torch.float64)
+    res = train(x, y, np.tile(np.arange(N), (2, 1)), np.array([5e-3, 1e-2]), init, np.array([0, 1]), s, eval_set=(xe, ye))
+    assert (res.epochs == 30).all() and not res.converged.any()
+    assert res.eval_history.shape == (2, 3) and np.isfinite(res.eval_history).all()
+    # the last check's eval error is the misclassification rate of the returned nets, recomputed independently
+    pred = predict(res.params, xe)
+    np.testing.assert_allclose(res.eval_history[:, -1], np.mean(np.sign(pred) != ye, axis=1))
+
+
+def test_init_schemes():
+    p = init_params([30, 70, 70, 1], np.array([0, 1]), "glorot_uniform", torch.float64)
+    a = np.sqrt(6 / (30 + 70))
+    assert p[0][0].abs().max() <= a and p[0][0].abs().max() > 0.9 * a
+    assert abs(p[0][0].var().item() - a * a / 3) < 0.05 * a * a
+    assert all((b == 0).all() for _, b in p)
+    assert not torch.equal(p[0][0][0], p[0][0][1])  # each model has its own init
+    t = init_params([400, 300, 1], np.array([5]), "truncated_normal", torch.float64)
+    W = t[0][0][0]
+    std = 1 / np.sqrt(400)
+    assert W.abs().max() <= 2 * std  # truncated at 2 std
+    # variance of a normal truncated at +-2 std: std^2 (1 - 2 * 2 phi(2) / (2 Phi(2) - 1)) = 0.774 std^2
+    assert abs(W.var().item() / std**2 - 0.774) < 0.02
+    assert all((b == 0.1).all() for _, b in t)
+    u = init_params([1, 50, 1], np.array([2]), "torch_default", torch.float64)
+    assert u[0][1].abs().max() <= 1.0 and u[0][1].std() > 0.3  # random first-layer biases spread the kinks

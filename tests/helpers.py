@@ -1,0 +1,41 @@
+"""Helpers shared by the tests (importable as `helpers`: conftest puts tests/ on sys.path)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def smk(workdir: Path, *args: str, snakefile: Path = ROOT / "Snakefile", check: bool = True,
+        env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
+    """Run Snakemake on ``snakefile`` in ``workdir`` with the default workflow profile and 2 cores."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})}
+    cmd = [str(BIN / "snakemake"), "-s", str(snakefile), "--directory", str(workdir),
+           "--workflow-profile", str(snakefile.parent / "workflow" / "profiles" / "default"), "--cores", "2", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-6000:]}")
+    return p
+
+
+@dataclass
+class SmokeRun:
+    work: Path  # the working directory Snakemake ran in (results/ and .snakemake/ live here)
+    config: dict  # the smoke config
+    config_path: Path
+
+    @property
+    def results(self) -> Path:
+        return self.work / "results"
+
+    def copy(self, dst: Path) -> "SmokeRun":
+        """A copy of the finished run (results and Snakemake's metadata), to tamper with or rerun."""
+        shutil.copytree(self.work, dst, symlinks=True, ignore=shutil.ignore_patterns("locks", "incomplete"))
+        return SmokeRun(dst, self.config, self.config_path)

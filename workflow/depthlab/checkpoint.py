@@ -1,0 +1,59 @@
+"""Checkpoint files: tensors only, written atomically, tagged with the fingerprint of the run that made them.
+
+A job killed by SIGTERM, SIGKILL or a SLURM time limit leaves ``<store>.ckpt``
+(and children such as ``<store>.ckpt.round1``); the next run of the same job
+resumes from it.  A checkpoint is used only if its fingerprint equals the
+resuming run's (same data, rates, seeds, shapes and settings).  One that cannot
+be read, that holds anything but tensors, or that lacks a fingerprint is ignored
+with a warning, never trusted: ``torch.load(weights_only=True)`` refuses
+arbitrary pickled objects.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+
+log = logging.getLogger("depthlab")
+_FP = "fingerprint"
+
+
+class FileCheckpoint:
+    """Implements the trainer's Checkpoint protocol (load / save) on one file, plus named children."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def child(self, name: str) -> "FileCheckpoint":
+        return FileCheckpoint(self.path.with_name(f"{self.path.name}.{name}"))
+
+    def save(self, fingerprint: str, tensors: dict[str, torch.Tensor]) -> None:
+        tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
+        fp = torch.frombuffer(bytearray(fingerprint.encode()), dtype=torch.uint8)
+        torch.save({**tensors, _FP: fp}, tmp)
+        os.replace(tmp, self.path)  # atomic: a kill mid-write leaves the previous checkpoint intact
+
+    def load(self, fingerprint: str) -> dict[str, torch.Tensor] | None:
+        if not self.path.exists():
+            return None
+        try:
+            state = torch.load(self.path, weights_only=True, map_location="cpu")
+            stored = bytes(state.pop(_FP).tolist()).decode()
+            if not all(isinstance(v, torch.Tensor) for v in state.values()):
+                raise TypeError("holds something other than tensors")
+        except Exception as e:  # unreadable, malformed or missing the fingerprint: ignored, never trusted
+            log.warning("ignoring unusable checkpoint %s (%s: %s)", self.path, type(e).__name__, e)
+            return None
+        if stored != fingerprint:
+            log.warning("ignoring checkpoint %s: it was made by a different run (other data, rates, seeds or settings)", self.path)
+            return None
+        return state
+
+    def clear(self) -> None:
+        """Remove this checkpoint, its children and any half-written temporaries."""
+        for p in self.path.parent.glob(f"{self.path.name}*"):
+            if p.is_file():
+                p.unlink(missing_ok=True)

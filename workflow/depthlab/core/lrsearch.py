@@ -1,0 +1,210 @@
+"""Learning-rate choice by K-fold cross-validation and Bayesian optimisation (Mori & Ueda, Sec. 2.3).
+
+The paper used Nogueira's ``bayesian-optimization`` package; so do we.  The
+search runs over u = log10(lr).  Each round asks the optimiser for several
+candidates (constant-liar batching), and candidates x folds train as one batch
+in :func:`depthlab.core.trainer.train`.  The score maximised is
+``-log10(mean validation error over folds)``; a diverged fold counts as the
+``diverged_error`` (a fixed bad value), never as NaN.
+
+``use_folds`` < K trains only the first folds: ``folds = 5, use_folds = 1`` is a
+single 80/20 validation split.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Callable, Protocol
+
+import numpy as np
+import torch
+
+from . import losses
+from .mlp import init_params, predict, select
+from .seeds import rng, seed, seeds
+from .trainer import Checkpoint, TrainSettings, fingerprint, train
+
+log = logging.getLogger("depthlab")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    folds: int = 10  # K of K-fold cross-validation (paper: 10)
+    log10_lr_bounds: tuple[float, float] = (-3.0, 0.0)  # search box for log10(lr)
+    init_points: int = 4  # first round: evenly spaced candidates across the box
+    rounds: int = 3  # Bayesian-optimisation rounds after the first
+    candidates_per_round: int = 4  # candidates proposed (and trained as one batch) per round
+    kappa: float = 2.576  # UCB exploration weight (the package's default)
+    seed: int = 0  # master of the search's streams: fold split, proposals, the models' init and order
+    use_folds: int | None = None  # train only the first use_folds folds (None: all K)
+
+
+@dataclass
+class SearchResult:
+    lr: np.ndarray  # [E] every evaluated learning rate, in evaluation order
+    round: np.ndarray  # [E] round in which it was evaluated (0 = initial design)
+    val_error: np.ndarray  # [E, K'] validation error per fold used (diverged folds hold diverged_error)
+    diverged: np.ndarray  # [E, K'] bool
+    converged: np.ndarray  # [E, K'] bool
+    epochs: np.ndarray  # [E, K']
+    score: np.ndarray  # [E] -log10(mean_k val_error)
+    best_lr: float
+    fold_of: np.ndarray  # [N] fold id of each training row (-1: never validated)
+
+
+class SearchCheckpoint(Checkpoint, Protocol):
+    def child(self, name: str) -> Checkpoint: ...
+
+
+def fold_indices(n: int, folds: int, fold_seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split rows 0..n-1 into K folds of equal size n // K (the remainder always trains).
+
+    Returns (train_idx [K, n - n//K], val_idx [K, n//K], fold_of [n]).
+    """
+    if folds < 2 or folds > n:
+        raise ValueError(f"folds must be in [2, n = {n}], got {folds}")
+    perm = rng(fold_seed, "folds").permutation(n)
+    nv = n // folds
+    fold_of = np.full(n, -1)
+    tr, va = [], []
+    for k in range(folds):
+        v = np.sort(perm[k * nv : (k + 1) * nv])
+        fold_of[v] = k
+        va.append(v)
+        tr.append(np.sort(np.setdiff1d(perm, v, assume_unique=True)))
+    return np.stack(tr), np.stack(va), fold_of
+
+
+def validation_errors(
+    x: np.ndarray, y: np.ndarray, lrs: np.ndarray, sizes: list[int], init_scheme: str,
+    tr: np.ndarray, va: np.ndarray, settings: TrainSettings, search_seed: int, diverged_error: float,
+    progress: Callable[[str], None] | None = None, checkpoint: Checkpoint | None = None,
+) -> dict[str, np.ndarray]:
+    """Train len(lrs) x K models as one batch; return per-(lr, fold) validation error etc., each [C, K]."""
+    C, K = len(lrs), tr.shape[0]
+    loss = losses.get(settings.loss)
+    # common random numbers across candidates: fold k always starts from the same init and data order
+    fold_init = init_params(sizes, seeds(search_seed, "init", K), init_scheme)
+    init = [(W.repeat(C, 1, 1), b.repeat(C, 1, 1)) for W, b in fold_init]  # model m = (c, k), c = m // K
+    res = train(x, y, np.tile(tr, (C, 1)), np.repeat(lrs, K), init, np.tile(seeds(search_seed, "order", K), C),
+                settings, progress=progress, checkpoint=checkpoint)
+    va_m = np.tile(va, (C, 1))
+    err = np.full(C * K, diverged_error)
+    for m in np.flatnonzero(~res.diverged):
+        out = predict(select(res.params, [m]), x[va_m[m]])[0]
+        e = float(loss.error(out, y[va_m[m]]))
+        err[m] = e if np.isfinite(e) else diverged_error
+    shape = (C, K)
+    return {"val_error": err.reshape(shape), "diverged": res.diverged.reshape(shape),
+            "converged": res.converged.reshape(shape), "epochs": res.epochs.reshape(shape)}
+
+
+def propose(opt, seen: np.ndarray, q: int, lo: float, hi: float) -> np.ndarray:
+    """q new log10(lr) candidates from the optimiser, none closer than (hi - lo)/64 to a seen or pending one.
+
+    Runs are deterministic for a given lr, so re-proposing an evaluated lr (which UCB
+    does once the GP is confident) would waste a whole batch: such a proposal is
+    replaced by the middle of the widest gap between seen and pending candidates.
+    """
+    sep = (hi - lo) / 64
+    out: list[float] = []
+    for _ in range(q):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # sklearn GP convergence chatter
+            u = float(opt.suggest()["log10_lr"])
+        taken = np.concatenate([seen, out])
+        if np.min(np.abs(taken - u)) < sep:
+            pts = np.unique(np.concatenate([[lo, hi], taken]))
+            i = int(np.argmax(np.diff(pts)))
+            u = float((pts[i] + pts[i + 1]) / 2)
+        out.append(u)
+    return np.asarray(out)
+
+
+def _optimiser(search: SearchSettings, r: int, history_u: np.ndarray, history_score: np.ndarray):
+    """A fresh optimiser for round r, fed every observation so far (proposals are a pure function of the history)."""
+    from bayes_opt import BayesianOptimization, acquisition
+    from sklearn.gaussian_process.kernels import Matern
+
+    lo, hi = search.log10_lr_bounds
+    span = hi - lo
+    acq = acquisition.ConstantLiar(acquisition.UpperConfidenceBound(kappa=search.kappa), strategy="min")
+    opt = BayesianOptimization(f=None, pbounds={"log10_lr": (lo, hi)}, acquisition_function=acq,
+                               random_state=seed(search.seed, "search", r) % (2**32), verbose=0, allow_duplicate_points=True)
+    # Bound the GP length scale (in decades of lr): with the package's default bounds the
+    # marginal likelihood on a handful of points picks length_scale -> 1e-5, a flat GP,
+    # and every proposal lands back on an evaluated point.
+    opt.set_gp_params(kernel=Matern(nu=2.5, length_scale=span / 4, length_scale_bounds=(span / 20, 10 * span)))
+    for u, sc in zip(history_u, history_score):
+        opt.register(params={"log10_lr": float(u)}, target=float(sc))
+    return opt
+
+
+def search_lr(
+    x: np.ndarray,
+    y: np.ndarray,
+    sizes: list[int],
+    init_scheme: str,
+    search: SearchSettings,
+    settings: TrainSettings,
+    progress: Callable[[str], None] | None = None,
+    checkpoint: SearchCheckpoint | None = None,
+) -> SearchResult:
+    """Cross-validated Bayesian optimisation of log10(lr) for nets of layer sizes ``sizes``.  x: [N, d], y: [N].
+
+    ``checkpoint``: finished rounds are saved there and the running round's
+    training in ``checkpoint.child("round<r>")``; a rerun resumes and gives the same result.
+    """
+    say = progress or log.info
+    lo, hi = search.log10_lr_bounds
+    if not lo < hi:
+        raise ValueError(f"log10_lr_bounds must be increasing, got {search.log10_lr_bounds}")
+    tr, va, fold_of = fold_indices(len(y), search.folds, search.seed)
+    used = search.use_folds or search.folds
+    tr, va = tr[:used], va[:used]
+    # a diverged fold scores as predicting far worse than the constant 0 would
+    diverged_error = 10.0 * float(np.mean(y**2)) if losses.get(settings.loss).task == "regression" else 1.0
+    depth = len(sizes) - 2
+    keys = ("val_error", "diverged", "converged", "epochs")
+    key = fingerprint(x, y, sizes, init_scheme, sorted(asdict(search).items()), sorted(asdict(settings).items()))
+    done: list[dict[str, np.ndarray]] = []
+    if checkpoint is not None:
+        blob = checkpoint.load(key) or {}
+        n_done = 1 + max((int(k.split("/")[0]) for k in blob), default=-1)
+        done = [{k.split("/")[1]: v.numpy() for k, v in blob.items() if k.startswith(f"{r}/")} for r in range(n_done)]
+    rows: list[dict[str, np.ndarray]] = []
+    us: list[np.ndarray] = []
+    for r in range(search.rounds + 1):
+        if r < len(done):
+            u, out = done[r]["u"], {k: done[r][k] for k in keys}
+            say(f"lr search depth {depth} round {r}/{search.rounds}: restored from checkpoint")
+        else:
+            if r == 0:
+                # evenly spaced initial design (deterministic, covers the box)
+                u = np.linspace(lo, hi, search.init_points + 2)[1:-1] if search.init_points > 1 else np.array([(lo + hi) / 2])
+            else:
+                seen = np.concatenate(us)
+                score = -np.log10(np.concatenate([o["val_error"] for o in rows]).mean(1))
+                u = propose(_optimiser(search, r, seen, score), seen, search.candidates_per_round, lo, hi)
+            lrs = 10.0**u
+            say(f"lr search depth {depth} round {r}/{search.rounds}: training {len(lrs)} lr x {used} folds, lr = "
+                + ", ".join(f"{v:.3g}" for v in lrs))
+            sub = checkpoint.child(f"round{r}") if checkpoint is not None else None
+            out = validation_errors(x, y, lrs, sizes, init_scheme, tr, va, settings, search.seed, diverged_error, progress, sub)
+            if checkpoint is not None:
+                done.append({"u": u, **out})
+                checkpoint.save(key, {f"{i}/{k}": torch.as_tensor(np.asarray(v)) for i, row in enumerate(done) for k, v in row.items()})
+        rows.append(out)
+        us.append(u)
+    val = np.concatenate([o["val_error"] for o in rows])
+    score = -np.log10(val.mean(1))
+    lr_all = 10.0 ** np.concatenate(us)
+    best = int(np.argmax(score))
+    say(f"lr search depth {depth}: best lr {lr_all[best]:.4g} (mean val error {val[best].mean():.4g})")
+    return SearchResult(
+        lr=lr_all, round=np.concatenate([np.full(len(u), r) for r, u in enumerate(us)]), val_error=val,
+        diverged=np.concatenate([o["diverged"] for o in rows]), converged=np.concatenate([o["converged"] for o in rows]),
+        epochs=np.concatenate([o["epochs"] for o in rows]), score=score, best_lr=float(lr_all[best]), fold_of=fold_of,
+    )

@@ -1,0 +1,302 @@
+"""The training loop for M stacked nets: every model its own rows, lr, data order and stopping state.
+
+All M models share one input matrix ``x [N, d]`` but each trains on its own rows
+(``train_idx [M, n]``: a cross-validation fold, say), with its own learning rate,
+its own initial parameters (the caller draws them: :func:`depthlab.core.mlp.init_params`)
+and its own data order.  Every ``check_every`` epochs the full training loss and
+accuracy of each model are measured, and, if an evaluation set is given, its
+error there (so "best test accuracy along the run" is a reduction over the
+returned history).  A model leaves the batch when its loss' stop rule is met,
+when it diverges (a non-finite loss or parameter: recorded, never raised) or at
+``max_epochs``; stopped models cost nothing afterwards.
+
+The loop is written top to bottom over a :class:`TrainState`; it does no file
+I/O.  Interruption safety comes from an optional ``checkpoint`` object (see
+:mod:`depthlab.checkpoint`) that the loop hands the state to at every check
+and asks for a saved state once at the start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, Protocol
+
+import numpy as np
+import torch
+
+from . import losses, optim
+from .device import resolve_device
+from .mlp import Params, forward
+
+log = logging.getLogger("depthlab")
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    batch_size: int = 50  # B: minibatch size (Mori & Ueda: 50; Malach & Shalev-Shwartz: 100)
+    check_every: int = 50  # epochs between full-training-set checks (Mori & Ueda: 50)
+    loss_threshold: float | None = 1e-4  # stop rule threshold (see depthlab.core.losses); None: never stop early
+    max_epochs: int = 2500  # hard cap; a model that reaches it is "not converged"
+    loss: str = "mse"  # mse | logistic | hinge
+    optimizer: str = "sgd"  # sgd | adam
+    device: str = "auto"  # "auto" picks CUDA when present
+    dtype: str = "float32"  # float64 for reference tests
+    eval_chunk: int = 4096  # rows per forward chunk when evaluating full sets
+
+    def __post_init__(self) -> None:
+        losses.get(self.loss)
+        optim.get(self.optimizer)
+        if self.batch_size < 1 or self.check_every < 1 or self.max_epochs < 1:
+            raise ValueError("batch_size, check_every and max_epochs must be >= 1")
+
+
+@dataclass
+class TrainResult:
+    """Per-model outcome; every array has leading dim M (models in input order)."""
+
+    train_loss: np.ndarray  # [M] full training loss at the last check (inf if diverged)
+    train_accuracy: np.ndarray  # [M] full training accuracy of sign f at the last check
+    epochs: np.ndarray  # [M] epochs trained
+    converged: np.ndarray  # [M] bool: stop rule met
+    diverged: np.ndarray  # [M] bool: a non-finite loss or parameter appeared
+    check_epochs: np.ndarray  # [C] epochs at which checks ran
+    history: np.ndarray  # [M, C] training loss at each check, NaN after the model stopped
+    eval_history: np.ndarray  # [M, C] error on the evaluation set at each check (NaN: none given / stopped)
+    params: Params  # final parameters on the CPU, stacked [M, ...]
+    seconds: float = 0.0
+
+
+class Checkpoint(Protocol):
+    """Where a run's state survives a kill: load once at the start, save at every check."""
+
+    def load(self, fingerprint: str) -> dict[str, torch.Tensor] | None: ...
+
+    def save(self, fingerprint: str, tensors: dict[str, torch.Tensor]) -> None: ...
+
+
+@dataclass
+class TrainState:
+    """Everything the loop carries from one epoch to the next.
+
+    Tensors on the training device hold only the *active* models (in the order of
+    ``active``); the numpy records and ``final`` (CPU) hold all M models.
+    """
+
+    params: Params  # active models' parameters
+    opt: dict[str, torch.Tensor]  # optimiser state (per-model tensors have leading dim M_active)
+    lr: torch.Tensor  # [M_active]
+    active: np.ndarray  # original ids of the models still training
+    final: Params  # CPU, all M: filled in as models stop
+    epoch: int  # last completed epoch
+    check_i: int  # checks done
+    history: np.ndarray  # [M, C]
+    eval_history: np.ndarray  # [M, C]
+    train_loss: np.ndarray  # [M]
+    train_acc: np.ndarray  # [M]
+    epochs: np.ndarray  # [M]
+    converged: np.ndarray  # [M]
+    diverged: np.ndarray  # [M]
+
+    RECORDS = ("history", "eval_history", "train_loss", "train_acc", "epochs", "converged", "diverged", "active")
+
+    def retire(self, leaving: np.ndarray) -> None:
+        """Copy the leaving models (positions among the active ones) into ``final`` and drop them from the batch."""
+        ids = self.active[leaving]
+        for (Wf, bf), (W, b) in zip(self.final, self.params):
+            Wf[ids] = W[leaving].cpu()
+            bf[ids] = b[leaving].cpu()
+        self.epochs[ids] = self.epoch
+        keep_np = np.setdiff1d(np.arange(len(self.active)), leaving)
+        keep = torch.as_tensor(keep_np, device=self.lr.device)
+        M_act = len(self.active)
+        self.params = [(W.index_select(0, keep), b.index_select(0, keep)) for W, b in self.params]
+        self.opt = {k: (v.index_select(0, keep) if v.dim() > 0 and v.shape[0] == M_act else v) for k, v in self.opt.items()}
+        self.lr = self.lr.index_select(0, keep)
+        self.active = self.active[keep_np]
+
+    def to_tensors(self) -> dict[str, torch.Tensor]:
+        """Flat dict of CPU tensors (loadable with ``torch.load(weights_only=True)``)."""
+        out = {"epoch": torch.tensor(self.epoch), "check_i": torch.tensor(self.check_i), "lr": self.lr.cpu()}
+        out.update({k: torch.as_tensor(getattr(self, k)) for k in self.RECORDS})
+        for i, ((W, b), (Wf, bf)) in enumerate(zip(self.params, self.final)):
+            out[f"W{i}"], out[f"b{i}"], out[f"final_W{i}"], out[f"final_b{i}"] = W.cpu(), b.cpu(), Wf, bf
+        out.update({f"opt/{k}": v.cpu() for k, v in self.opt.items()})
+        return out
+
+    @classmethod
+    def from_tensors(cls, t: dict[str, torch.Tensor], dev: torch.device) -> "TrainState":
+        n = 1 + max(int(k[1:]) for k in t if k.startswith("W"))
+        return cls(
+            params=[(t[f"W{i}"].to(dev), t[f"b{i}"].to(dev)) for i in range(n)],
+            opt={k[4:]: v.to(dev) for k, v in t.items() if k.startswith("opt/")},
+            lr=t["lr"].to(dev),
+            final=[(t[f"final_W{i}"], t[f"final_b{i}"]) for i in range(n)],
+            epoch=int(t["epoch"]),
+            check_i=int(t["check_i"]),
+            **{k: t[k].numpy().copy() for k in cls.RECORDS},
+        )
+
+
+def epoch_order(order_seed: int, epoch: int, n: int) -> np.ndarray:
+    """Shuffled row order of one model in one epoch: a pure function of (seed, epoch).
+
+    Per-model and counter-based, so a model's data order does not depend on
+    which other models share its batch, and a restart at any epoch replays it.
+    """
+    return np.random.default_rng([int(order_seed), int(epoch)]).permutation(n)
+
+
+def check_epochs(settings: TrainSettings) -> np.ndarray:
+    """Epochs at which checks run: every check_every, and always at max_epochs."""
+    s = settings
+    return np.asarray(sorted(set(range(s.check_every, s.max_epochs + 1, s.check_every)) | {s.max_epochs}))
+
+
+def fingerprint(*parts: object) -> str:
+    """SHA-256 of everything a run depends on (arrays by bytes), to refuse a stale checkpoint."""
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, torch.Tensor):
+            p = p.detach().cpu().numpy()
+        if isinstance(p, np.ndarray):
+            h.update(str((p.dtype.str, p.shape)).encode())
+            h.update(np.ascontiguousarray(p).tobytes())
+        else:
+            h.update(repr(p).encode())
+    return h.hexdigest()
+
+
+def _full_pass(params: Params, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, loss: losses.Loss,
+               chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean loss [M] and accuracy of sign f [M] of every model on its own rows idx [M, n]."""
+    M, n = idx.shape
+    tot = torch.zeros(M, dtype=x.dtype, device=x.device)
+    hits = torch.zeros(M, dtype=x.dtype, device=x.device)
+    for s in range(0, n, chunk):
+        j = idx[:, s : s + chunk]
+        out = forward(params, x[j])
+        yy = y[j]
+        tot += loss.value(out, yy) * j.shape[1]
+        hits += (1.0 - losses.misclassification(out, yy)) * j.shape[1]
+    return tot / n, hits / n
+
+
+def _eval_error(params: Params, x: torch.Tensor, y: torch.Tensor, loss: losses.Loss, chunk: int) -> np.ndarray:
+    """Error metric of every model on a shared evaluation set, [M] float64."""
+    outs = [forward(params, x[s : s + chunk]) for s in range(0, x.shape[0], chunk)]
+    return loss.error(torch.cat(outs, 1).double(), y.double().expand(len(params[0][0]), -1)).cpu().numpy()
+
+
+def train(
+    x: np.ndarray,
+    y: np.ndarray,
+    train_idx: np.ndarray,
+    lr: np.ndarray,
+    init: Params,
+    order_seeds: np.ndarray,
+    settings: TrainSettings = TrainSettings(),
+    eval_set: tuple[np.ndarray, np.ndarray] | None = None,
+    progress: Callable[[str], None] | None = None,
+    checkpoint: Checkpoint | None = None,
+) -> TrainResult:
+    """Train M models until each meets its loss' stop rule, diverges or hits max_epochs.
+
+    x: [N, d], y: [N] (labels +-1 for classification losses), train_idx: [M, n]
+    rows of x each model trains on, lr: [M], init: stacked initial parameters
+    (CPU, M models), order_seeds: [M], eval_set: optional shared (x_eval, y_eval)
+    scored at every check.  With ``checkpoint``, a saved state of this very call
+    (same data, rows, rates, init, seeds and settings) is resumed, and the result
+    equals an uninterrupted run's exactly (data order is a pure function of
+    (seed, epoch)).
+    """
+    t0 = time.perf_counter()
+    s = settings
+    loss, opt = losses.get(s.loss), optim.get(s.optimizer)
+    dev = resolve_device(s.device)
+    dtype = getattr(torch, s.dtype)
+    train_idx = np.asarray(train_idx)
+    M, n = train_idx.shape
+    lr = np.asarray(lr, dtype=np.float64)
+    order_seeds = np.asarray(order_seeds)
+    if lr.shape != (M,) or order_seeds.shape != (M,) or init[0][0].shape[0] != M:
+        raise ValueError(f"lr, order_seeds and init must each hold M = {M} models")
+    say = progress or log.info
+    checks = check_epochs(s)
+
+    X = torch.as_tensor(x, dtype=dtype, device=dev)  # [N, d]
+    Y = torch.as_tensor(y, dtype=dtype, device=dev)  # [N]
+    idx_all = torch.as_tensor(train_idx, device=dev)
+    Xe = Ye = None
+    if eval_set is not None:
+        Xe = torch.as_tensor(eval_set[0], dtype=dtype, device=dev)
+        Ye = torch.as_tensor(eval_set[1], dtype=dtype, device=dev)
+    init = [(W.to(dtype), b.to(dtype)) for W, b in init]
+
+    key = ""
+    saved = None
+    if checkpoint is not None:
+        key = fingerprint(x, y, train_idx, lr, *[t for layer in init for t in layer], order_seeds, sorted(asdict(s).items()),
+                          None if eval_set is None else eval_set[0], None if eval_set is None else eval_set[1])
+        saved = checkpoint.load(key)
+    if saved is not None:
+        st = TrainState.from_tensors(saved, dev)
+        say(f"resumed from checkpoint at epoch {st.epoch}: {len(st.active)} of {M} models still training")
+    else:
+        params = [(W.to(dev).clone(), b.to(dev).clone()) for W, b in init]
+        st = TrainState(
+            params=params, opt=opt.init_state(params), lr=torch.as_tensor(lr, dtype=dtype, device=dev),
+            active=np.arange(M), final=[(W.clone(), b.clone()) for W, b in init], epoch=0, check_i=0,
+            history=np.full((M, len(checks)), np.nan), eval_history=np.full((M, len(checks)), np.nan),
+            train_loss=np.full(M, np.nan), train_acc=np.full(M, np.nan), epochs=np.zeros(M, dtype=np.int64),
+            converged=np.zeros(M, dtype=bool), diverged=np.zeros(M, dtype=bool),
+        )
+
+    B = s.batch_size
+    with torch.no_grad():
+        while len(st.active) and st.epoch < s.max_epochs:
+            st.epoch += 1
+            order = np.stack([epoch_order(order_seeds[m], st.epoch, n) for m in st.active])  # [M_act, n]
+            rows = torch.gather(idx_all[st.active], 1, torch.as_tensor(order, device=dev))  # [M_act, n]
+            for a in range(0, n, B):
+                j = rows[:, a : a + B]
+                opt.step(st.params, st.opt, X[j], Y[j], st.lr, loss)
+            # cheap per-epoch divergence test on the output layer (NaN/inf spreads there first)
+            bad = ~torch.isfinite(st.params[-1][0].sum((1, 2)) + st.params[-1][1].sum((1, 2)))
+            is_check = st.epoch == checks[st.check_i]
+            if not (is_check or bool(bad.any())):
+                continue
+            bad = bad.cpu().numpy()  # [M_act]
+            conv = np.zeros_like(bad)
+            if is_check:
+                L, acc = _full_pass(st.params, X, Y, idx_all[st.active], loss, s.eval_chunk)
+                L, acc = L.double().cpu().numpy(), acc.double().cpu().numpy()
+                bad |= ~np.isfinite(L)
+                st.history[st.active, st.check_i] = np.where(bad, np.inf, L)
+                st.train_loss[st.active], st.train_acc[st.active] = L, acc
+                if Xe is not None:
+                    st.eval_history[st.active, st.check_i] = np.where(bad, np.nan, _eval_error(st.params, Xe, Ye, loss, s.eval_chunk))
+                conv = loss.converged(L, acc, s.loss_threshold) & ~bad
+                st.check_i += 1
+            st.train_loss[st.active[bad]] = np.inf
+            st.diverged[st.active[bad]] = True
+            st.converged[st.active[conv]] = True
+            stop = bad | conv | (st.epoch == s.max_epochs)
+            if stop.any():
+                st.retire(np.flatnonzero(stop))
+            if is_check:
+                finite = st.train_loss[np.isfinite(st.train_loss)]
+                say(f"epoch {st.epoch}/{s.max_epochs}: {len(st.active)} of {M} models still training, "
+                    f"{int(st.converged.sum())} converged, {int(st.diverged.sum())} diverged, "
+                    f"lowest train loss {finite.min() if finite.size else float('nan'):.3g}, {time.perf_counter() - t0:.1f}s")
+                if checkpoint is not None and len(st.active):
+                    checkpoint.save(key, st.to_tensors())
+
+    return TrainResult(
+        train_loss=st.train_loss, train_accuracy=st.train_acc, epochs=st.epochs, converged=st.converged,
+        diverged=st.diverged, check_epochs=checks, history=st.history, eval_history=st.eval_history,
+        params=st.final, seconds=time.perf_counter() - t0,
+    )
+

@@ -1,0 +1,50 @@
+"""The look shared by every study's figures: theme, line styles, legends below the axes.
+
+Plotting functions take a tidy DataFrame and return a matplotlib Figure; the
+caller saves it (depthlab.storage.render_figure).
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+# One meaning per line style, in every study: a trained net is solid; kernels and bounds are not.
+NET = "-"
+NTK = "--"
+NNGP = "-."
+EMPIRICAL = ":"  # finite-width tangent kernel / constructions
+
+
+def theme() -> None:
+    sns.set_theme(style="whitegrid", context="paper")
+
+
+def panels(n: int, width: float = 4.6, height: float = 4.6) -> tuple[plt.Figure, list[plt.Axes]]:
+    theme()
+    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
+    return fig, list(axes[0])
+
+
+def legend_below(ax: plt.Axes, ncol: int = 2) -> None:
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol, frameon=False)
+
+
+def mean_sd(ax: plt.Axes, part: pd.DataFrame, x: str, y: str, color: object, label: str, fmt: str = "-o") -> pd.DataFrame:
+    """Line through the mean of ``y`` over the rows of each ``x`` (NaN rows dropped), error bars = std (0 for one row)."""
+    agg = part.groupby(x)[y].agg(["mean", "std"]).fillna({"std": 0.0}).dropna()
+    ax.errorbar(agg.index, agg["mean"], yerr=agg["std"], fmt=fmt, color=color, capsize=3, ms=4, label=label)
+    return agg
+
+
+def finish(fig: plt.Figure, title: str) -> plt.Figure:
+    """Title wrapped to the figure's width, then a tight layout."""
+    import textwrap
+
+    fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 11))), fontsize=10)
+    fig.tight_layout()
+    return fig

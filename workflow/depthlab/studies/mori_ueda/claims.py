@@ -1,0 +1,147 @@
+"""Mori & Ueda's claims (SPEC §1), checked against the figure tables.
+
+Criteria (fixed here, printed in the report so a reader can disagree with them):
+
+* "clearly higher": mean NN error at L = 1 exceeds the best deeper mean by more than 10 %.
+* "tends to fall with L": Spearman rank correlation of mean error vs L below 0.
+* "L = 1 is best": mean NN error at L = 1 below every deeper mean.
+* "local and global alike" (k = 1): the best depth of the two is the same and their
+  error curves are rank-correlated (Spearman > 0).
+* "non-monotonic": the mean curve goes both up and down along L.
+* "NTK does not follow the NN": the Spearman correlations of NN and NTK errors with
+  L have opposite signs, or the NN beats the NTK by more than 10 % at its best depth.
+* Fig. 3 "small lr matches the NTK": at the smallest converged lr, |NN - NTK| / NTK < 25 %;
+  "best lr is large": the lr with the lowest error is above the geometric middle of
+  the converged lr range.
+* Seed spread: a depth comparison whose difference of means is smaller than the
+  root-sum-square of the two standard deviations over seeds is flagged "inside the
+  seed spread" (the verdict is reported, but it is not resolved by the seeds run).
+* Claim 6 applies to a figure whose targets carry label noise, whose task is
+  classification, or whose g is not the product: it repeats claims 1-2 there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from depthlab.claims import Verdict
+
+CLEARLY = 1.10
+NOTES = [
+    "Criteria: see the docstring of `depthlab/studies/mori_ueda/claims.py` (10 % margins, Spearman signs, seed spread).",
+    "The paper itself (Sec. 3.1) finds the NTK close to the network for the 2-global target and for 3-global at "
+    "L >= 2, so claim 4 is expected to fail there.",
+]
+
+
+def _curve(df: pd.DataFrame, col: str = "nn_test_error") -> pd.Series:
+    """Mean over seeds per depth (diverged runs, NaN, excluded)."""
+    return df.groupby("depth")[col].mean().sort_index()
+
+
+def _sd(df: pd.DataFrame) -> pd.Series:
+    return df.groupby("depth").nn_test_error.std().fillna(0.0).sort_index()
+
+
+def _rho(s: pd.Series) -> float:
+    if len(s) < 3 or s.nunique() < 2:
+        return float(np.sign(s.iloc[-1] - s.iloc[0])) if len(s) >= 2 else float("nan")
+    return float(spearmanr(s.index.values, s.values).statistic)
+
+
+def _fmt(s: pd.Series) -> str:
+    return ", ".join(f"L={int(L)}: {v:.4g}" for L, v in s.items())
+
+
+def _spread(nn: pd.Series, sd: pd.Series, a: int, b: int) -> str:
+    """' (inside the seed spread ...)' when |mean_a - mean_b| < sqrt(sd_a^2 + sd_b^2), else ''."""
+    diff, spread = abs(nn.loc[a] - nn.loc[b]), float(np.hypot(sd.loc[a], sd.loc[b]))
+    return f"; inside the seed spread (|diff| {diff:.3g} < spread {spread:.3g})" if diff < spread else ""
+
+
+def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[Verdict]:
+    out: list[Verdict] = []
+    tag = f"6 ({variant}) = " if variant else ""
+    for name, part in table.groupby("target", sort=True):
+        k = int(part.k.iloc[0])
+        loc = part.locality.iloc[0]
+        nn, sd = _curve(part), _sd(part)
+        ntk = _curve(part, "ntk_test_error")
+        if len(nn) < 2 or nn.isna().all():
+            out.append(Verdict("-", "depth dependence (claims 1-4)", figure, name, None, "fewer than two depths with a finite NN error"))
+            continue
+        first = nn.index.min()
+        deeper = nn.drop(index=first)
+        best_deep = deeper.idxmin()
+        lrs = part.groupby("depth").lr.first()
+        lr_note = "; CV lr " + ", ".join(f"L={int(L)}: {v:.3g}" for L, v in lrs.items())
+        if k >= 2 and loc == "local":
+            ratio = nn.loc[first] / deeper.min()
+            r = _rho(nn)
+            out.append(Verdict(tag + "1", "local: L = 1 clearly worse, error falls with L", figure, name,
+                               bool(ratio > CLEARLY and r < 0),
+                               f"NN {_fmt(nn)}; err(L=1)/min deeper = {ratio:.3f} (need > {CLEARLY}); Spearman(L, err) = {r:+.2f} "
+                               f"(need < 0){_spread(nn, sd, first, best_deep)}{lr_note}"))
+        if k >= 2 and loc == "global":
+            out.append(Verdict(tag + "2", "global: L = 1 best", figure, name, bool(nn.loc[first] < deeper.min()),
+                               f"NN {_fmt(nn)}; err(L=1) = {nn.loc[first]:.4g} vs min deeper = {deeper.min():.4g}"
+                               f"{_spread(nn, sd, first, best_deep)}{lr_note}"))
+        if k == 1:
+            diffs = np.sign(np.diff(nn.values))
+            nonmono = bool((diffs > 0).any() and (diffs < 0).any())
+            out.append(Verdict("3", "k = 1: shallow best", figure, name, bool(nn.idxmin() == first),
+                               f"NN {_fmt(nn)}; best depth L = {int(nn.idxmin())}; non-monotonic: {nonmono}{lr_note}"))
+        rn, rk = _rho(nn), _rho(ntk)
+        best = nn.idxmin()
+        gap = ntk.loc[best] / nn.loc[best]
+        out.append(Verdict("4", "the NTK does not follow the NN at the CV-optimal lr", figure, name,
+                           bool(np.sign(rn) != np.sign(rk) or gap > CLEARLY),
+                           f"NTK {_fmt(ntk)}; Spearman(L, NN) = {rn:+.2f}, Spearman(L, NTK) = {rk:+.2f}; "
+                           f"NTK/NN at the NN's best depth L={int(best)}: {gap:.3f}"))
+    ones = table[table.k == 1]
+    if not ones.empty and set(ones.locality) == {"local", "global"}:
+        loc_c = _curve(ones[ones.locality == "local"])
+        glo_c = _curve(ones[ones.locality == "global"])
+        common = loc_c.index.intersection(glo_c.index)
+        r = float(spearmanr(loc_c[common], glo_c[common]).statistic) if len(common) >= 3 else float("nan")
+        same = loc_c.idxmin() == glo_c.idxmin()
+        out.append(Verdict("3", "k = 1: local and global alike", figure, "1-local vs 1-global",
+                           bool(same and r > 0) if np.isfinite(r) else None,
+                           f"best depths {int(loc_c.idxmin())} vs {int(glo_c.idxmin())}; Spearman between curves = {r:+.2f}"))
+    return out
+
+
+def lr_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
+    """Fig. 3 table: one row per (target, depth, lr, seed) with nn_test_error, converged, ntk_test_error."""
+    out = []
+    for (name, L), part in table.groupby(["target", "depth"], sort=True):
+        ok = part[part.groupby("lr").converged.transform("all")]
+        curve = ok.groupby("lr").nn_test_error.mean().sort_index()
+        if len(curve) < 2:
+            out.append(Verdict("5", "small lr matches the NTK; the best lr is large", figure, f"{name} L={L}", None,
+                               "fewer than two learning rates at which every seed converged"))
+            continue
+        ntk = float(part.ntk_test_error.iloc[0])
+        small = abs(curve.iloc[0] - ntk) / ntk
+        mid = np.sqrt(curve.index.min() * curve.index.max())
+        best = curve.idxmin()
+        out.append(Verdict("5", "small lr matches the NTK; the best lr is large", figure, f"{name} L={L}",
+                           bool(small < 0.25 and best > mid),
+                           f"at lr={curve.index[0]:.3g}: NN {curve.iloc[0]:.4g} vs NTK {ntk:.4g} (rel. diff {small:.2f}, need < 0.25); "
+                           f"best lr {best:.3g} (error {curve.min():.4g}) vs middle of converged range {mid:.3g}; "
+                           f"largest converged lr {curve.index.max():.3g}"))
+    return out
+
+
+def check(spec: dict, tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
+    """(verdicts, notes for the report) from every figure's table."""
+    verdicts: list[Verdict] = []
+    for name in sorted(tables):
+        fig = spec["figures"][name]
+        if fig["kind"] == "lr_sweep":
+            verdicts += lr_claims(name, tables[name])
+        else:
+            verdicts += depth_claims(name, fig["variant"], tables[name])
+    return verdicts, [spec["scale_note"], *NOTES]

@@ -1,0 +1,45 @@
+"""Stage ``figure``: one tidy table from the train and ntk stores of a figure, and its plot."""
+
+from __future__ import annotations
+
+import pandas as pd
+import xarray as xr
+
+from . import plots
+
+
+def table(spec: dict, inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+    """One row per (target, depth, lr, seed): the net's test error and the kernels' errors at that (target, depth).
+
+    inputs: 'train/<target>/L<depth>' and 'ntk/<target>/L<depth>' stores.
+    """
+    rows = []
+    for name, ds in sorted(inputs.items()):
+        kind, target, depth = name.split("/")
+        if kind != "train":
+            continue
+        t = spec["targets"][target]
+        kern = inputs[f"ntk/{target}/{depth}"]
+        kerr = {str(k): float(v) for k, v in zip(kern.kernel.values, kern.test_error.values)}
+        for i, lr in enumerate(ds.lr.values):
+            for j, sd in enumerate(ds.seed.values):
+                rows.append({
+                    "target": target, "k": t["k"], "locality": t["locality"], "g": t["g"], "d": t["d"],
+                    "n_train": t["n_train"], "noise": t["noise"], "depth": int(ds.depth), "width": int(ds.width),
+                    "n_params": int(ds.attrs["n_params"]), "lr": float(lr), "lr_source": ds.attrs["lr_source"],
+                    "seed": int(sd), "nn_test_error": float(ds.test_error.values[i, j]),
+                    "converged": bool(ds.converged.values[i, j]), "diverged": bool(ds.diverged.values[i, j]),
+                    "epochs": int(ds.epochs.values[i, j]), "max_converged_lr": float(ds.max_converged_lr),
+                    "ntk_test_error": kerr["ntk"], "nngp_test_error": kerr["nngp"],
+                })
+    return pd.DataFrame(rows)
+
+
+def make_figure(spec: dict, inputs: dict[str, xr.Dataset]):
+    tab = table(spec, inputs)
+    name = spec["job"]["figure"]
+    if spec["kind"] == "lr_sweep":
+        fig = plots.lr_figure(tab, f"Mori & Ueda {name}: test error vs learning rate (NN solid, NTK dashed)", spec["task"])
+    else:
+        fig = plots.depth_figure(tab, f"Mori & Ueda {name}: test error vs depth (NN solid, NTK dashed, NNGP dash-dot)", spec["task"])
+    return fig, tab

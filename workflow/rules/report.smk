@@ -1,0 +1,86 @@
+# Figures, claims, the claims index and the config snapshot: the same rules for every study.
+
+
+rule figure:
+    input:
+        unpack(figure_inputs),
+    output:
+        png=report(f"{R}/{{study}}/figures/{{figure}}.png", caption="../report/figure.rst", category="{study}", subcategory="Figures"),
+        pdf=f"{R}/{{study}}/figures/{{figure}}.pdf",
+        csv=f"{R}/{{study}}/figures/{{figure}}.csv",
+        provenance=f"{R}/{{study}}/figures/{{figure}}.provenance.json",
+    log:
+        f"{R}/logs/{{study}}/figures/{{figure}}.log",
+    benchmark:
+        f"{R}/benchmarks/{{study}}/figures/{{figure}}.tsv"
+    params:
+        spec=figure_spec,
+        inputs=figure_inputs_json,
+        output=figure_stem,
+        code=figure_code,
+        results=results_root,
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        STAGE_SHELL
+
+
+rule claims:
+    input:
+        unpack(claims_inputs),
+    output:
+        md=report(f"{R}/{{study}}/claims.md", caption="../report/claims.rst", category="{study}", subcategory="Claims"),
+        json=f"{R}/{{study}}/claims.json",
+        provenance=f"{R}/{{study}}/claims.provenance.json",
+    log:
+        f"{R}/logs/{{study}}/claims.log",
+    benchmark:
+        f"{R}/benchmarks/{{study}}/claims.tsv"
+    params:
+        spec=claims_spec,
+        inputs=claims_inputs_json,
+        output=first_output,
+        code=claims_code,
+        results=results_root,
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        STAGE_SHELL
+
+
+rule claims_index:
+    input:
+        unpack(index_inputs),
+    output:
+        md=report(f"{R}/claims.md", caption="../report/index.rst", category="Claims index"),
+        provenance=f"{R}/claims.provenance.json",
+    log:
+        f"{R}/logs/claims_index.log",
+    benchmark:
+        f"{R}/benchmarks/claims_index.tsv"
+    params:
+        inputs=index_inputs_json,
+        results=results_root,
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "depthlab index --inputs {params.inputs:q} --output {output.md:q} --results {params.results:q} > {log:q} 2>&1"
+
+
+rule config_snapshot:
+    output:
+        report(f"{R}/config.used.yaml", caption="../report/config.rst", category="Configuration"),
+    log:
+        f"{R}/logs/config_snapshot.log",
+    benchmark:
+        f"{R}/benchmarks/config_snapshot.tsv"
+    params:
+        config=config_json,
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        "depthlab snapshot --config-json {params.config:q} --output {output:q} > {log:q} 2>&1"
