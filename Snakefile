@@ -16,6 +16,9 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/mori_ueda.smk"
+include: "workflow/rules/spectra.smk"
+include: "workflow/rules/separation.smk"
+include: "workflow/rules/fractals.smk"
 include: "workflow/rules/report.smk"
 
 

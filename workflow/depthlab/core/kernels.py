@@ -76,6 +76,24 @@ def _dot_forms(u: np.ndarray | float, layers: int) -> Iterator[tuple[int, np.nda
         yield L, sig.numpy().copy(), theta.numpy().copy()
 
 
+def appendix_a_sphere(u: np.ndarray, max_depth: int, beta: float) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """Appendix A on inputs with |x|^2 = d, as dot-product kernels of u = x.x'/d in [-1, 1].
+
+    Yields (L, Sigma^(L)(u), Theta^(L)(u)) for L = 1..max_depth: the same recursion as
+    :func:`appendix_a` with the diagonal Sigma^(l-1)(x, x) = 1 + l beta^2 a constant.
+    With beta = 0 these are kappa_RF^(L+1) and kappa_NTK^(L+1).
+    """
+    b2 = beta * beta
+    sig = torch.as_tensor(np.array(u, dtype=np.float64, copy=True)).add_(b2)  # Sigma^(0) = u + beta^2
+    theta = sig.clone()
+    buf, dot = torch.empty_like(sig), torch.empty_like(sig)
+    for ell in range(1, max_depth + 1):
+        q = torch.tensor(1.0 + ell * b2, dtype=torch.float64)
+        relu_layer_(sig, q, q, b2, buf, dot)
+        theta.mul_(dot).add_(sig)
+        yield ell, sig.numpy().copy(), theta.numpy().copy()
+
+
 def kappa0(u: np.ndarray) -> np.ndarray:
     """kappa_0(u) = 1 - arccos(u)/pi (step-activation arc-cosine kernel)."""
     sig = torch.as_tensor(np.array(u, dtype=np.float64, copy=True))

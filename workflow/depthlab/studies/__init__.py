@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable
 
-STUDIES = ("mori_ueda",)  # spectra, separation and fractals join as they are built
+STUDIES = ("mori_ueda", "spectra", "separation", "fractals")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from depthlab.config import ConfigError
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import n_params
 
-from .targets import G_FUNCTIONS
+from .targets import TargetError, check_target
 from .widths import width_for_budget
 
 STUDY = "mori_ueda"
@@ -45,11 +45,10 @@ def check(section: dict, config: dict) -> None:
             t.setdefault("g", "product")
             t.setdefault("noise", 0.0)
             where = f"{where0}.figures.{fname}.targets.{tname}"
-            if t["k"] > t["d"]:
-                raise ConfigError(f"config error at {where}.k: k = {t['k']} exceeds the input dimension d = {t['d']}; need k <= d")
-            need = G_FUNCTIONS[t["g"]][1]
-            if need is not None and t["k"] != need:
-                raise ConfigError(f"config error at {where}.k: g = {t['g']!r} takes exactly k = {need}, got k = {t['k']}")
+            try:
+                check_target(t["k"], t["d"], t["locality"], t["g"])
+            except TargetError as e:
+                raise ConfigError(f"config error at {where}.{e.key}: {e}") from None
             if t["noise"] > 0 and fig["task"] == "classification":
                 raise ConfigError(f"config error at {where}.noise: label noise is only defined for task = regression")
             if section["lrsearch"]["folds"] > t["n_train"]:

@@ -40,19 +40,30 @@ G_FUNCTIONS: dict[str, tuple[GFunction, int | None]] = {
 LOCALITIES = ("local", "global")
 
 
+class TargetError(ValueError):
+    """(k, d, locality, g) is not a target; ``key`` names the argument at fault."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
 def check_target(k: int, d: int, locality: str, g: str) -> None:
-    """Raise ValueError naming the offending argument if (k, d, locality, g) is not a target."""
+    """Raise TargetError naming the offending argument if (k, d, locality, g) is not a target.
+
+    The one place these rules live: the config validator calls it too.
+    """
     if locality not in LOCALITIES:
-        raise ValueError(f"locality must be one of {LOCALITIES}, got {locality!r}")
+        raise TargetError("locality", f"locality must be one of {LOCALITIES}, got {locality!r}")
     if g not in G_FUNCTIONS:
-        raise ValueError(f"g must be one of {sorted(G_FUNCTIONS)}, got {g!r}")
+        raise TargetError("g", f"g must be one of {sorted(G_FUNCTIONS)}, got {g!r}")
     if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+        raise TargetError("k", f"k must be >= 1, got {k}")
     if k > d:
-        raise ValueError(f"k = {k} exceeds the input dimension d = {d}")
+        raise TargetError("k", f"k = {k} exceeds the input dimension d = {d}; need k <= d")
     need = G_FUNCTIONS[g][1]
     if need is not None and k != need:
-        raise ValueError(f"g = {g!r} takes exactly k = {need} arguments, got k = {k}")
+        raise TargetError("k", f"g = {g!r} takes exactly k = {need} arguments, got k = {k}")
 
 
 def sample_inputs(n: int, d: int, seed: int) -> np.ndarray:

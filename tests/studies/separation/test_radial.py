@@ -1,0 +1,58 @@
+"""Radial distributions and targets: the Eldan-Shamir density against Parseval and its samples, r0, widths."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from depthlab.core.shapes import n_params
+from depthlab.studies.separation import radial
+from depthlab.studies.separation.specs import width_for_budget
+
+
+@pytest.mark.parametrize("d", [2, 3, 8, 32])
+def test_eldan_shamir_density_has_unit_mass(d):
+    """|phi|_2 = |1_ball|_2 = 1 (Parseval): the radial density integrates to 1 (tail ~ C/r beyond the grid added)."""
+    R = radial.unit_volume_radius(d)
+    from scipy.special import gammaln
+
+    assert abs(d / 2 * np.log(np.pi) + d * np.log(R) - gammaln(d / 2 + 1)) < 1e-12  # unit volume
+    r = np.linspace(1e-7, 2000 / R, 4_000_001)
+    p = radial.es_density(r, d)
+    body = np.trapezoid(p, r)
+    # asymptotically J_nu(z)^2 averages to 1/(pi z), so p(r) ~ omega R^d / (2 pi^2 R r^2): tail mass omega R^(d-1) / (2 pi^2 r_max)
+    tail = radial.sphere_area(d) * R ** (d - 1) / (2 * np.pi**2 * r[-1])
+    assert abs(body + tail - 1) < 2e-3
+
+
+def test_sampled_radii_follow_the_truncated_law():
+    rng = np.random.default_rng(0)
+    d, q = 4, 0.9
+    r = radial.sample_radius(20000, d, "eldan_shamir", rng, q, 0.5)
+    grid, cdf = radial.es_radius_table(d, q)
+    ks = stats.kstest(r, lambda v: np.interp(v, grid, cdf))
+    assert ks.pvalue > 0.01 and r.max() <= grid[-1]
+    # and the check can fail: the untruncated-median radius law of another d is rejected
+    g8, c8 = radial.es_radius_table(8, q)
+    assert stats.kstest(r, lambda v: np.interp(v, g8, c8)).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("dist", ["eldan_shamir", "shell"])
+def test_ball_target_is_balanced_at_the_median_radius(dist):
+    rng = np.random.default_rng(1)
+    d = 6
+    r0 = radial.median_radius(d, dist, 0.95, 0.5)
+    x = radial.sample(40000, d, dist, rng, 0.95, 0.5)
+    assert abs(radial.target(x, "ball", r0).mean() - 0.5) < 0.01
+    f = radial.target(x, "relu", r0)
+    assert f.min() == 0 and f.max() <= 1 and np.allclose(f[np.linalg.norm(x, axis=1) >= r0], 0)
+    u = x / np.linalg.norm(x, axis=1, keepdims=True)
+    assert abs(u.mean(0)).max() < 0.02  # directions uniform
+
+
+@pytest.mark.parametrize("d,depth,budget", [(2, 1, 200), (64, 2, 2000), (16, 3, 8000), (8, 1, 12)])
+def test_width_for_budget_is_the_closest_exact_count(d, depth, budget):
+    h = width_for_budget(d, depth, budget)
+    best = min(range(1, 5000), key=lambda w: (abs(n_params(d, w, depth) - budget), w))
+    assert h == best
+    with pytest.raises(ValueError, match="below the smallest net"):
+        width_for_budget(64, 3, 10)

@@ -1,0 +1,53 @@
+"""Stage ``figure``: tidy tables from the fractal stores, and their plots."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from . import plots
+
+
+def accuracy_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+    """One row per (fractal, n, pdeg, depth, width, lr, seed): best and final test accuracy, P(j) of the distribution."""
+    rows = []
+    for name, ds in sorted(inputs.items()):
+        a = ds.attrs
+        curve = {f"P{j}": float(v) for j, v in zip(ds.j.values, ds.curve.values)}
+        for i, lr in enumerate(ds.lr.values):
+            for s, sd in enumerate(ds.seed.values):
+                rows.append({"fractal": a["fractal"], "n": int(a["n"]), "pdeg": int(a["pdeg"]), "depth": int(a["depth"]),
+                             "width": int(a["width"]), "n_params": int(a["n_params"]), "lr": float(lr), "seed": int(sd),
+                             "best_accuracy": float(ds.best_accuracy.values[i, s]), "final_accuracy": float(ds.final_accuracy.values[i, s]),
+                             "train_accuracy": float(ds.train_accuracy.values[i, s]), **curve})
+    return pd.DataFrame(rows)
+
+
+def samples_table(inputs: dict[str, xr.Dataset], points: int) -> pd.DataFrame:
+    rows = []
+    for name, ds in sorted(inputs.items()):
+        x = ds.x_train.values[:points]
+        y = ds.y_train.values[:points]
+        a = ds.attrs
+        for i in range(len(y)):
+            rows.append({"fractal": a["fractal"], "n": int(a["n"]), "pdeg": int(a["pdeg"]), "x1": float(x[i, 0]),
+                         "x2": float(x[i, 1]) if x.shape[1] > 1 else np.nan, "label": int(y[i]),
+                         "P_analytic": ";".join(f"{v:.4f}" for v in ds.curve.values),
+                         "P_empirical": ";".join(f"{v:.4f}" for v in ds.curve_empirical.values)})
+    return pd.DataFrame(rows)
+
+
+def make_figure(spec: dict, inputs: dict[str, xr.Dataset]):
+    name = spec["job"]["figure"]
+    if name == "samples":
+        tab = samples_table(inputs, spec["samples"])
+        return plots.samples_figure(tab), tab
+    tab = accuracy_table(inputs)
+    if name == "fig4":
+        return plots.width_figure(tab, by_params=True, title="Malach & Shalev-Shwartz Fig. 4: coarse 2-D Cantor set"), tab
+    if name == "fig6":
+        return plots.width_figure(tab, by_params=False, title="Malach & Shalev-Shwartz Fig. 6: fine Vicsek set"), tab
+    if name == "fig5":
+        return plots.curves_figure(tab, spec["pdegs"]), tab
+    return plots.tables_figure(tab), tab

@@ -1,0 +1,95 @@
+"""Radial targets and input distributions of the depth-separation results (Eldan & Shamir; Safran & Shamir; Safran, Eldan & Shamir).
+
+Targets, with the radius r0 scaled to the input distribution (r0 = the median of |x|, so
+half the inputs lie inside):
+
+    relu:  f(x) = max(0, 1 - |x| / r0)       (Safran, Eldan & Shamir 2019, ReLU(1 - |x|))
+    ball:  f(x) = 1{|x| <= r0}                (Safran & Shamir 2017, the ball indicator)
+
+Input distributions (x = r u, u uniform on the sphere S^(d-1), r drawn from a radial law):
+
+* ``eldan_shamir``: density phi(x)^2, phi the inverse Fourier transform of the indicator of
+  the ball of unit volume (radius R_d = Gamma(d/2 + 1)^(1/d) / sqrt(pi)):
+  phi(x) = (R_d / |x|)^(d/2) J_{d/2}(2 pi R_d |x|), |phi|_2 = 1 (Parseval).  The radius
+  then has density p(r) = omega_{d-1} R_d^d J_{d/2}(2 pi R_d r)^2 / r, a heavy tail ~ r^-2
+  (infinite mean), so it is truncated at its ``quantile`` (renormalised); say so wherever it is used.
+* ``shell``: r uniform on [1 - h, 1 + h] (a plain distribution near the unit sphere).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln, jv
+
+DISTRIBUTIONS = ("eldan_shamir", "shell")
+TARGETS = ("relu", "ball")
+
+
+def unit_volume_radius(d: int) -> float:
+    """R_d with vol(R_d B_d) = pi^(d/2) R_d^d / Gamma(d/2 + 1) = 1."""
+    return float(np.exp(gammaln(d / 2 + 1) / d) / np.sqrt(np.pi))
+
+
+def sphere_area(d: int) -> float:
+    """omega_{d-1} = 2 pi^(d/2) / Gamma(d/2): the area of S^(d-1)."""
+    return float(2 * np.exp(d / 2 * np.log(np.pi) - gammaln(d / 2)))
+
+
+def es_density(r: np.ndarray, d: int) -> np.ndarray:
+    """Radial density p(r) of the Eldan-Shamir distribution (integrates to 1 over (0, inf))."""
+    R = unit_volume_radius(d)
+    r = np.asarray(r, dtype=np.float64)
+    return sphere_area(d) * R**d * jv(d / 2, 2 * np.pi * R * r) ** 2 / r
+
+
+def es_radius_table(d: int, quantile: float, points_per_period: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """(r grid, CDF of the truncated radius) for inverse-CDF sampling, up to the ``quantile`` of the untruncated law.
+
+    The grid resolves J_{d/2}(2 pi R r)^2, whose period in r is 1 / (2 R); it extends until
+    the trapezoid CDF reaches ``quantile``.
+    """
+    R = unit_volume_radius(d)
+    step = 1.0 / (2 * R * points_per_period)
+    r_max = 32.0 / R
+    while True:
+        r = np.arange(1, int(r_max / step) + 1) * step
+        p = es_density(r, d)
+        cdf = np.concatenate([[0.0], np.cumsum((p[1:] + p[:-1]) / 2 * step)])
+        cdf += es_density(np.array([step]), d)[0] * step / 2  # (0, step]: p ~ r^(d-1) near 0, a tiny triangle
+        if cdf[-1] >= quantile:
+            cut = int(np.searchsorted(cdf, quantile)) + 1
+            return r[:cut], cdf[:cut] / cdf[cut - 1]
+        r_max *= 4
+
+
+def sample_radius(n: int, d: int, dist: str, rng: np.random.Generator, quantile: float, halfwidth: float) -> np.ndarray:
+    if dist == "shell":
+        return rng.uniform(1.0 - halfwidth, 1.0 + halfwidth, n)
+    if dist == "eldan_shamir":
+        r, cdf = es_radius_table(d, quantile)
+        return np.interp(rng.uniform(0.0, 1.0, n), cdf, r)
+    raise ValueError(f"distribution must be one of {DISTRIBUTIONS}, got {dist!r}")
+
+
+def median_radius(d: int, dist: str, quantile: float, halfwidth: float) -> float:
+    """The median of |x| under the (truncated) distribution: the target radius r0."""
+    if dist == "shell":
+        return 1.0
+    r, cdf = es_radius_table(d, quantile)
+    return float(np.interp(0.5, cdf, r))
+
+
+def sample(n: int, d: int, dist: str, rng: np.random.Generator, quantile: float, halfwidth: float) -> np.ndarray:
+    """n inputs x = r u: [n, d]."""
+    u = rng.standard_normal((n, d))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    return u * sample_radius(n, d, dist, rng, quantile, halfwidth)[:, None]
+
+
+def target(x: np.ndarray, name: str, r0: float) -> np.ndarray:
+    norm = np.linalg.norm(x, axis=1)
+    if name == "relu":
+        return np.maximum(0.0, 1.0 - norm / r0)
+    if name == "ball":
+        return (norm <= r0).astype(np.float64)
+    raise ValueError(f"target must be one of {TARGETS}, got {name!r}")

@@ -1,0 +1,67 @@
+"""Stages ``radial_data`` and ``radial``: radial targets in dimension d, nets of depth 1, 2, 3 at an equal parameter count."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from depthlab.core.lrsearch import SearchSettings, search_lr
+from depthlab.core.mlp import init_params, layer_sizes, predict
+from depthlab.core.seeds import rng, seed
+from depthlab.core.trainer import TrainSettings, train
+
+from . import radial
+
+
+def make_data(spec: dict, inputs: dict, ctx=None) -> xr.Dataset:
+    t, q, d = spec["job"]["target"], spec["job"]["dist"], spec["job"]["d"]
+    quant, half = spec["es_quantile"], spec["shell_halfwidth"]
+    r0 = radial.median_radius(d, q, quant, half)
+    x = radial.sample(spec["n_train"], d, q, rng(spec["seed"], "radial", d, 0), quant, half)
+    xt = radial.sample(spec["n_test"], d, q, rng(spec["seed"], "radial", d, 1), quant, half)
+    return xr.Dataset(
+        {
+            "x_train": (("train_sample", "feature"), x),
+            "y_train": (("train_sample",), radial.target(x, t, r0)),
+            "x_test": (("test_sample", "feature"), xt),
+            "y_test": (("test_sample",), radial.target(xt, t, r0)),
+        },
+        attrs={"target": t, "distribution": q, "d": d, "r0": r0,
+               "es_quantile": quant if quant is not None else "n/a", "shell_halfwidth": half if half is not None else "n/a"},
+    )
+
+
+def run_radial(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
+    data = inputs["data"]
+    d, L, h = spec["job"]["d"], spec["depth"], spec["width"]
+    x, y, xt, yt = data.x_train.values, data.y_train.values, data.x_test.values, data.y_test.values
+    sizes = layer_sizes(d, h, L)
+    s = spec["search"]
+    search = SearchSettings(folds=s["folds"], use_folds=s["use_folds"], log10_lr_bounds=tuple(s["log10_lr_bounds"]),
+                            init_points=s["init_points"], rounds=s["rounds"], candidates_per_round=s["candidates_per_round"], seed=s["seed"])
+    ckpt = ctx.checkpoint
+    found = search_lr(x, y, sizes, spec["init"], search, TrainSettings(device=ctx.device, **spec["search_training"]),
+                      ctx.progress, ckpt)
+    seeds_cfg = list(spec["seeds"])
+    S = len(seeds_cfg)
+    init = init_params(sizes, np.array([seed(v, "init", d, L, h) for v in seeds_cfg]), spec["init"])
+    order = np.array([seed(v, "order", d, L, h) for v in seeds_cfg])
+    res = train(x, y, np.tile(np.arange(len(y)), (S, 1)), np.full(S, found.best_lr), init, order,
+                TrainSettings(device=ctx.device, **spec["training"]), progress=ctx.progress,
+                checkpoint=ckpt.child("final") if ckpt is not None else None)
+    mse = np.where(res.diverged, np.nan, np.mean((predict(res.params, xt) - yt) ** 2, axis=1))
+    var = float(np.var(yt))
+    return xr.Dataset(
+        {
+            "test_mse": (("seed",), mse),
+            "test_nmse": (("seed",), mse / var, {"description": "test MSE / Var(y_test): 1 is the constant predictor"}),
+            "train_loss": (("seed",), res.train_loss),
+            "epochs": (("seed",), res.epochs),
+            "diverged": (("seed",), res.diverged),
+            "search_lr": (("eval",), found.lr),
+            "search_val_error": (("eval", "fold"), found.val_error),
+            "best_lr": ((), found.best_lr),
+        },
+        coords={"seed": seeds_cfg, "depth": L, "width": h, "d": d},
+        attrs={"n_params": spec["n_params"], "target_variance": var},
+    )

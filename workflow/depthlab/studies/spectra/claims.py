@@ -1,0 +1,70 @@
+"""Bietti & Bach's claims (SPEC §3), checked against the slope and KRR tables.
+
+Criteria (fixed here, printed in the report):
+
+* B1 ("mu_k ~ k^(-d-2nu+1) for every depth"), per kernel and d: every fitted tail
+  slope (even and odd k separately, over the k where the two quadratures agree) lies within
+  ``slope_tolerance`` of the theory's -(d + 2 nu - 1), and the slopes of different depths
+  differ by at most ``depth_spread`` (per parity).  A parity with no reliable tail (the
+  vanishing odd eigenvalues of bias-free 2-layer kernels) has no slope and is not judged.
+* B2 ("learning curves of different depths decay at the same rate"), per family (RF, NTK):
+  the fitted KRR rates of its depths differ by at most ``rate_spread``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from depthlab.claims import Verdict
+
+FAMILY = {"rf": "rf", "rf_bias": "rf", "ntk": "ntk", "ntk_bias": "ntk", "mu_ntk": "mu_ntk", "mu_nngp": "mu_nngp", "laplace": "laplace"}
+NOTES = ["Criteria: see the docstring of `depthlab/studies/spectra/claims.py`.",
+         "Eigenvalues are of kernels normalised to kappa(1) = 1; depth counts hidden layers (Bietti & Bach's L = depth + 1)."]
+
+
+def b1(table: pd.DataFrame, tol: float, spread: float) -> list[Verdict]:
+    out = []
+    for (fam, d), g in table.groupby(["kernel", "d"], sort=True):
+        fitted = g.dropna(subset=["slope"])
+        theory = float(g.theory_slope.iloc[0])
+        if fitted.empty:
+            out.append(Verdict("B1", "mu_k decays as k^(-d-2nu+1) at every depth", "slopes", f"{fam}, d = {d}", None,
+                               "no reliable tail to fit"))
+            continue
+        off = float(np.max(np.abs(fitted.slope - theory)))
+        spreads = [float(p.slope.max() - p.slope.min()) for _, p in fitted.groupby("parity")]
+        per = "; ".join(f"depth {int(r.depth)} {r.parity} {r.slope:.3f} (k {r.fit_k_lo}-{r.fit_k_hi})" for r in fitted.itertuples())
+        missing = g[g.slope.isna()]
+        note = (f"; no reliable tail for: " + ", ".join(f"depth {int(r.depth)} {r.parity}" for r in missing.itertuples())) if len(missing) else ""
+        out.append(Verdict("B1", "mu_k decays as k^(-d-2nu+1) at every depth", "slopes", f"{fam}, d = {d}",
+                           bool(off <= tol and max(spreads) <= spread),
+                           f"theory {theory:g}; {per}; max |slope - theory| = {off:.3f} (need <= {tol}); "
+                           f"spread over depths {max(spreads):.3f} (need <= {spread}){note}"))
+    return out
+
+
+def b2(table: pd.DataFrame, spread: float) -> list[Verdict]:
+    out = []
+    rates = table.groupby(["kernel", "depth"]).rate.first().reset_index()
+    rates["family"] = rates.kernel.map(FAMILY)
+    lap = rates[rates.kernel == "laplace"].rate
+    for fam, g in rates[rates.family.isin(["rf", "ntk"])].groupby("family"):
+        if len(g) < 2:
+            out.append(Verdict("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, None,
+                               "fewer than two depths"))
+            continue
+        s = float(g.rate.max() - g.rate.min())
+        out.append(Verdict("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, bool(s <= spread),
+                           "rates " + ", ".join(f"depth {int(r.depth)} ({r.kernel}) {r.rate:.3f}" for r in g.itertuples())
+                           + f"; spread {s:.3f} (need <= {spread})" + (f"; Laplace {lap.iloc[0]:.3f}" if len(lap) else "")))
+    return out
+
+
+def check(spec: dict, tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
+    verdicts = []
+    if "slopes" in tables:
+        verdicts += b1(tables["slopes"], spec["slope_tolerance"], spec["depth_spread"])
+    if "learning_curves" in tables:
+        verdicts += b2(tables["learning_curves"], spec["rate_spread"])
+    return verdicts, [spec["scale_note"], *NOTES]

@@ -1,0 +1,40 @@
+"""Stage ``eigen``: the Mercer eigenvalues of one kernel on S^(d-1), for each of its depths, and their decay fits."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from .dotkernels import NU, kernel, theory_slope
+from .eigenvalues import decay_fit, mercer_eigenvalues, multiplicity
+
+
+def run_eigen(spec: dict, inputs: dict, ctx) -> xr.Dataset:
+    name, d = spec["job"]["kernel"], spec["job"]["d"]
+    depths, k_max = spec["depths"], spec["k_max"]
+    rows = []
+    for L in depths:
+        s = mercer_eigenvalues(kernel(name, L, spec["beta"] if spec["beta"] is not None else 0.0), d, k_max, spec["panels"], spec["rtol"])
+        fits = [decay_fit(s.mu, s.reliable, parity, spec["fit_k_min"]) for parity in (0, 1)]
+        rows.append((s, fits))
+        ctx.progress(f"{name} d={d} depth {L}: reliable up to k = {np.flatnonzero(s.reliable).max(initial=-1)}, "
+                     f"slopes even/odd {fits[0][0]:.3f} / {fits[1][0]:.3f} (theory {theory_slope(name, d):g})")
+    stack = lambda attr: np.stack([getattr(s, attr) for s, _ in rows])  # noqa: E731
+    fit = lambda i: np.array([[f[i] for f in fits] for _, fits in rows])  # noqa: E731
+    return xr.Dataset(
+        {
+            "mu": (("depth", "k"), stack("mu"), {"description": "Mercer eigenvalue mu_k (theta rule), kernel normalised to kappa(1) = 1"}),
+            "mu_check": (("depth", "k"), stack("mu_check"), {"description": "mu_k by the graded t rule (independent check)"}),
+            "rel_diff": (("depth", "k"), stack("rel_diff")),
+            "floor": (("depth", "k"), stack("floor"), {"description": "rounding-error scale of the theta rule"}),
+            "reliable": (("depth", "k"), stack("reliable"), {"description": "the rules agree to rtol and mu_k is far above the floor"}),
+            "multiplicity": (("k",), np.array([multiplicity(d, k) for k in range(k_max + 1)], dtype=np.int64)),
+            "slope": (("depth", "parity"), fit(0), {"description": "log-log slope of mu_k over the reliable tail of one parity"}),
+            "fit_k_lo": (("depth", "parity"), fit(1).astype(np.int64)),
+            "fit_k_hi": (("depth", "parity"), fit(2).astype(np.int64)),
+            "fit_points": (("depth", "parity"), fit(3).astype(np.int64)),
+            "theory_slope": ((), theory_slope(name, d), {"description": "-(d + 2 nu - 1), Bietti & Bach's Theorem"}),
+        },
+        coords={"depth": depths, "k": np.arange(k_max + 1), "parity": ["even", "odd"]},
+        attrs={"kernel": name, "d": d, "nu": NU[name], "rtol": spec["rtol"]},
+    )

@@ -1,0 +1,62 @@
+"""Stage ``figure``: tidy tables from the eigen and krr stores, and their plots."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from . import plots
+
+
+def eigen_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+    """One row per (kernel, d, depth, k)."""
+    rows = []
+    for name, ds in sorted(inputs.items()):
+        for i, L in enumerate(ds.depth.values):
+            for k in ds.k.values:
+                rows.append({"kernel": ds.attrs["kernel"], "d": int(ds.attrs["d"]), "depth": int(L), "k": int(k),
+                             "mu": float(ds.mu.values[i, k]), "mu_check": float(ds.mu_check.values[i, k]),
+                             "rel_diff": float(ds.rel_diff.values[i, k]), "reliable": bool(ds.reliable.values[i, k]),
+                             "multiplicity": int(ds.multiplicity.values[k]), "theory_slope": float(ds.theory_slope)})
+    return pd.DataFrame(rows)
+
+
+def slope_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+    """One row per (kernel, d, depth, parity): the fitted tail slope and the theory's."""
+    rows = []
+    for name, ds in sorted(inputs.items()):
+        for i, L in enumerate(ds.depth.values):
+            for j, parity in enumerate(ds.parity.values):
+                rows.append({"kernel": ds.attrs["kernel"], "d": int(ds.attrs["d"]), "depth": int(L), "parity": str(parity),
+                             "slope": float(ds.slope.values[i, j]), "theory_slope": float(ds.theory_slope),
+                             "fit_k_lo": int(ds.fit_k_lo.values[i, j]), "fit_k_hi": int(ds.fit_k_hi.values[i, j]),
+                             "fit_points": int(ds.fit_points.values[i, j]),
+                             "reliable_k_max": int(np.flatnonzero(ds.reliable.values[i]).max(initial=-1))})
+    return pd.DataFrame(rows)
+
+
+def krr_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+    """One row per (kernel, depth, trial, n): the best test MSE over the ridge grid, and the kernel's fitted rate."""
+    rows = []
+    for name, ds in sorted(inputs.items()):
+        for t in ds.trial.values:
+            for i, n in enumerate(ds.n.values):
+                rows.append({"kernel": ds.attrs["kernel"], "depth": int(ds.attrs["depth"]), "trial": int(t), "n": int(n),
+                             "best_mse": float(ds.best_mse.values[t, i]), "best_ridge": float(ds.best_ridge.values[t, i]),
+                             "rate": float(ds.rate)})
+    return pd.DataFrame(rows)
+
+
+def make_figure(spec: dict, inputs: dict[str, xr.Dataset]):
+    name = spec["job"]["figure"]
+    if name == "learning_curves":
+        tab = krr_table(inputs)
+        return plots.krr_figure(tab), tab
+    if name == "slopes":
+        tab = slope_table(inputs)
+        return plots.slope_figure(tab), tab
+    tab = eigen_table(inputs)
+    title = ("Mori & Ueda's kernels on the sphere (|x|^2 = d): Mercer eigenvalues per depth" if name == "mori_ueda_eigenvalues"
+             else "Bietti & Bach: Mercer eigenvalues of deep ReLU kernels on the sphere, per depth")
+    return plots.eigen_figure(tab, title), tab
