@@ -81,6 +81,14 @@ CASES = [
     ("blank results", lambda c: c.update(results="  "), r"config error at results: '  ' is empty or the filesystem root"),
     ("root results", lambda c: c.update(results="/"), r"config error at results: '/' is empty or the filesystem root"),
     ("no studies", lambda c: c.update(studies={}), r"config error at studies: \{\} should be non-empty"),
+    # sizes: the estimated memory of the largest job is named, with the key that drives it
+    ("huge n_test", lambda c: (fig2(c).update(n_test=50000000), local2(c).update(d=1000)),
+     r"config error at studies.mori_ueda.figures.fig2.n_test: the largest job, mori_ueda (data|train) fig2/2-.*, needs about [0-9.]+ GiB, more than this machine's memory"),
+    ("huge budget", lambda c: fig2(c).update(budget=1.0e11), r"config error at studies.mori_ueda.figures.fig2.budget: the largest job, mori_ueda (train|lrsearch) fig2/"),
+    ("huge n_train", lambda c: local2(c).update(n_train=400000), r"config error at studies.mori_ueda.figures.fig2.targets.2-local.n_train: the largest job, mori_ueda ntk"),
+    ("huge block", lambda c: mu_(c)["ntk"].update(block=10**7), r"ntk.block: 10000000 is greater than the maximum of 1000000"),
+    ("huge epochs", lambda c: mu_(c)["training"].update(max_epochs=10**9), r"training.max_epochs: 1000000000 is greater than the maximum"),
+    ("bad memory limit", lambda c: c.update(max_memory_gib=-1), r"config error at max_memory_gib: -1 is not valid under any of the given schemas"),
 ]
 
 
@@ -88,6 +96,15 @@ CASES = [
 def test_bad_config_is_rejected_naming_the_key(smoke, what, fn, pattern):
     with pytest.raises(dlc.ConfigError, match=pattern):
         dlc.validate(_bad(smoke, fn))
+
+
+def test_memory_limit_override_for_a_bigger_machine(smoke):
+    big = _bad(smoke, lambda c: (fig2(c).update(n_test=20000000), local2(c).update(d=1000)))
+    with pytest.raises(dlc.ConfigError, match="more than this machine's memory"):
+        dlc.validate(copy.deepcopy(big))
+    dlc.validate({**copy.deepcopy(big), "max_memory_gib": 4096})  # (about 450 GiB: fine on a big node)
+    with pytest.raises(dlc.ConfigError, match=r"more than max_memory_gib = 1 \(1.0 GiB\)"):
+        dlc.validate({**copy.deepcopy(big), "max_memory_gib": 1})
 
 
 def test_yaml_problems_are_one_line_errors(tmp_path):

@@ -15,6 +15,8 @@ is not built.  Validation, in order, stops at the first problem and raises
    a finite int or float (``.inf`` and ``.nan`` are refused), booleans are neither.
 4. Each study's cross-field rules (k <= d, a budget big enough for every depth,
    ...), which also fill in defaults.
+5. Sizes: the estimated peak memory of every job (``specs.memory``) must fit in this
+   machine's memory, or in ``max_memory_gib`` when a config sets it (a bigger cluster node).
 
 A *spec* is the exact, canonical set of config values one job depends on.  Its
 canonical JSON is the job's Snakemake ``params`` (so a change reruns exactly the
@@ -171,7 +173,24 @@ def validate(config: Any) -> dict:
         study = get_study(name)
         check_schema(section, load_schema(name), ("studies", name))
         study.specs().check(section, config)
+    _check_memory(config)
     return config
+
+
+def _check_memory(config: dict) -> None:
+    from . import memory
+    from .studies import get_study
+
+    limit = config.get("max_memory_gib", "auto")
+    cap = memory.machine_bytes() if limit == "auto" else int(limit * memory.GIB)
+    where = "this machine's memory" if limit == "auto" else f"max_memory_gib = {limit}"
+    jobs = [(b, label, k) for name in config["studies"] for label, k, b in get_study(name).specs().memory(config)]
+    if not jobs:
+        return
+    nbytes, label, k = max(jobs)
+    if nbytes > cap:
+        raise ConfigError(f"config error at {k}: the largest job, {label}, needs about {memory.gib(nbytes)}, more than "
+                          f"{where} ({memory.gib(cap)}); lower it, or set max_memory_gib (top level) on a machine with more memory")
 
 
 def load(path: str | Path) -> dict:

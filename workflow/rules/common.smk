@@ -11,6 +11,10 @@ import depthlab.config as dlc
 import depthlab.provenance as dlp
 from depthlab.studies import get_study
 
+# Snakemake has parsed the config files already, silently keeping the last of duplicate keys: parse them again
+# strictly (duplicates are an error), then validate the merged config.
+for _configfile in workflow.configfiles:
+    dlc.read_yaml(_configfile)
 config = dlc.validate(config)
 R = config["results"].rstrip("/")  # results root: every output lands below it (quoted wherever it reaches a shell)
 STUDIES = sorted(config["studies"])

@@ -1,4 +1,4 @@
-# Mori & Ueda: data -> lrsearch (depth sweeps) -> train -> ntk (+ NNGP); figures and claims in report.smk.
+# Mori & Ueda: data -> lrsearch (depth sweeps) -> train -> ntk (+ NNGP), entk (lr sweeps); figures and claims in report.smk.
 # Paths, inputs and specs come from depthlab.studies.mori_ueda.specs; the shell command is common.smk's STAGE_SHELL.
 
 
@@ -80,6 +80,28 @@ rule mori_ueda_ntk:
         inputs=inputs_json_of("mori_ueda", "ntk"),
         output=first_output,
         code=code_of("mori_ueda", "ntk"),
+        results=results_root,
+    threads: 1
+    conda:
+        CONDA_ENV
+    shell:
+        STAGE_SHELL
+
+
+rule mori_ueda_entk:
+    input:
+        unpack(inputs_of("mori_ueda", "entk")),
+    output:
+        directory(store_pattern("mori_ueda", "entk")),
+    log:
+        log_pattern("mori_ueda", "entk"),
+    benchmark:
+        bench_pattern("mori_ueda", "entk")
+    params:
+        spec=spec_of("mori_ueda", "entk"),
+        inputs=inputs_json_of("mori_ueda", "entk"),
+        output=first_output,
+        code=code_of("mori_ueda", "entk"),
         results=results_root,
     threads: 1
     conda:

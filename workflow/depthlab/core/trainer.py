@@ -169,10 +169,20 @@ def fingerprint(*parts: object) -> str:
     return h.hexdigest()
 
 
+EVAL_ELEMENTS = 1 << 27  # activations held at once when evaluating full sets: 0.5 GiB of float32
+
+
+def _chunk(params: Params, chunk: int) -> int:
+    """Rows per evaluation chunk: at most ``chunk``, and few enough that [M, rows, widest layer] stays bounded."""
+    widest = max(W.shape[2] for W, _ in params)
+    return max(1, min(chunk, EVAL_ELEMENTS // (params[0][0].shape[0] * widest)))
+
+
 def _full_pass(params: Params, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, loss: losses.Loss,
                chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean loss [M] and accuracy of sign f [M] of every model on its own rows idx [M, n]."""
     M, n = idx.shape
+    chunk = _chunk(params, chunk)
     tot = torch.zeros(M, dtype=x.dtype, device=x.device)
     hits = torch.zeros(M, dtype=x.dtype, device=x.device)
     for s in range(0, n, chunk):
@@ -186,6 +196,7 @@ def _full_pass(params: Params, x: torch.Tensor, y: torch.Tensor, idx: torch.Tens
 
 def _eval_error(params: Params, x: torch.Tensor, y: torch.Tensor, loss: losses.Loss, chunk: int) -> np.ndarray:
     """Error metric of every model on a shared evaluation set, [M] float64."""
+    chunk = _chunk(params, chunk)
     outs = [forward(params, x[s : s + chunk]) for s in range(0, x.shape[0], chunk)]
     return loss.error(torch.cat(outs, 1).double(), y.double().expand(len(params[0][0]), -1)).cpu().numpy()
 

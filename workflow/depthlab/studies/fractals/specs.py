@@ -153,3 +153,18 @@ def spec(config: dict, stage: str, job: dict) -> dict:
                               f"{t['batch_size']}, {t['max_epochs']} epochs = {steps} steps (paper: 1e6), test accuracy every "
                               f"{t['check_every']} epochs, best along the run reported; seeds {list(t['seeds'])}."}
     raise KeyError(f"fractals has no stage {stage!r}")
+
+
+def memory(config: dict) -> list[tuple[str, str, int]]:
+    from depthlab import memory as mem
+
+    s = _section(config)
+    d, t = s["data"], s["training"]
+    D = 2 * mem.data(d["n_train"] + d["n_test"], 2)  # rejection sampling holds a second copy
+    out = [("fractals data", f"studies.{STUDY}.data.n_train", D)]
+    M = len(t["lrs"]) * len(t["seeds"])
+    for j in jobs(config, "train"):
+        sizes = [1 if j["fractal"] == "cantor1d" else 2] + [j["width"]] * j["depth"] + [1]
+        out.append((f"fractals train {path('train', **j).removesuffix('.zarr')}", f"studies.{STUDY}.training",
+                    D + mem.nets(M, sizes, t["batch_size"], d["n_test"], adam=True)))
+    return out

@@ -17,6 +17,7 @@ STUDY = Study(
         "lrsearch": Stage(f"{_P}.search:run_lrsearch"),
         "train": Stage(f"{_P}.training:run_train"),
         "ntk": Stage(f"{_P}.kernel:run_kernels"),
+        "entk": Stage(f"{_P}.lazy:run_entk"),
         "figure": Stage(f"{_P}.figures:make_figure", kind="figure"),
         "claims": Stage(f"{_P}.claims:check", kind="claims"),
     },

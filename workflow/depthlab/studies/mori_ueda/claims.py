@@ -10,9 +10,10 @@ Criteria (fixed here, printed in the report so a reader can disagree with them):
 * "non-monotonic": the mean curve goes both up and down along L.
 * "NTK does not follow the NN": the Spearman correlations of NN and NTK errors with
   L have opposite signs, or the NN beats the NTK by more than 10 % at its best depth.
-* Fig. 3 "small lr matches the NTK": at the smallest converged lr, |NN - NTK| / NTK < 25 %;
-  "best lr is large": the lr with the lowest error is above the geometric middle of
-  the converged lr range.
+* Fig. 3 "small lr matches the kernel": at the smallest lr at which every seed converged,
+  |NN - kernel| / kernel < 25 %, checked against the net's own tangent kernel at init (its
+  lazy limit) and against the analytic NTK; "best lr is large": the lr with the lowest error
+  is above the geometric middle of the converged lr range.
 * Seed spread: a depth comparison whose difference of means is smaller than the
   root-sum-square of the two standard deviations over seeds is flagged "inside the
   seed spread" (the verdict is reported, but it is not resolved by the seeds run).
@@ -114,24 +115,37 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
 
 
 def lr_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
-    """Fig. 3 table: one row per (target, depth, lr, seed) with nn_test_error, converged, ntk_test_error."""
+    """Fig. 3 table: one row per (target, depth, lr, seed) with nn_test_error, converged, and the kernels' errors.
+
+    Claim 5 is checked three ways per (target, depth): the smallest converged lr against the
+    net's own tangent kernel at init (Theta_hat, its lazy limit), against the analytic NTK of
+    Appendix A (Theta, another parameterisation's limit), and whether the best lr is large.
+    """
     out = []
     for (name, L), part in table.groupby(["target", "depth"], sort=True):
         ok = part[part.groupby("lr").converged.transform("all")]
         curve = ok.groupby("lr").nn_test_error.mean().sort_index()
+        sd = ok.groupby("lr").nn_test_error.std().fillna(0.0)
+        subject = f"{name} L={L}"
         if len(curve) < 2:
-            out.append(Verdict("5", "small lr matches the NTK; the best lr is large", figure, f"{name} L={L}", None,
+            out.append(Verdict("5", "small lr matches the kernel; the best lr is large", figure, subject, None,
                                "fewer than two learning rates at which every seed converged"))
             continue
-        ntk = float(part.ntk_test_error.iloc[0])
-        small = abs(curve.iloc[0] - ntk) / ntk
+        small, nn = curve.index[0], curve.iloc[0]
+        kernels = [("the net's own tangent kernel at init (Theta_hat)", part.groupby("seed").entk_test_error.first().mean()),
+                   ("the analytic NTK (Theta, Appendix A)", float(part.ntk_test_error.iloc[0]))]
+        for label, k in kernels:
+            if not np.isfinite(k):
+                continue
+            rel = abs(nn - k) / k
+            out.append(Verdict("5", f"at small lr the net matches {label}", figure, subject, bool(rel < 0.25),
+                               f"at lr={small:.3g} (smallest converged): NN {nn:.4g} +- {sd.iloc[0]:.2g} vs kernel {k:.4g}: "
+                               f"rel. diff {rel:.2f} (need < 0.25); largest converged lr {curve.index.max():.3g}"))
         mid = np.sqrt(curve.index.min() * curve.index.max())
         best = curve.idxmin()
-        out.append(Verdict("5", "small lr matches the NTK; the best lr is large", figure, f"{name} L={L}",
-                           bool(small < 0.25 and best > mid),
-                           f"at lr={curve.index[0]:.3g}: NN {curve.iloc[0]:.4g} vs NTK {ntk:.4g} (rel. diff {small:.2f}, need < 0.25); "
-                           f"best lr {best:.3g} (error {curve.min():.4g}) vs middle of converged range {mid:.3g}; "
-                           f"largest converged lr {curve.index.max():.3g}"))
+        out.append(Verdict("5", "the best lr lies in the large-lr regime", figure, subject, bool(best > mid),
+                           f"best lr {best:.3g} (error {curve.min():.4g}) vs the geometric middle of the converged range {mid:.3g}; "
+                           f"converged rates {curve.index.min():.3g} ... {curve.index.max():.3g}"))
     return out
 
 

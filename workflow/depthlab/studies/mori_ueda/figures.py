@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -21,6 +22,8 @@ def table(spec: dict, inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
         t = spec["targets"][target]
         kern = inputs[f"ntk/{target}/{depth}"]
         kerr = {str(k): float(v) for k, v in zip(kern.kernel.values, kern.test_error.values)}
+        entk = inputs.get(f"entk/{target}/{depth}")
+        eerr = dict(zip(entk.seed.values.tolist(), entk.test_error.values.tolist())) if entk is not None else {}
         for i, lr in enumerate(ds.lr.values):
             for j, sd in enumerate(ds.seed.values):
                 rows.append({
@@ -31,6 +34,7 @@ def table(spec: dict, inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
                     "converged": bool(ds.converged.values[i, j]), "diverged": bool(ds.diverged.values[i, j]),
                     "epochs": int(ds.epochs.values[i, j]), "max_converged_lr": float(ds.max_converged_lr),
                     "ntk_test_error": kerr["ntk"], "nngp_test_error": kerr["nngp"],
+                    "entk_test_error": float(eerr.get(int(sd), np.nan)),
                 })
     return pd.DataFrame(rows)
 
@@ -39,7 +43,8 @@ def make_figure(spec: dict, inputs: dict[str, xr.Dataset]):
     tab = table(spec, inputs)
     name = spec["job"]["figure"]
     if spec["kind"] == "lr_sweep":
-        fig = plots.lr_figure(tab, f"Mori & Ueda {name}: test error vs learning rate (NN solid, NTK dashed)", spec["task"])
+        fig = plots.lr_figure(tab, f"Mori & Ueda {name}: test error vs learning rate (NN solid; analytic NTK dashed; "
+                                   "the net's own tangent kernel at init dotted)", spec["task"])
     else:
         fig = plots.depth_figure(tab, f"Mori & Ueda {name}: test error vs depth (NN solid, NTK dashed, NNGP dash-dot)", spec["task"])
     return fig, tab

@@ -70,10 +70,13 @@ def lr_figure(table: pd.DataFrame, title: str, task: str = "regression"):
             rest = sub[~ok].groupby("lr").nn_test_error.mean().dropna()
             ax.plot(rest.index, rest.values, "o", mfc="none", color=colors[L], ms=5)
             ax.axhline(sub.ntk_test_error.iloc[0], ls=ps.NTK, color=colors[L], lw=1, label=f"NTK L={L}")
+            if sub.entk_test_error.notna().any():
+                ax.axhline(sub.groupby("seed").entk_test_error.first().mean(), ls=ps.EMPIRICAL, color=colors[L], lw=1.5,
+                           label=f"own tangent kernel L={L}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("learning rate $\\eta$ (open circles: not converged)")
         ax.set_ylabel(YLABEL[task])
-        ax.set_title(f"{name}, width h = {part.width.iloc[0]} (NTK dashed)")
+        ax.set_title(f"{name}, width h = {part.width.iloc[0]}")
         ps.legend_below(ax)
     return ps.finish(fig, title)

@@ -6,6 +6,7 @@ Jobs (wildcards ``figure``, ``target``, ``depth``), paths under ``<results>/mori
   lrsearch  {figure}/lrsearch/{target}/L{depth}.zarr    CV + BO choice of the lr (depth_sweep figures)
   train     {figure}/train/{target}/L{depth}.zarr       final nets: every lr x seed of one (target, depth)
   ntk       {figure}/ntk/{target}/L{depth}.zarr         kernel regression with the NTK and the NNGP kernel
+  entk      {figure}/entk/{target}/L{depth}.zarr        the trained nets' own tangent kernel at init (lr_sweep figures)
 
 A depth_sweep figure trains at the lr its ``lrsearch`` store chose; an lr_sweep
 figure (Fig. 3) trains every lr of its grid.  The width is computed here, once,
@@ -29,6 +30,7 @@ PATHS = {
     "lrsearch": "{figure}/lrsearch/{target}/L{depth}.zarr",
     "train": "{figure}/train/{target}/L{depth}.zarr",
     "ntk": "{figure}/ntk/{target}/L{depth}.zarr",
+    "entk": "{figure}/entk/{target}/L{depth}.zarr",
 }
 WILDCARDS = {"figure": "fig[0-9]+", "target": "[A-Za-z0-9][A-Za-z0-9_.-]*", "depth": "[0-9]+"}
 
@@ -94,10 +96,15 @@ def stage_inputs(config: dict, stage: str, job: dict) -> dict[str, str]:
     return out
 
 
+def _kinds(config: dict, figure: str) -> tuple[str, ...]:
+    """The store kinds a figure reads per (target, depth)."""
+    return ("train", "ntk", "entk") if _section(config)["figures"][figure]["kind"] == "lr_sweep" else ("train", "ntk")
+
+
 def figure_inputs(config: dict, figure: str) -> dict[str, str]:
     """{name: path} of every store a figure reads: names are '<kind>/<target>/L<depth>'."""
     return {f"{kind}/{t}/L{L}": path(kind, figure=figure, target=t, depth=L)
-            for t, L in grid(config, figure) for kind in ("train", "ntk")}
+            for t, L in grid(config, figure) for kind in _kinds(config, figure)}
 
 
 def claims_inputs(config: dict) -> list[str]:
@@ -167,7 +174,7 @@ def lrsearch_spec(config: dict, figure: str, target: str, depth: int) -> dict:
             "init_points": ls["init_points"],
             "rounds": ls["rounds"],
             "candidates_per_round": ls["candidates_per_round"],
-            "seed": seed(config["seed"], "search", depth),
+            "seed": seed(config["seed"], "search", depth, ls.get("seed", 0)),
         },
     }
 
@@ -194,6 +201,19 @@ def ntk_spec(config: dict, figure: str, target: str, depth: int) -> dict:
         "depth": depth,
         "beta": float(k["beta"]),
         "block": k["block"],
+    }
+
+
+def entk_spec(config: dict, figure: str, target: str, depth: int) -> dict:
+    fig = _section(config)["figures"][figure]
+    if fig["kind"] != "lr_sweep":
+        raise KeyError(f"{figure} is not an lr_sweep figure: it has no entk stores")
+    return {
+        **_envelope("entk", {"figure": figure, "target": target, "depth": depth}),
+        "data": data_spec(config, figure, target),
+        **_shape(config, figure, target, depth),
+        "seeds": list(fig["seeds"]),
+        "loss": _training(config, figure, fig["max_epochs"])["loss"],
     }
 
 
@@ -236,7 +256,7 @@ def _variant(fig: dict) -> str | None:
     return None
 
 
-SPECS = {"data": data_spec, "lrsearch": lrsearch_spec, "train": train_spec, "ntk": ntk_spec}
+SPECS = {"data": data_spec, "lrsearch": lrsearch_spec, "train": train_spec, "ntk": ntk_spec, "entk": entk_spec}
 
 
 def spec(config: dict, stage: str, job: dict) -> dict:
@@ -255,6 +275,43 @@ def jobs(config: dict, stage: str) -> list[dict]:
         kind = _section(config)["figures"][f]["kind"]
         if stage == "data":
             out += [{"figure": f, "target": t} for t in sorted(_section(config)["figures"][f]["targets"])]
-        elif stage != "lrsearch" or kind == "depth_sweep":
+        elif (stage != "lrsearch" or kind == "depth_sweep") and (stage != "entk" or kind == "lr_sweep"):
             out += [{"figure": f, "target": t, "depth": L} for t, L in grid(config, f)]
+    return out
+
+
+def memory(config: dict) -> list[tuple[str, str, int]]:
+    """(job, the config key of its largest part, estimated peak bytes) for every job."""
+    from depthlab import memory as mem
+
+    s = _section(config)
+    out = []
+    for f in figures(config):
+        fig = s["figures"][f]
+        key = f"studies.{STUDY}.figures.{f}"
+        n_test = fig["n_test"]
+        for t, tv in sorted(fig["targets"].items()):
+            n, d = tv["n_train"], tv["d"]
+            data = {f"{key}.n_test": mem.data(n_test, d), f"{key}.targets.{t}.n_train": mem.data(n, d)}
+            out.append(mem.job(f"mori_ueda data {f}/{t}", data))
+            for L in sorted(fig["depths"]):
+                sh = _shape(config, f, t, L)
+                sizes = [d] + [sh["width"]] * L + [1]
+                wkey = f"{key}.width" if fig["kind"] == "lr_sweep" else f"{key}.budget"
+                M = (len(fig["log10_lrs"]) if fig["kind"] == "lr_sweep" else 1) * len(fig["seeds"])
+                pred = {f"{key}.n_test": data[f"{key}.n_test"] + 2 * M * n_test * mem.F64}
+                out.append(mem.job(f"mori_ueda train {f}/{t}/L{L}", {**data, **pred, wkey: mem.nets(M, sizes, s["training"]["batch_size"], n)}))
+                if fig["kind"] == "depth_sweep":
+                    ls = s["lrsearch"]
+                    M = max(ls["init_points"], ls["candidates_per_round"]) * ls["folds"]
+                    out.append(mem.job(f"mori_ueda lrsearch {f}/{t}/L{L}", {**data, wkey: mem.nets(M, sizes, s["training"]["batch_size"], n)}))
+                tile = min(s["ntk"]["block"], max(1, (1 << 16) // n)) * n * 8 * mem.F64
+                gram = {f"{key}.targets.{t}.n_train": data[f"{key}.targets.{t}.n_train"] + 3 * 2 * n * n * mem.F64,
+                        f"studies.{STUDY}.ntk.block": tile}
+                out.append(mem.job(f"mori_ueda ntk {f}/{t}/L{L}", {**data, **gram}))
+                if fig["kind"] == "lr_sweep":
+                    feats = {wkey: (n + n_test) * sh["width"] * (L + 1) * 2 * mem.F64,
+                             f"{key}.targets.{t}.n_train": data[f"{key}.targets.{t}.n_train"] + 3 * n * n * mem.F64,
+                             f"{key}.n_test": data[f"{key}.n_test"] + n_test * n * mem.F64}
+                    out.append(mem.job(f"mori_ueda entk {f}/{t}/L{L}", feats))
     return out

@@ -177,3 +177,28 @@ def spec(config: dict, stage: str, job: dict) -> dict:
                               f"{r['training']['max_epochs']} epochs, Eldan-Shamir radius truncated at its {r['es_quantile']} quantile, "
                               f"shell radius U[{1 - r['shell_halfwidth']:g}, {1 + r['shell_halfwidth']:g}], r0 = median radius."}
     raise KeyError(f"separation has no stage {stage!r}")
+
+
+def memory(config: dict) -> list[tuple[str, str, int]]:
+    from depthlab import memory as mem
+
+    s = _section(config)
+    sw, r = s["sawtooth"], s["radial"]
+    out = [("separation sawtooth_data", f"studies.{STUDY}.sawtooth.n_test", mem.data(sw["n_train"] + sw["n_test"] + sw["plot_points"], 1))]
+    M = len(sw["lrs"]) * len(sw["seeds"])
+    for L in sorted(sw["levels"]):
+        for a in archs(config):
+            _, depth, width = arch_shape(a, L)
+            out.append((f"separation sawtooth L{L}/{a}", f"studies.{STUDY}.sawtooth.deep_widths",
+                        mem.nets(M, [1] + [width] * depth + [1], sw["training"]["batch_size"], sw["n_test"], adam=True)
+                        + M * (sw["n_test"] + sw["plot_points"]) * mem.F64))
+    for d in sorted(r["dims"]):
+        D = mem.data(r["n_train"] + r["n_test"], d)
+        out.append((f"separation radial_data d{d}", f"studies.{STUDY}.radial.n_train", D))
+        for L in sorted(r["depths"]):
+            for P in sorted(r["budgets"]):
+                sizes = [d] + [width_for_budget(d, L, P)] * L + [1]
+                M = max(r["search"]["init_points"], r["search"]["candidates_per_round"], len(r["seeds"])) * r["search"]["use_folds"]
+                out.append((f"separation radial d{d}/P{P}/depth{L}", f"studies.{STUDY}.radial.budgets",
+                            D + mem.nets(M, sizes, r["training"]["batch_size"], r["n_train"], adam=True)))
+    return out

@@ -126,3 +126,17 @@ def spec(config: dict, stage: str, job: dict) -> dict:
                               f"KRR on S^{k['d'] - 1}, n = {sorted(k['n_train'])}, {k['n_test']} test points, "
                               f"{k['trials']} trial(s), rates over n >= {k['fit_n_min']}."}
     raise KeyError(f"spectra has no stage {stage!r}")
+
+
+def memory(config: dict) -> list[tuple[str, str, int]]:
+    from depthlab import memory as mem
+
+    s = _section(config)
+    e, k = s["eigen"], s["krr"]
+    N, Nt = max(k["n_train"]), k["n_test"]
+    nodes = e["panels"] * 24 + 2 * 40 * 24
+    return [
+        ("spectra eigen", f"studies.{STUDY}.eigen.k_max", 3 * (e["k_max"] + 1) * nodes * mem.F64),
+        ("spectra krr_data", f"studies.{STUDY}.krr.n_test", k["trials"] * mem.data(N + Nt, k["d"])),
+        ("spectra krr", f"studies.{STUDY}.krr.n_train", mem.data(N + Nt, k["d"]) + 4 * N * N * mem.F64 + 3 * Nt * N * mem.F64),
+    ]

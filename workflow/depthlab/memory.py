@@ -1,0 +1,44 @@
+"""Rough peak-memory estimates of jobs, so the validator can refuse a config the machine cannot hold.
+
+Each study's ``specs.memory(config)`` returns (job label, config key that drives it, bytes) per
+job kind; the estimates are upper-bound-ish sums of the arrays a job holds at once (float64
+data and kernels, float32 models with optimiser state and activations), not measurements.
+"""
+
+from __future__ import annotations
+
+import os
+
+F32, F64 = 4, 8
+GIB = 1024**3
+
+
+def machine_bytes() -> int:
+    """Physical memory of this machine."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX: no check
+        return 1 << 62
+
+
+def nets(models: int, sizes: list[int], batch: int, n_eval: int, adam: bool = False) -> int:
+    """A batched training job: parameters (+ gradients, Adam moments), activations of a minibatch, one eval chunk."""
+    params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+    state = params * (4 if adam else 2) * F32
+    acts = batch * sum(sizes) * 3 * F32
+    evals = min(n_eval * models * max(sizes), 1 << 27) * 2 * F32  # the trainer bounds its evaluation chunks
+    return models * (state + acts) + evals
+
+
+def data(n: int, d: int) -> int:
+    return 3 * n * (d + 2) * F64
+
+
+def gib(nbytes: float) -> str:
+    return f"{nbytes / GIB:.1f} GiB"
+
+
+def job(label: str, parts: dict[str, int]) -> tuple[str, str, int]:
+    """(label, the config key of the largest part, total bytes) of a job whose memory is a sum of parts by key."""
+    key = max(parts, key=parts.get)
+    return label, key, sum(parts.values())
