@@ -10,6 +10,7 @@ from depthlab.core.mlp import init_params, layer_sizes
 from depthlab.core.trainer import TrainSettings, train
 from depthlab.storage import content_hash
 from depthlab.studies.mori_ueda import data, search, training
+from depthlab.studies.mori_ueda.seeding import model_seeds
 from depthlab.studies.mori_ueda.targets import target
 
 CTX = SimpleNamespace(device="cpu", progress=lambda m: None, checkpoint=None)
@@ -60,7 +61,7 @@ def test_grid_max_converged_lr_matches_separate_runs():
     # independent check: train each (lr, seed) alone and compare the converged flags
     for i, lr in enumerate(lrs):
         for j, sd in enumerate([0, 1]):
-            init, order = training.model_seeds([sd], 2)
+            init, order = model_seeds([sd], 2)
             r = train(ds.x_train.values, ds.y_train.values, np.arange(200)[None], np.array([lr]),
                       init_params(layer_sizes(5, 32, 2), init), order, TrainSettings(device="cpu", **TRAINING))
             assert r.converged[0] == conv[i, j]

@@ -17,7 +17,7 @@ from depthlab.core.kernels import linearized_prediction
 from depthlab.core.losses import get as get_loss
 from depthlab.core.mlp import init_params, layer_sizes, predict
 
-from .training import model_seeds
+from .seeding import model_seeds
 
 
 def run_entk(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:

@@ -13,15 +13,9 @@ import xarray as xr
 
 from depthlab.core.losses import get as get_loss
 from depthlab.core.mlp import init_params, layer_sizes, predict
-from depthlab.core.seeds import seed
 from depthlab.core.trainer import TrainSettings, train
 
-
-def model_seeds(config_seeds: list[int], depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """(init seeds, data-order seeds) of the final nets of one depth, one pair per config seed."""
-    init = np.array([seed(s, "init", depth) for s in config_seeds], dtype=np.int64)
-    order = np.array([seed(s, "order", depth) for s in config_seeds], dtype=np.int64)
-    return init, order
+from .seeding import model_seeds
 
 
 def run_train(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:

@@ -1,0 +1,70 @@
+"""The fused CPU kernels against numpy's arctan and the torch recursion they replace."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from depthlab.core import fused
+from depthlab.core import kernels as K
+from depthlab.studies.mori_ueda.targets import sample_inputs
+
+
+def test_atan_is_within_one_ulp_over_the_real_line():
+    x = np.concatenate([np.linspace(-60, 60, 100001), np.logspace(-300, 300, 20001), -np.logspace(-300, 300, 20001),
+                        [0.0, -0.0, np.inf, -np.inf, 0.66, 0.6600000000000001, 2.41421356237309504880, 1.0, -1.0]])
+    ref = np.arctan(x)
+    ulps = np.abs(fused.atan_array(x) - ref) / np.spacing(np.abs(ref) + 1e-320)
+    assert ulps.max() <= 1.0
+    assert fused.atan_array(np.array([np.inf]))[0] == pytest.approx(math.pi / 2, abs=0)
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.1, 0.5])
+def test_recursion_and_row_predictions_match_the_torch_recursion(beta):
+    x1 = sample_inputs(37, 11, seed=1)
+    x2 = sample_inputs(53, 11, seed=2)
+    d, b2 = 11, beta * beta
+    sig0 = x1 @ x2.T / d + b2
+    q1, q2 = (x1 * x1).sum(1) / d, (x2 * x2).sum(1) / d
+    depths = [1, 2, 7]
+    want = np.zeros(8, dtype=bool)
+    want[depths] = True
+    out_s, out_t = np.empty((3, 37, 53)), np.empty((3, 37, 53))
+    fused.recursion(sig0, q1, q2, b2, want, out_s, out_t)
+    ref = {L: (s.numpy(), t.numpy()) for L, s, t in K.appendix_a(torch.as_tensor(x1), torch.as_tensor(x2), 7, beta)}
+    alpha = np.random.default_rng(0).standard_normal((3, 53))
+    ps, pt = np.empty((3, 37)), np.empty((3, 37))
+    fused.predict_rows(sig0, q1, q2, b2, want, alpha, alpha, ps, pt)
+    for k, L in enumerate(depths):
+        np.testing.assert_allclose(out_s[k], ref[L][0], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(out_t[k], ref[L][1], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(ps[k], ref[L][0] @ alpha[k], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(pt[k], ref[L][1] @ alpha[k], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 150])
+def test_packed_advance_keeps_sigma_below_and_theta_above_the_diagonal(n):
+    """Tiles of 64: sizes around the tile edge exercise the partial and diagonal blocks."""
+    x = sample_inputs(n, 7, seed=n)
+    d, beta = 7, 0.1
+    A = x @ x.T / d + beta**2
+    q = (x * x).sum(1) / d
+    ref = list(K.appendix_a(torch.as_tensor(x), torch.as_tensor(x), 4, beta))
+    il = np.tril_indices(n, -1)
+    for ell in range(1, 5):
+        fused.advance(A, q, beta**2, ell)
+        _, s, t = ref[ell - 1]
+        np.testing.assert_allclose(A[il], s.numpy()[il], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(A.T[il], t.numpy()[il], rtol=1e-12, atol=1e-14)
+
+
+def test_cpu_regression_equals_the_torch_path():
+    x = sample_inputs(300, 9, seed=3)
+    y = np.sin(x[:, 0]) + x[:, 1] * x[:, 2]
+    xt = sample_inputs(70, 9, seed=4)
+    a = K.kernel_regression(x, y, xt, [1, 3, 4], beta=0.1, block=7, device="cpu", kinds=("ntk", "nngp"))
+    b = K._regression_torch(x, y, xt, [1, 3, 4], 0.1, 7, torch.device("cpu"), ("ntk", "nngp"))
+    np.testing.assert_allclose(a.prediction, b.prediction, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a.train_prediction, b.train_prediction, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(a.jitter, b.jitter)

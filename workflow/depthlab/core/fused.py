@@ -1,0 +1,198 @@
+"""The arc-cosine layer step of depthlab.core.kernels, fused into one compiled loop for the CPU.
+
+Why: the recursion (Eqs. 16-17) is a chain of elementwise operations.  Written with torch
+ops it is a dozen passes over memory per layer, about 10 ns per element and layer on one
+core; a fused loop keeps every intermediate in registers and makes one pass per layer.
+
+Why numba: it compiles this Python source with LLVM at first use (cached on disk next to
+this file, so later processes load machine code), vectorises the inner loop, and needs no
+C++ toolchain or build step at job time.  torch.compile would need a C++ compiler and tens
+of seconds per process and shape on a 2-core machine; a C++ extension, a build per machine.
+
+Why a hand-written atan: numba lowers ``math.atan`` to the scalar libm call, which blocks
+vectorisation.  :func:`atan` is the Cephes ``atan`` (range reduction to |x| <= 0.66 and a
+P(z)/Q(z) rational approximation in z = x^2, accurate to ~1 ulp), written without branches so
+the loop vectorises.  It is tested against numpy's arctan over the whole real line.
+
+The recursion is the one of :func:`depthlab.core.kernels.relu_layer_`, element by element:
+
+    sqrt_det = sqrt(max(q1 q2 - s^2, 0));  ph = atan(s / sqrt_det)
+    s' = (sqrt_det + s (pi/2 + ph)) / pi + beta^2;  Sigmadot = 1/2 + ph / pi;  th' = th Sigmadot + s'
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+_PI_2 = math.pi / 2
+_PI_4 = math.pi / 4
+_INV_PI = 1.0 / math.pi
+_MOREBITS = 6.123233995736765886130e-17  # pi/2 - float(pi/2)
+_T3P8 = 2.41421356237309504880  # tan(3 pi / 8)
+_P = (-8.750608600031904122785e-1, -1.615753718733365076637e1, -7.500855792314704667340e1,
+      -1.228866684490136173410e2, -6.485021904942025371773e1)
+_Q = (2.485846490142306297962e1, 1.650270098316988542046e2, 4.328810604912902668951e2,
+      4.853903996359136964868e2, 1.945506571482613964425e2)
+
+_JIT = dict(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+
+
+@numba.njit(inline="always", **_JIT)
+def atan(x: float) -> float:
+    """arctan(x), branch-free Cephes; atan(+-inf) = +-pi/2."""
+    ax = abs(x)
+    big = ax > _T3P8
+    mid = ax > 0.66
+    xr = -1.0 / ax if big else ((ax - 1.0) / (ax + 1.0) if mid else ax)
+    y0 = _PI_2 if big else (_PI_4 if mid else 0.0)
+    corr = _MOREBITS if big else (0.5 * _MOREBITS if mid else 0.0)
+    z = xr * xr
+    p = (((_P[0] * z + _P[1]) * z + _P[2]) * z + _P[3]) * z + _P[4]
+    q = ((((z + _Q[0]) * z + _Q[1]) * z + _Q[2]) * z + _Q[3]) * z + _Q[4]
+    r = y0 + (xr * (z * p / q) + xr + corr)
+    return -r if x < 0 else r
+
+
+@numba.njit(**_JIT)
+def atan_array(x: np.ndarray) -> np.ndarray:
+    out = np.empty_like(x)
+    for i in range(x.size):
+        out.flat[i] = atan(x.flat[i])
+    return out
+
+
+@numba.njit(**_JIT)
+def recursion(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float, want: np.ndarray,
+              out_sigma: np.ndarray, out_theta: np.ndarray) -> None:
+    """Sigma^(L), Theta^(L) of every pair, for each L with want[L], from Sigma^(0) [n1, n2].
+
+    q1 [n1], q2 [n2]: |x|^2 / d of the rows and columns (Sigma^(l-1)(x, x) = q + l beta^2);
+    want [max_depth + 1] bool; out_sigma, out_theta [sum(want), n1, n2], filled in order of L.
+    """
+    n1, n2 = sig0.shape
+    max_depth = want.shape[0] - 1
+    s = np.empty(n2)
+    th = np.empty(n2)
+    for i in range(n1):
+        for j in range(n2):
+            s[j] = sig0[i, j]
+            th[j] = sig0[i, j]
+        k = 0
+        for ell in range(1, max_depth + 1):
+            qa = q1[i] + ell * beta2
+            b = ell * beta2
+            for j in range(n2):
+                sj = s[j]
+                det = qa * (q2[j] + b) - sj * sj
+                sd = math.sqrt(det if det > 0.0 else 0.0)
+                ph = atan(sj / sd)
+                snew = (sd + sj * (_PI_2 + ph)) * _INV_PI + beta2
+                th[j] = th[j] * (0.5 + ph * _INV_PI) + snew
+                s[j] = snew
+            if want[ell]:
+                for j in range(n2):
+                    out_sigma[k, i, j] = s[j]
+                    out_theta[k, i, j] = th[j]
+                k += 1
+
+
+@numba.njit(**_JIT)
+def advance(A: np.ndarray, q: np.ndarray, beta2: float, ell: int, tile: int = 64) -> None:
+    """One layer of the recursion on a symmetric pair of kernels packed into one square matrix, in place.
+
+    A holds Sigma^(l-1)(x_i, x_j) at A[i, j] and Theta^(l-1)(x_i, x_j) at A[j, i] for i > j (the
+    diagonals have closed forms and are not stored); afterwards it holds Sigma^(l), Theta^(l).
+    q [n]: |x|^2 / d, so Sigma^(l-1)(x, x) = q + l beta^2 with l = ``ell``.  Works on tile x tile
+    blocks copied to two contiguous local buffers (the Theta block transposed), so the inner
+    loop vectorises; a diagonal block computes its upper half too, and writes back the lower only.
+    """
+    n = A.shape[0]
+    b = ell * beta2
+    sb = np.empty((tile, tile))
+    tb = np.empty((tile, tile))
+    qb = np.empty(tile)
+    for r0 in range(0, n, tile):
+        r1 = min(r0 + tile, n)
+        for c0 in range(0, r1, tile):
+            c1 = min(c0 + tile, r1)
+            nr, nc = r1 - r0, c1 - c0
+            for ii in range(nr):
+                for jj in range(nc):
+                    sb[ii, jj] = A[r0 + ii, c0 + jj]
+            for jj in range(nc):
+                qb[jj] = q[c0 + jj] + b
+                for ii in range(nr):
+                    tb[ii, jj] = A[c0 + jj, r0 + ii]
+            for ii in range(nr):
+                qa = q[r0 + ii] + b
+                for jj in range(nc):
+                    sj = sb[ii, jj]
+                    det = qa * qb[jj] - sj * sj
+                    sd = math.sqrt(det if det > 0.0 else 0.0)
+                    ph = atan(sj / sd)
+                    snew = (sd + sj * (_PI_2 + ph)) * _INV_PI + beta2
+                    tb[ii, jj] = tb[ii, jj] * (0.5 + ph * _INV_PI) + snew
+                    sb[ii, jj] = snew
+            for ii in range(nr):
+                for jj in range(min(nc, r0 + ii - c0)):
+                    A[r0 + ii, c0 + jj] = sb[ii, jj]
+            for jj in range(nc):
+                for ii in range(max(0, c0 + jj - r0 + 1), nr):
+                    A[c0 + jj, r0 + ii] = tb[ii, jj]
+
+
+@numba.njit(**_JIT)
+def predict_rows(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float, want: np.ndarray,
+                 alpha_sigma: np.ndarray, alpha_theta: np.ndarray, out_sigma: np.ndarray, out_theta: np.ndarray) -> None:
+    """Kernel-regression predictions of test rows: out[k, i] = sum_j K^(L_k)(x_i, x_j) alpha[k, j].
+
+    sig0 [n1, n2]: Sigma^(0) between the test rows and the training points; alpha_* [D, n2]
+    (D = sum(want)); out_* [D, n1].  The kernels never leave the cache: each row is advanced
+    layer by layer and dotted with alpha at the wanted depths.
+    """
+    n1, n2 = sig0.shape
+    max_depth = want.shape[0] - 1
+    s = np.empty(n2)
+    th = np.empty(n2)
+    for i in range(n1):
+        for j in range(n2):
+            s[j] = sig0[i, j]
+            th[j] = sig0[i, j]
+        k = 0
+        for ell in range(1, max_depth + 1):
+            qa = q1[i] + ell * beta2
+            b = ell * beta2
+            for j in range(n2):
+                sj = s[j]
+                det = qa * (q2[j] + b) - sj * sj
+                sd = math.sqrt(det if det > 0.0 else 0.0)
+                ph = atan(sj / sd)
+                snew = (sd + sj * (_PI_2 + ph)) * _INV_PI + beta2
+                th[j] = th[j] * (0.5 + ph * _INV_PI) + snew
+                s[j] = snew
+            if want[ell]:
+                out_sigma[k, i] = np.dot(s, alpha_sigma[k])
+                out_theta[k, i] = np.dot(th, alpha_theta[k])
+                k += 1
+
+
+@numba.njit(**_JIT)
+def fill_factor(F: np.ndarray, A: np.ndarray, diag: np.ndarray, theta: bool, jitter: float) -> None:
+    """Copy one kernel out of the packed matrix A into the Fortran-ordered LAPACK buffer F, diagonal + jitter.
+
+    theta: Theta (A's upper triangle, row j from j + 1 on) into F's lower triangle, column j;
+    else Sigma (A's lower triangle, row j up to j - 1) into F's upper triangle, column j.
+    Both copies read and write contiguous runs.
+    """
+    n = A.shape[0]
+    for j in range(n):
+        F[j, j] = diag[j] + jitter
+        if theta:
+            for i in range(j + 1, n):
+                F[i, j] = A[j, i]
+        else:
+            for i in range(j):
+                F[i, j] = A[j, i]
