@@ -1,16 +1,16 @@
-"""Side-by-side benchmark: ``python benchmarks/bench.py [--quick] [--out results/bench/bench.json]`` (or ``make bench``).
+"""Side-by-side benchmark: ``python benchmarks/bench.py [--quick] [--out results/bench/bench.json]`` (``make bench``).
 
 Everything is measured in one run on one machine and printed as ratios:
 
-* trainer: depthlab's batched SGD vs a plain PyTorch loop (shuffled DataLoader,
-  nn.Sequential, torch.optim.SGD, one model at a time) on the same models and
-  data, in model-epochs per second, at the default-config and the paper's
-  Figure 2 shapes; plus the fraction of the measured matmul peak each reaches;
-* NTK: Gram + Cholesky + blocked test prediction for every depth 1..10, seconds
-  and peak RSS (each case in a fresh process), against a dense numpy version
-  where that fits;
-* pipeline: the Snakemake no-op rerun on the default config and the start-up
-  cost of one job.
+* trainer: depthlab's batched step (hand-written backward pass) against a plain PyTorch loop
+  (nn.Sequential + torch.optim + autograd, one model at a time) and against ``torch.func``
+  ensembling (``stack_module_state`` + ``vmap(grad(functional_call))``, the library's own way
+  to train an ensemble), on the same models, in model-epochs per second and as a fraction of
+  the measured matmul peak; SGD + MSE at the Mori & Ueda shapes, Adam + hinge at the fractal ones;
+* NTK: kernel regression (Gram, Cholesky, test predictions) for every depth 1..10 against
+  the bare float64 Choleskys it cannot avoid, at the same N, each in a fresh process (peak RSS);
+  and the previous torch recursion (the CUDA path) beside the fused CPU one at N = 5000;
+* pipeline: one job's start-up and a Snakemake dry run of the default config.
 
 Speeds are reported, never asserted (shared, noisy machines).
 """
@@ -34,22 +34,23 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
+from depthlab.core import losses, optim  # noqa: E402
 from depthlab.core.device import describe, resolve_device, set_threads  # noqa: E402
-from depthlab.core.kernels import kernel_regression  # noqa: E402
-from depthlab.core.losses import MSE  # noqa: E402
 from depthlab.core.mlp import init_params, layer_sizes  # noqa: E402
-from depthlab.core.optim import SGD  # noqa: E402
 from depthlab.studies.mori_ueda.targets import sample_inputs, target  # noqa: E402
 from depthlab.studies.mori_ueda.widths import width_for_budget  # noqa: E402
 
+GIB = 1024**3
 
-# ---- matmul peak ------------------------------------------------------------------
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def matmul_peak(dev: torch.device, n: int = 2048, reps: int = 5) -> float:
     """Measured float32 GEMM throughput in FLOP/s (best of ``reps``)."""
-    a = torch.randn(n, n, device=dev)
-    b = torch.randn(n, n, device=dev)
+    a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
     best = float("inf")
     for _ in range(reps + 1):
         _sync(dev)
@@ -60,143 +61,170 @@ def matmul_peak(dev: torch.device, n: int = 2048, reps: int = 5) -> float:
     return 2 * n**3 / best
 
 
-def _sync(dev: torch.device) -> None:
-    if dev.type == "cuda":
-        torch.cuda.synchronize()
+# ---- trainer: batched vs plain vs torch.func ------------------------------------------------
 
 
-# ---- trainer: batched vs plain --------------------------------------------------------
+def _flops_per_model_step(sizes: list[int], B: int) -> float:
+    """~6 FLOPs per weight per example: forward 2, backward 4 (activations' and weights' gradients)."""
+    return 6.0 * sum(a * b for a, b in zip(sizes[:-1], sizes[1:])) * B
 
 
-def _flops_per_model_step(d: int, h: int, depth: int, B: int) -> float:
-    """~6 FLOPs per weight per example: forward 2, backward 4 (activations' and weights' grads)."""
-    weights = d * h + (depth - 1) * h * h + h
-    return 6.0 * weights * B
-
-
-def batched_rate(x, y, depth, h, M, steps, dev, B=50) -> float:
-    """Model-steps per second of depthlab's batched step loop (gather + sgd_step), as in trainer.train."""
-    params = [(W.to(dev), b.to(dev)) for W, b in init_params(layer_sizes(x.shape[1], h, depth), np.arange(M))]
-    sgd, mse = SGD(), MSE()
-    X = torch.as_tensor(x, dtype=torch.float32, device=dev)
-    Y = torch.as_tensor(y, dtype=torch.float32, device=dev)
-    lr = torch.full((M,), 1e-3, device=dev)
+def _batch(x, y, M, B, dev, step):
+    """Minibatch ``step`` of every model: [M, B, d], [M, B] (each model its own rows)."""
     n = x.shape[0]
-    rows = torch.stack([torch.randperm(n) for _ in range(M)]).to(dev)
+    rows = (torch.arange(M, device=dev)[:, None] * 7919 + step * B + torch.arange(B, device=dev)) % n
+    return x[rows], y[rows]
 
-    def run(k):
-        for s in range(k):
-            st = (s * B) % (n - B)
-            j = rows[:, st : st + B]
-            sgd.step(params, {}, X[j], Y[j], lr, mse)
 
+def batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B) -> float:
+    """Model-steps per second of depthlab's step (as trainer.train runs it: per-model rows, in-place update)."""
+    params = [(W.to(dev), b.to(dev)) for W, b in init_params(sizes, np.arange(M), "glorot_uniform")]
+    opt, loss = optim.get(opt_name), losses.get(loss_name)
+    state = opt.init_state(params)
+    lr = torch.full((M,), 1e-3, device=dev)
     with torch.no_grad():
-        run(3)  # warm-up
+        for s in range(3):
+            opt.step(params, state, *_batch(x, y, M, B, dev, s), lr, loss)
         _sync(dev)
         t = time.perf_counter()
-        run(steps)
+        for s in range(steps):
+            opt.step(params, state, *_batch(x, y, M, B, dev, s), lr, loss)
         _sync(dev)
     return M * steps / (time.perf_counter() - t)
 
 
-def plain_rate(x, y, depth, h, models, steps, dev, B=50) -> float:
-    """Model-steps per second of the textbook loop: DataLoader(shuffle) + nn.Sequential + optim.SGD, one model at a time."""
-    ds = torch.utils.data.TensorDataset(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32))
-    total_t, total_steps = 0.0, 0
+def _sequential(sizes):
+    layers = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers += [torch.nn.Linear(a, b)] + ([torch.nn.ReLU()] if i < len(sizes) - 2 else [])
+    return torch.nn.Sequential(*layers)
+
+
+def _reference_loss(name):
+    return {"mse": lambda o, y: torch.mean((o - y) ** 2), "hinge": lambda o, y: torch.mean(torch.relu(1 - y * o)),
+            "logistic": lambda o, y: torch.nn.functional.soft_margin_loss(o, y)}[name]
+
+
+def plain_rate(x, y, sizes, models, steps, dev, opt_name, loss_name, B) -> float:
+    """Model-steps per second of the textbook loop: nn.Sequential + torch.optim + autograd, one model at a time."""
+    lf = _reference_loss(loss_name)
+    total_t, total = 0.0, 0
     for m in range(models):
         torch.manual_seed(m)
-        layers = []
-        sizes = [x.shape[1]] + [h] * depth + [1]
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-            lin = torch.nn.Linear(a, b)
-            torch.nn.init.xavier_uniform_(lin.weight)
-            torch.nn.init.zeros_(lin.bias)
-            layers += [lin] + ([torch.nn.ReLU()] if i < depth else [])
-        net = torch.nn.Sequential(*layers).to(dev)
-        opt = torch.optim.SGD(net.parameters(), lr=1e-3)
-        loader = torch.utils.data.DataLoader(ds, batch_size=B, shuffle=True)
-        it = iter(loader)
-        done = 0
-        t = None
-        while done < steps + 3:
-            try:
-                xb, yb = next(it)
-            except StopIteration:
-                it = iter(loader)
-                continue
-            if done == 3:  # warm-up excluded
+        net = _sequential(sizes).to(dev)
+        opt = (torch.optim.SGD if opt_name == "sgd" else torch.optim.Adam)(net.parameters(), lr=1e-3)
+        for s in range(steps + 3):
+            if s == 3:
                 _sync(dev)
                 t = time.perf_counter()
-            xb, yb = xb.to(dev), yb.to(dev)
-            loss = torch.mean((net(xb).squeeze(-1) - yb) ** 2)
+            xb, yb = _batch(x, y, 1, B, dev, s)
+            loss = lf(net(xb[0]).squeeze(-1), yb[0])
             opt.zero_grad()
             loss.backward()
             opt.step()
-            done += 1
         _sync(dev)
         total_t += time.perf_counter() - t
-        total_steps += steps
-    return total_steps / total_t
+        total += steps
+    return total / total_t
 
 
-def trainer_case(name: str, d: int, n: int, budget: float, depth: int, M: int, steps: int, plain_models: int, dev: torch.device, peak: float) -> dict:
-    h, _ = width_for_budget(d, budget, depth)
-    x = sample_inputs(n, d, 0).astype(np.float32)
-    y = target(x, 2, "local").astype(np.float32)
-    b = batched_rate(x, y, depth, h, M, steps, dev)
-    p = plain_rate(x, y, depth, h, plain_models, steps, dev)
-    steps_per_epoch = int(np.ceil(n / 50))
-    f = _flops_per_model_step(d, h, depth, 50)
-    row = {
-        "case": name, "d": d, "n_train": n, "budget": budget, "depth": depth, "width": h, "models_batched": M,
-        "batched_model_epochs_per_s": b / steps_per_epoch, "plain_model_epochs_per_s": p / steps_per_epoch,
-        "speedup": b / p, "batched_peak_fraction": b * f / peak, "plain_peak_fraction": p * f / peak,
-    }
-    print(f"  {name:<28} L={depth} h={h:<5} M={M:<3} batched {row['batched_model_epochs_per_s']:9.3f}  "
-          f"plain {row['plain_model_epochs_per_s']:9.3f} model-epochs/s  speedup {row['speedup']:5.2f}x  "
-          f"peak {row['batched_peak_fraction']:.0%} vs {row['plain_peak_fraction']:.0%}", flush=True)
+def func_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B) -> float:
+    """Model-steps per second of torch.func ensembling: stack_module_state + vmap(grad(functional_call)), then the update."""
+    import copy
+
+    from torch.func import functional_call, grad, stack_module_state, vmap
+
+    models = [_sequential(sizes).to(dev) for _ in range(M)]
+    params, buffers = stack_module_state(models)
+    base = copy.deepcopy(models[0]).to("meta")
+    lf = _reference_loss(loss_name)
+
+    def loss_fn(p, b, xb, yb):
+        return lf(functional_call(base, (p, b), (xb,)).squeeze(-1), yb)
+
+    g_fn = vmap(grad(loss_fn))
+    lr = torch.full((M,), 1e-3, device=dev)
+    moments = {k: (torch.zeros_like(v), torch.zeros_like(v)) for k, v in params.items()}
+
+    def step(s):
+        g = g_fn(params, buffers, *_batch(x, y, M, B, dev, s))
+        with torch.no_grad():
+            for k, p in params.items():
+                scale = lr.view(-1, *[1] * (p.dim() - 1))
+                if opt_name == "sgd":
+                    p.sub_(scale * g[k])
+                else:  # Adam, the same update as torch.optim.Adam (bias correction of a fixed step for timing)
+                    m1, m2 = moments[k]
+                    m1.lerp_(g[k], 0.1)
+                    m2.mul_(0.999).addcmul_(g[k], g[k], value=0.001)
+                    p.addcdiv_(m1 * (-scale), m2.sqrt().add_(1e-8))
+
+    for s in range(3):
+        step(s)
+    _sync(dev)
+    t = time.perf_counter()
+    for s in range(steps):
+        step(s)
+    _sync(dev)
+    return M * steps / (time.perf_counter() - t)
+
+
+def trainer_case(name: str, d: int, n: int, sizes: list[int], M: int, steps: int, plain_models: int, dev: torch.device,
+                 peak: float, opt_name: str, loss_name: str, B: int) -> dict:
+    x = torch.as_tensor(sample_inputs(n, d, 0), dtype=torch.float32, device=dev)
+    y = torch.as_tensor(target(sample_inputs(n, d, 0), 1 if d < 2 else 2, "local"), dtype=torch.float32, device=dev)
+    if losses.get(loss_name).task == "classification":
+        y = torch.sign(y)
+    b = batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B)
+    f = func_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B)
+    p = plain_rate(x, y, sizes, plain_models, steps, dev, opt_name, loss_name, B)
+    spe = int(np.ceil(n / B))
+    fl = _flops_per_model_step(sizes, B)
+    row = {"case": name, "optimizer": opt_name, "loss": loss_name, "d": d, "n_train": n, "sizes": sizes, "models_batched": M,
+           "batched_model_epochs_per_s": b / spe, "torch_func_model_epochs_per_s": f / spe, "plain_model_epochs_per_s": p / spe,
+           "speedup_vs_plain": b / p, "speedup_vs_torch_func": b / f,
+           "batched_peak_fraction": b * fl / peak, "torch_func_peak_fraction": f * fl / peak, "plain_peak_fraction": p * fl / peak}
+    print(f"  {name:<34} {opt_name}+{loss_name:<8} depth {len(sizes) - 2} width {sizes[1]:<5} M={M:<3} depthlab "
+          f"{row['batched_model_epochs_per_s']:8.3f}  torch.func {row['torch_func_model_epochs_per_s']:8.3f}  plain "
+          f"{row['plain_model_epochs_per_s']:8.3f} model-epochs/s  x{row['speedup_vs_plain']:.2f} vs plain, "
+          f"x{row['speedup_vs_torch_func']:.2f} vs torch.func; peak {row['batched_peak_fraction']:.0%} / "
+          f"{row['torch_func_peak_fraction']:.0%} / {row['plain_peak_fraction']:.0%}", flush=True)
     return row
 
 
-# ---- NTK ------------------------------------------------------------------------------
+# ---- NTK --------------------------------------------------------------------------------
 
 
 def _ntk_child(kind: str, n: int, n_test: int, d: int, depths: list[int], q: mp.Queue) -> None:
     torch.set_num_threads(1)
-    os.environ["OMP_NUM_THREADS"] = "1"
+    from depthlab.core import kernels as K
+
     x = sample_inputs(n, d, 0)
     y = target(x, 2, "local")
     xt = sample_inputs(n_test, d, 1)
     t = time.perf_counter()
-    if kind == "depthlab":
-        fit = kernel_regression(x, y, xt, depths, device="cpu")
-        pred = fit.prediction[0]
-    else:
-        pred = dense_numpy_ntk_regression(x, y, xt, depths)
-    q.put({"seconds": time.perf_counter() - t, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-           "checksum": float(np.sum(pred))})
+    out: dict = {}
+    if kind == "fused":
+        fit = K.kernel_regression(x, y, xt, depths, device="cpu")
+        out["checksum"] = float(np.sum(fit.prediction))
+    elif kind == "torch":  # the previous recursion (kept as the CUDA path), here on the CPU
+        fit = K._regression_torch(x, y, xt, depths, 0.1, 2048, torch.device("cpu"), ("ntk",))
+        out["checksum"] = float(np.sum(fit.prediction))
+    else:  # bare in-place float64 Choleskys of an n x n SPD matrix, one per depth
+        from scipy.linalg import lapack
 
-
-def dense_numpy_ntk_regression(x, y, xt, depths, beta=0.1):
-    """Plain dense reference: full train and test kernels per depth via np.arctan2, then np.linalg.solve."""
-    d = x.shape[1]
-    out = []
-    for L in depths:
-        mats = []
-        for a, b in ((x, x), (xt, x)):
-            na, nb = (a * a).sum(1) / d, (b * b).sum(1) / d
-            sig = a @ b.T / d + beta**2
-            theta = sig.copy()
-            for ell in range(1, L + 1):
-                s1, s2 = na + ell * beta**2, nb + ell * beta**2
-                sd = np.sqrt(np.clip(np.outer(s1, s2) - sig**2, 0, None))
-                ph = np.arctan2(sig, sd)
-                dot = 0.5 + ph / np.pi
-                sig = sd / np.pi + sig * (ph + np.pi / 2) / np.pi + beta**2
-                theta = theta * dot + sig
-            mats.append(theta)
-        out.append(mats[1] @ np.linalg.solve(mats[0], y))
-    return np.stack(out)
+        G = np.asfortranarray(x @ x.T / d + 0.01) + n * 1e-3 * np.eye(n)
+        F = np.empty_like(G, order="F")
+        t = time.perf_counter()
+        for _ in depths:
+            F[...] = G
+            t0 = time.perf_counter()
+            _, info = lapack.dpotrf(F, lower=1, clean=0, overwrite_a=1)
+            out.setdefault("factor_seconds", 0.0)
+            out["factor_seconds"] += time.perf_counter() - t0
+            assert info == 0
+    out.update({"seconds": time.perf_counter() - t, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20})
+    q.put(out)
 
 
 def ntk_case(kind: str, n: int, n_test: int, d: int, depths: list[int]) -> dict:
@@ -207,18 +235,20 @@ def ntk_case(kind: str, n: int, n_test: int, d: int, depths: list[int]) -> dict:
     res = q.get()
     p.join()
     row = {"impl": kind, "n_train": n, "n_test": n_test, "depths": f"1..{max(depths)}", **res}
-    print(f"  NTK {kind:<9} N={n:<6} N_test={n_test:<7} depths 1..{max(depths)}: {res['seconds']:8.1f}s  "
-          f"peak RSS {res['peak_rss_gib']:.2f} GiB", flush=True)
+    secs = res.get("factor_seconds", res["seconds"])
+    print(f"  NTK {kind:<9} N={n:<6} N_test={n_test:<7} depths 1..{max(depths)}: {secs:8.1f}s  peak RSS {res['peak_rss_gib']:.2f} GiB",
+          flush=True)
     return row
 
 
-# ---- pipeline overhead ----------------------------------------------------------------
+# ---- pipeline overhead ----------------------------------------------------------------------
 
 
 def pipeline_overhead() -> dict:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import depthlab.cli, depthlab.studies.mori_ueda.training"], check=True, env=env)
+    subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'workflow'); import depthlab.cli, depthlab.studies.mori_ueda.training"],
+                   check=True, env=env, cwd=ROOT)
     startup = time.perf_counter() - t
     smk = Path(sys.executable).parent / "snakemake"
     cmd = [str(smk), "--workflow-profile", "workflow/profiles/default", "--configfile", "config/config.yaml", "--dry-run", "--quiet"]
@@ -227,8 +257,7 @@ def pipeline_overhead() -> dict:
     noop = time.perf_counter() - t
     out = {"job_startup_seconds": startup, "snakemake_dry_run_seconds": noop,
            "default_results_complete": "Nothing to be done" in p.stdout + p.stderr}
-    print(f"  one job's Python start-up (imports) {startup:.2f}s; snakemake dry run on config.yaml {noop:.2f}s "
-          f"({'no-op: results complete' if out['default_results_complete'] else 'results incomplete: this is the DAG build time'})")
+    print(f"  one job's Python start-up (imports) {startup:.2f}s; snakemake dry run on config.yaml {noop:.2f}s")
     return out
 
 
@@ -238,6 +267,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "bench.json"))
     ap.add_argument("--device", default="auto")
     ap.add_argument("--skip-ntk", action="store_true")
+    ap.add_argument("--skip-trainer", action="store_true")
     args = ap.parse_args(argv)
     set_threads()
     dev = resolve_device(args.device)
@@ -245,40 +275,55 @@ def main(argv: list[str] | None = None) -> None:
     peak = matmul_peak(dev, 512 if args.quick else 2048)
     print(f"  float32 matmul peak (measured): {peak / 1e9:.1f} GFLOP/s")
     out: dict = {"device": describe(dev), "quick": args.quick, "matmul_peak_gflops": peak / 1e9, "trainer": [], "ntk": []}
-    if args.quick:
-        cases = [("default", 20, 400, 2e3, 2, 4, 5, 1)]
-    else:
-        cases = [("default (fig2 2-local, CV fold)", 100, 2667, 1e5, 2, 30, 200, 2),
-                 ("default (fig2 2-local, CV fold)", 100, 2667, 1e5, 4, 30, 200, 2),
-                 ("paper fig2 2-local", 500, 18000, 1e6, 2, 40, 10 if dev.type == "cpu" else 200, 1),
-                 ("paper fig2 2-local", 500, 18000, 1e6, 4, 40, 10 if dev.type == "cpu" else 200, 1)]
-    print("trainer (model-epochs/s; one epoch = ceil(N/50) steps):")
-    for c in cases:
-        out["trainer"].append(trainer_case(*c, dev=dev, peak=peak))
-    default_rows = [r for r in out["trainer"] if r["case"].startswith("default")]
-    out["trainer_speedup_vs_plain"] = float(np.mean([r["speedup"] for r in default_rows]))
-    paper_rows = [r for r in out["trainer"] if r["case"].startswith("paper")]
-    if paper_rows:
-        out["trainer_speedup_vs_plain_paper_shapes"] = float(np.mean([r["speedup"] for r in paper_rows]))
+    if not args.skip_trainer:
+        cpu = dev.type == "cpu"
+        if args.quick:
+            cases = [("default", 20, 400, layer_sizes(20, 16, 2), 4, 5, 1, "sgd", "mse", 50),
+                     ("fractals", 2, 400, layer_sizes(2, 16, 3), 2, 5, 1, "adam", "hinge", 100)]
+        else:
+            h2, h4 = width_for_budget(100, 1e5, 2)[0], width_for_budget(100, 1e5, 4)[0]
+            p2, p4 = width_for_budget(500, 1e6, 2)[0], width_for_budget(500, 1e6, 4)[0]
+            cases = [("default (fig2 2-local, CV fold)", 100, 2667, layer_sizes(100, h2, 2), 30, 200, 2, "sgd", "mse", 50),
+                     ("default (fig2 2-local, CV fold)", 100, 2667, layer_sizes(100, h4, 4), 30, 200, 2, "sgd", "mse", 50),
+                     ("paper fig2 2-local", 500, 18000, layer_sizes(500, p2, 2), 40, 10 if cpu else 200, 1, "sgd", "mse", 50),
+                     ("paper fig2 2-local", 500, 18000, layer_sizes(500, p4, 4), 40, 10 if cpu else 200, 1, "sgd", "mse", 50),
+                     ("fractals fig4 (cantor, depth 5)", 2, 50000, layer_sizes(2, 100, 5), 6, 200, 2, "adam", "hinge", 100),
+                     ("fractals fig4 (cantor, depth 5)", 2, 50000, layer_sizes(2, 400, 5), 6, 50, 1, "adam", "hinge", 100)]
+        print("trainer (model-epochs/s; one epoch = ceil(N/B) steps):")
+        for c in cases:
+            out["trainer"].append(trainer_case(*c[:7], dev=dev, peak=peak, opt_name=c[7], loss_name=c[8], B=c[9]))
+        default = [r for r in out["trainer"] if r["case"].startswith("default")]
+        out["trainer_speedup_vs_plain"] = float(np.mean([r["speedup_vs_plain"] for r in default]))
+        out["trainer_speedup_vs_torch_func"] = float(np.mean([r["speedup_vs_torch_func"] for r in default]))
+        for tag in ("paper", "fractals"):
+            rows = [r for r in out["trainer"] if r["case"].startswith(tag)]
+            if rows:
+                out[f"trainer_speedup_vs_plain_{tag}"] = float(np.mean([r["speedup_vs_plain"] for r in rows]))
+                out[f"trainer_speedup_vs_torch_func_{tag}"] = float(np.mean([r["speedup_vs_torch_func"] for r in rows]))
     if not args.skip_ntk:
-        print("NTK (Gram + Cholesky + blocked prediction, every depth; one CPU thread, fresh process each):")
+        print("NTK regression (Gram + Cholesky + predictions, every depth; one CPU thread, a fresh process each):")
         depths = list(range(1, 4)) if args.quick else list(range(1, 11))
         sizes = [(300, 1000)] if args.quick else [(5000, 100_000), (20000, 100_000)]
         for n, nt in sizes:
-            out["ntk"].append(ntk_case("depthlab", n, nt, 100, depths))
-        # dense numpy holds the whole test kernel (and ~5 temporaries): compare where that fits in RAM
-        pair = (300, 1000) if args.quick else (5000, 10_000)
-        ours = out["ntk"][0] if args.quick else ntk_case("depthlab", *pair, 100, depths)
-        if not args.quick:
-            out["ntk"].append(ours)
-        dense = ntk_case("numpy", *pair, 100, depths)
-        out["ntk"].append(dense)
-        big = out["ntk"][len(sizes) - 1]
-        out["ntk_seconds_n20000" if not args.quick else "ntk_seconds_quick"] = big["seconds"]
-        out["ntk_peak_rss_gib"] = big["peak_rss_gib"]
-        out["ntk_speedup_vs_dense_numpy"] = dense["seconds"] / ours["seconds"]
-        dense_n = pair[0]
-        print(f"  depthlab vs dense numpy at N={dense_n}: {out['ntk_speedup_vs_dense_numpy']:.2f}x")
+            ours = ntk_case("fused", n, nt, 100, depths)
+            chol = ntk_case("cholesky", n, nt, 100, depths)
+            ratio = ours["seconds"] / chol["factor_seconds"]
+            out["ntk"] += [ours, chol]
+            tag = "quick" if args.quick else f"n{n}"
+            out[f"ntk_seconds_{tag}"] = ours["seconds"]
+            out[f"ntk_cholesky_seconds_{tag}"] = chol["factor_seconds"]
+            out[f"ntk_over_cholesky_{tag}"] = ratio
+            out["ntk_peak_rss_gib"] = ours["peak_rss_gib"]
+            print(f"  N={n}: NTK total / bare Choleskys = {ratio:.2f} (goal <= 1.3); peak RSS {ours['peak_rss_gib']:.2f} GiB (goal <= 8)")
+        n, nt = (300, 1000) if args.quick else (5000, 100_000)
+        before = ntk_case("torch", n, nt, 100, depths)
+        out["ntk"].append(before)
+        fused = next(r for r in out["ntk"] if r["impl"] == "fused" and r["n_train"] == n)
+        out["ntk_speedup_vs_previous"] = before["seconds"] / fused["seconds"]
+        print(f"  fused vs the previous torch recursion at N={n}: x{out['ntk_speedup_vs_previous']:.2f}")
+    if not args.skip_trainer:
+        print(f"goals: trainer >= 3x the plain loop at the default shapes: x{out['trainer_speedup_vs_plain']:.2f}; "
+              f"no slower than torch.func: x{out['trainer_speedup_vs_torch_func']:.2f}")
     print("pipeline:")
     out["pipeline"] = pipeline_overhead()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,10 @@ def test_bench_quick_runs_and_writes_json(tmp_path, root):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(out.read_text())
-    for key in ("trainer_speedup_vs_plain", "ntk_seconds_quick", "ntk_peak_rss_gib", "matmul_peak_gflops", "pipeline"):
+    for key in ("trainer_speedup_vs_plain", "trainer_speedup_vs_torch_func", "ntk_seconds_quick", "ntk_cholesky_seconds_quick",
+                "ntk_over_cholesky_quick", "ntk_peak_rss_gib", "ntk_speedup_vs_previous", "matmul_peak_gflops", "pipeline"):
         assert key in data, key
-    assert data["trainer"][0]["batched_model_epochs_per_s"] > 0 and data["trainer"][0]["plain_model_epochs_per_s"] > 0
-    assert "speedup" in p.stdout
+    for row in data["trainer"]:
+        assert min(row["batched_model_epochs_per_s"], row["plain_model_epochs_per_s"], row["torch_func_model_epochs_per_s"]) > 0
+    assert {r["optimizer"] for r in data["trainer"]} == {"sgd", "adam"}
+    assert "vs torch.func" in p.stdout and "goal <= 1.3" in p.stdout

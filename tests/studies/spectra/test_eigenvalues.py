@@ -36,11 +36,11 @@ def test_polynomial_kernel_closed_form(d):
 
 
 def _mp_kappa_ntk(t, layers):
-    th, rf, ntk = mp.acos(t), t, t
+    th, _rf, ntk = mp.acos(t), t, t
     for _ in range(2, layers + 1):
         k0 = 1 - th / mp.pi
         k1 = (mp.sin(th) + (mp.pi - th) * mp.cos(th)) / mp.pi
-        ntk, rf, th = ntk * k0 + k1, k1, mp.acos(k1)
+        ntk, _rf, th = ntk * k0 + k1, k1, mp.acos(k1)
     return ntk / layers
 
 

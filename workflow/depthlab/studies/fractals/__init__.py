@@ -13,8 +13,8 @@ STUDY = Study(
     title="Malach & Shalev-Shwartz (2019): fractal distributions",
     specs_module=f"{_P}.specs",
     stages={
-        "data": Stage(f"{_P}.stages:make_data"),
-        "train": Stage(f"{_P}.stages:run_train"),
+        "data": Stage(f"{_P}.data:make_data"),
+        "train": Stage(f"{_P}.training:run_train"),
         "figure": Stage(f"{_P}.figures:make_figure", kind="figure"),
         "claims": Stage(f"{_P}.claims:check", kind="claims"),
     },

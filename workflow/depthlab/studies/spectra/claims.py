@@ -36,7 +36,7 @@ def b1(table: pd.DataFrame, tol: float, spread: float) -> list[Verdict]:
         spreads = [float(p.slope.max() - p.slope.min()) for _, p in fitted.groupby("parity")]
         per = "; ".join(f"depth {int(r.depth)} {r.parity} {r.slope:.3f} (k {r.fit_k_lo}-{r.fit_k_hi})" for r in fitted.itertuples())
         missing = g[g.slope.isna()]
-        note = (f"; no reliable tail for: " + ", ".join(f"depth {int(r.depth)} {r.parity}" for r in missing.itertuples())) if len(missing) else ""
+        note = ("; no reliable tail for: " + ", ".join(f"depth {int(r.depth)} {r.parity}" for r in missing.itertuples())) if len(missing) else ""
         out.append(Verdict("B1", "mu_k decays as k^(-d-2nu+1) at every depth", "slopes", f"{fam}, d = {d}",
                            bool(off <= tol and max(spreads) <= spread),
                            f"theory {theory:g}; {per}; max |slope - theory| = {off:.3f} (need <= {tol}); "

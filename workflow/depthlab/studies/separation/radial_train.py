@@ -1,4 +1,4 @@
-"""Stages ``radial_data`` and ``radial``: radial targets in dimension d, nets of depth 1, 2, 3 at an equal parameter count."""
+"""Stage ``radial``: nets of one depth at one parameter budget, the lr chosen on a validation split."""
 
 from __future__ import annotations
 
@@ -7,28 +7,8 @@ import xarray as xr
 
 from depthlab.core.lrsearch import SearchSettings, search_lr
 from depthlab.core.mlp import init_params, layer_sizes, predict
-from depthlab.core.seeds import rng, seed
+from depthlab.core.seeds import seed
 from depthlab.core.trainer import TrainSettings, train
-
-from . import radial
-
-
-def make_data(spec: dict, inputs: dict, ctx=None) -> xr.Dataset:
-    t, q, d = spec["job"]["target"], spec["job"]["dist"], spec["job"]["d"]
-    quant, half = spec["es_quantile"], spec["shell_halfwidth"]
-    r0 = radial.median_radius(d, q, quant, half)
-    x = radial.sample(spec["n_train"], d, q, rng(spec["seed"], "radial", d, 0), quant, half)
-    xt = radial.sample(spec["n_test"], d, q, rng(spec["seed"], "radial", d, 1), quant, half)
-    return xr.Dataset(
-        {
-            "x_train": (("train_sample", "feature"), x),
-            "y_train": (("train_sample",), radial.target(x, t, r0)),
-            "x_test": (("test_sample", "feature"), xt),
-            "y_test": (("test_sample",), radial.target(xt, t, r0)),
-        },
-        attrs={"target": t, "distribution": q, "d": d, "r0": r0,
-               "es_quantile": quant if quant is not None else "n/a", "shell_halfwidth": half if half is not None else "n/a"},
-    )
 
 
 def run_radial(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:

@@ -1,0 +1,27 @@
+"""Stage ``radial_data``: one radial data set (inputs, target, the radius r0 it is scaled to)."""
+
+from __future__ import annotations
+
+import xarray as xr
+
+from depthlab.core.seeds import rng
+
+from . import radial
+
+
+def make_data(spec: dict, inputs: dict, ctx=None) -> xr.Dataset:
+    t, q, d = spec["job"]["target"], spec["job"]["dist"], spec["job"]["d"]
+    quant, half = spec["es_quantile"], spec["shell_halfwidth"]
+    r0 = radial.median_radius(d, q, quant, half)
+    x = radial.sample(spec["n_train"], d, q, rng(spec["seed"], "radial", d, 0), quant, half)
+    xt = radial.sample(spec["n_test"], d, q, rng(spec["seed"], "radial", d, 1), quant, half)
+    return xr.Dataset(
+        {
+            "x_train": (("train_sample", "feature"), x),
+            "y_train": (("train_sample",), radial.target(x, t, r0)),
+            "x_test": (("test_sample", "feature"), xt),
+            "y_test": (("test_sample",), radial.target(xt, t, r0)),
+        },
+        attrs={"target": t, "distribution": q, "d": d, "r0": r0,
+               "es_quantile": quant if quant is not None else "n/a", "shell_halfwidth": half if half is not None else "n/a"},
+    )
