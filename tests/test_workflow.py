@@ -205,7 +205,7 @@ def make(*args: str, **env) -> subprocess.CompletedProcess:
 def test_documented_make_commands(smoke_run, tmp_path):
     run = smoke_run.copy(tmp_path / "w")
     cfg = f"CONFIG={run.config_path}"
-    for smk_args in ("mori_ueda_fig2", "mori_ueda", "results/mori_ueda/figures/fig2.png", "--dry-run"):
+    for smk_args in ("mori_ueda_fig2", "spectra", "results/mori_ueda/fig2/train/2-local/L2.zarr", "--dry-run"):
         p = make("run", cfg, f"SMK_ARGS=--directory {run.work} {smk_args}")
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         assert "Nothing to be done" in p.stdout + p.stderr, smk_args

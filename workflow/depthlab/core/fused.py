@@ -64,6 +64,19 @@ def atan_array(x: np.ndarray) -> np.ndarray:
     return out
 
 
+@numba.njit(inline="always", **_JIT)
+def step_row(s: np.ndarray, th: np.ndarray, q2: np.ndarray, qa: float, b: float, beta2: float) -> None:
+    """One layer for one row of pairs, in place: s <- Sigma^(l), th <- Theta^(l); Sigma^(l-1)(x, x) = qa, (x', x') = q2 + b."""
+    for j in range(s.shape[0]):
+        sj = s[j]
+        det = qa * (q2[j] + b) - sj * sj
+        sd = math.sqrt(det if det > 0.0 else 0.0)
+        ph = atan(sj / sd)
+        snew = (sd + sj * (_PI_2 + ph)) * _INV_PI + beta2
+        th[j] = th[j] * (0.5 + ph * _INV_PI) + snew
+        s[j] = snew
+
+
 @numba.njit(**_JIT)
 def recursion(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float, want: np.ndarray,
               out_sigma: np.ndarray, out_theta: np.ndarray) -> None:
@@ -82,16 +95,7 @@ def recursion(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float, wa
             th[j] = sig0[i, j]
         k = 0
         for ell in range(1, max_depth + 1):
-            qa = q1[i] + ell * beta2
-            b = ell * beta2
-            for j in range(n2):
-                sj = s[j]
-                det = qa * (q2[j] + b) - sj * sj
-                sd = math.sqrt(det if det > 0.0 else 0.0)
-                ph = atan(sj / sd)
-                snew = (sd + sj * (_PI_2 + ph)) * _INV_PI + beta2
-                th[j] = th[j] * (0.5 + ph * _INV_PI) + snew
-                s[j] = snew
+            step_row(s, th, q2, q1[i] + ell * beta2, ell * beta2, beta2)
             if want[ell]:
                 for j in range(n2):
                     out_sigma[k, i, j] = s[j]
@@ -113,7 +117,6 @@ def advance(A: np.ndarray, q: np.ndarray, beta2: float, ell: int, tile: int = 64
     b = ell * beta2
     sb = np.empty((tile, tile))
     tb = np.empty((tile, tile))
-    qb = np.empty(tile)
     for r0 in range(0, n, tile):
         r1 = min(r0 + tile, n)
         for c0 in range(0, r1, tile):
@@ -123,19 +126,10 @@ def advance(A: np.ndarray, q: np.ndarray, beta2: float, ell: int, tile: int = 64
                 for jj in range(nc):
                     sb[ii, jj] = A[r0 + ii, c0 + jj]
             for jj in range(nc):
-                qb[jj] = q[c0 + jj] + b
                 for ii in range(nr):
                     tb[ii, jj] = A[c0 + jj, r0 + ii]
             for ii in range(nr):
-                qa = q[r0 + ii] + b
-                for jj in range(nc):
-                    sj = sb[ii, jj]
-                    det = qa * qb[jj] - sj * sj
-                    sd = math.sqrt(det if det > 0.0 else 0.0)
-                    ph = atan(sj / sd)
-                    snew = (sd + sj * (_PI_2 + ph)) * _INV_PI + beta2
-                    tb[ii, jj] = tb[ii, jj] * (0.5 + ph * _INV_PI) + snew
-                    sb[ii, jj] = snew
+                step_row(sb[ii, :nc], tb[ii, :nc], q[c0:c1], q[r0 + ii] + b, b, beta2)
             for ii in range(nr):
                 for jj in range(min(nc, r0 + ii - c0)):
                     A[r0 + ii, c0 + jj] = sb[ii, jj]
@@ -163,16 +157,7 @@ def predict_rows(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float,
             th[j] = sig0[i, j]
         k = 0
         for ell in range(1, max_depth + 1):
-            qa = q1[i] + ell * beta2
-            b = ell * beta2
-            for j in range(n2):
-                sj = s[j]
-                det = qa * (q2[j] + b) - sj * sj
-                sd = math.sqrt(det if det > 0.0 else 0.0)
-                ph = atan(sj / sd)
-                snew = (sd + sj * (_PI_2 + ph)) * _INV_PI + beta2
-                th[j] = th[j] * (0.5 + ph * _INV_PI) + snew
-                s[j] = snew
+            step_row(s, th, q2, q1[i] + ell * beta2, ell * beta2, beta2)
             if want[ell]:
                 out_sigma[k, i] = np.dot(s, alpha_sigma[k])
                 out_theta[k, i] = np.dot(th, alpha_theta[k])
