@@ -14,8 +14,10 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger("depthlab")
 _FP = "fingerprint"
@@ -30,15 +32,19 @@ class FileCheckpoint:
     def child(self, name: str) -> "FileCheckpoint":
         return FileCheckpoint(self.path.with_name(f"{self.path.name}.{name}"))
 
-    def save(self, fingerprint: str, tensors: dict[str, torch.Tensor]) -> None:
+    def save(self, fingerprint: str, tensors: dict[str, "torch.Tensor"]) -> None:
+        import torch
+
         tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
         fp = torch.frombuffer(bytearray(fingerprint.encode()), dtype=torch.uint8)
         torch.save({**tensors, _FP: fp}, tmp)
         os.replace(tmp, self.path)  # atomic: a kill mid-write leaves the previous checkpoint intact
 
-    def load(self, fingerprint: str) -> dict[str, torch.Tensor] | None:
+    def load(self, fingerprint: str) -> dict[str, "torch.Tensor"] | None:
         if not self.path.exists():
             return None
+        import torch
+
         try:
             state = torch.load(self.path, weights_only=True, map_location="cpu")
             stored = bytes(state.pop(_FP).tolist()).decode()

@@ -56,16 +56,20 @@ def _record(spec: dict, output: str | Path, results: str, inputs: dict[str, str]
 
 def run_store(spec: dict, fn: Callable, inputs: dict[str, str], output: Path, results: str, device: str, threads: int | None) -> None:
     from .checkpoint import FileCheckpoint
-    from .core.device import describe, resolve_device, set_threads
 
-    n = set_threads(threads)
-    dev = resolve_device(device)
-    where = describe(dev)
+    if "torch" in sys.modules:  # the stage's modules import torch: set its threads and device
+        from .core.device import describe, resolve_device, set_threads
+
+        n = set_threads(threads)
+        dev = str(resolve_device(device))
+        where = describe(resolve_device(device))
+    else:  # a numpy-only stage: no torch import (about a second of start-up saved)
+        n, dev, where = 1, "cpu", "cpu (numpy only)"
     log.info("depthlab %s/%s: %s on %s (%d thread(s))", spec["study"], spec["stage"], output, where, n)
     t0 = time.perf_counter()
     # training state survives a killed job here (SIGTERM, SIGKILL, a SLURM time limit); removed once the store is written
     ckpt = FileCheckpoint(f"{output}.ckpt")
-    ds = fn(spec, {k: storage.read_store(p) for k, p in inputs.items()}, StageContext(str(dev), log.info, ckpt))
+    ds = fn(spec, {k: storage.read_store(p) for k, p in inputs.items()}, StageContext(dev, log.info, ckpt))
     storage.write_store(ds, output, _record(spec, output, results, inputs, where))
     ckpt.clear()
     log.info("wrote %s in %.1fs", output, time.perf_counter() - t0)
