@@ -86,6 +86,9 @@ def test_run_builds_every_study_and_the_index(smoke_run):
                 assert rec["study"] == study and rec["stage"] == stage and rec["code_fingerprint"]
                 assert st.content_hash(st.read_store(res / study / specs.path(stage, **job))) == rec["content_hash"]
     assert (res / "config.used.yaml").exists()
+    # a numpy-only stage never imports torch: the record says so (the CLI saves about a second per such job)
+    data = get_study("fractals").specs().jobs(smoke_run.config, "data")[0]
+    assert st.read_record(res / "fractals" / get_study("fractals").specs().path("data", **data))["device"] == "cpu (numpy only)"
     assert not list(res.rglob("*.tmp-*")) and not list(res.rglob("*.ckpt*")), "no temporary file may survive a finished run"
 
 
