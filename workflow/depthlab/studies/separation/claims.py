@@ -38,7 +38,7 @@ def sawtooth_claims(table: pd.DataFrame, found: float) -> list[Verdict]:
         ok = g[~g.diverged]
         if bound <= 0:
             out.append(Verdict("S2", "one hidden layer of width w < 2^L - 1 stays above the piece-count bound", "sawtooth_error",
-                               f"L = {L}, width {w}", None, f"bound is 0: w + 1 = {w + 1} >= 2^L = {2**L} pieces are allowed"))
+                               f"L = {L}, width {w}", None, f"bound is 0: the crossing-count bound (1/12)(1 - w/2^(L-1)) is positive only for w < 2^(L-1) = {2 ** (L - 1)}"))
             continue
         out.append(Verdict("S2", "one hidden layer of width w < 2^L - 1 stays above the piece-count bound", "sawtooth_error",
                            f"L = {L}, width {w}", bool((ok.test_mse >= bound * (1 - 1e-9)).all()),
