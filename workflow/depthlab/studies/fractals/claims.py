@@ -7,7 +7,7 @@ then the maximum over learning rates.  Criteria (fixed here, printed in the repo
   rank-correlates positively with depth (Spearman > 0); (b) at equal parameter count, each
   depth > 1 beats depth 1 wherever their parameter ranges overlap (log-linear interpolation);
   (c) the best depth-5 (deepest) net is near-perfect: accuracy >= ``near_perfect``.
-* M2 (fig5): the best deep-net accuracy per curve rank-correlates positively (Spearman > 0)
+* M2 (fig5): the best deep-net accuracy per curve (max over widths) rank-correlates positively (Spearman > 0)
   with P(3) and with P(4).
 * M3 (fig6, and the tables' fine curves): every architecture's accuracy <= ``near_chance``.
 """
@@ -20,7 +20,7 @@ from scipy.stats import spearmanr
 
 from depthlab.claims import Verdict
 
-from .plots import best
+from .plots import best, best_over_widths
 
 NOTES = ["Criteria: see the docstring of `depthlab/studies/fractals/claims.py`.",
          "Depth counts hidden layers (the authors' T); accuracy: best along the run, mean over seeds, max over learning rates."]
@@ -63,7 +63,7 @@ def m1(table: pd.DataFrame, near_perfect: float) -> list[Verdict]:
 
 
 def m2(table: pd.DataFrame) -> list[Verdict]:
-    b = best(table, ["pdeg"]).set_index("pdeg")
+    b = best_over_widths(table, ["pdeg"]).set_index("pdeg")
     curves = table.groupby("pdeg")[[c for c in ("P3", "P4", "P5") if c in table]].first()
     acc = b.best_accuracy.loc[curves.index]
     out = []

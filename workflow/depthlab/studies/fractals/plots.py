@@ -16,6 +16,11 @@ def best(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return table.groupby(keys + ["lr"]).best_accuracy.mean().groupby(keys).max().reset_index()
 
 
+def best_over_widths(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``best`` per ``keys`` and width, then the max over widths (Fig. 5's "best accuracy" of a curve)."""
+    return best(table, keys + ["width"]).groupby(keys).best_accuracy.max().reset_index()
+
+
 def width_figure(table: pd.DataFrame, by_params: bool, title: str) -> plt.Figure:
     fig, axes = ps.panels(2 if by_params else 1, width=5.0, height=4.6)
     depths = sorted(table.depth.unique())
@@ -37,7 +42,7 @@ def curves_figure(table: pd.DataFrame, pdegs: list[int]) -> plt.Figure:
     """Fig. 5: the best accuracy of the deepest nets for each approximation curve (#1 coarse ... fine), with P(3), P(4), P(5)."""
     fig, axes = ps.panels(1, width=6.5, height=4.8)
     ax = axes[0]
-    b = best(table, ["pdeg"]).set_index("pdeg")
+    b = best_over_widths(table, ["pdeg"]).set_index("pdeg")
     curves = table.groupby("pdeg")[[c for c in ("P3", "P4", "P5") if c in table]].first()
     xs = np.arange(1, len(pdegs) + 1)
     ax.plot(xs, [b.best_accuracy.get(p, np.nan) for p in pdegs], "-o", color="tab:red", lw=2,

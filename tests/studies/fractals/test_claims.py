@@ -1,0 +1,41 @@
+"""The fractal claims read the table the way the paper reads its runs: mean over seeds, best lr, best width."""
+
+import pandas as pd
+import pytest
+
+from depthlab.studies.fractals.claims import m2, m3
+from depthlab.studies.fractals.plots import best, best_over_widths
+
+
+def _table(rows):
+    return pd.DataFrame(rows, columns=["pdeg", "depth", "width", "lr", "seed", "best_accuracy", "P3", "P4"])
+
+
+def test_best_averages_seeds_then_takes_the_best_lr_and_the_best_width():
+    t = _table([
+        # pdeg 0: width 50 is best (lr 0.01: mean of 0.9 and 0.7 = 0.8 beats lr 0.001's 0.6)
+        (0, 5, 50, 0.01, 0, 0.9, 0.8, 0.9), (0, 5, 50, 0.01, 1, 0.7, 0.8, 0.9),
+        (0, 5, 50, 0.001, 0, 0.6, 0.8, 0.9), (0, 5, 50, 0.001, 1, 0.6, 0.8, 0.9),
+        (0, 5, 200, 0.01, 0, 0.5, 0.8, 0.9), (0, 5, 200, 0.01, 1, 0.5, 0.8, 0.9),
+    ])
+    per_width = best(t, ["pdeg", "width"]).set_index("width").best_accuracy
+    assert per_width[50] == pytest.approx(0.8) and per_width[200] == pytest.approx(0.5)
+    assert best_over_widths(t, ["pdeg"]).best_accuracy.iloc[0] == pytest.approx(0.8)   # not the 0.65 mean over widths
+
+
+def test_m2_ranks_the_best_width_per_curve():
+    # the narrow net learns the coarse curve, the wide one learns nothing anywhere: averaging widths would
+    # flatten the coarse curve to a tie with the middle one and the ranking would change
+    rows = []
+    for pdeg, acc50, p3 in [(0, 0.98, 0.9), (5, 0.74, 0.8), (10, 0.5, 0.5)]:
+        rows += [(pdeg, 5, 50, 0.005, 0, acc50, p3, p3), (pdeg, 5, 200, 0.005, 0, 0.5 if pdeg == 0 else 0.74, p3, p3)]
+    (v3, v4) = m2(_table(rows))
+    assert v3.holds and "pdeg 0: acc 0.980" in v3.evidence
+    rows_bad = [(p, 5, 50, 0.005, 0, a, p3, p3) for p, a, p3 in [(0, 0.5, 0.9), (5, 0.7, 0.8), (10, 0.9, 0.5)]]
+    assert not m2(_table(rows_bad))[0].holds
+
+
+def test_m3_fails_when_any_architecture_beats_chance():
+    near = [(10, T, 100, 0.005, 0, 0.51, 0.5, 0.5) for T in (1, 3, 5)]
+    assert m3(_table(near), 0.6, "fig6", "x").holds
+    assert not m3(_table(near + [(10, 3, 20, 0.005, 0, 0.72, 0.5, 0.5)]), 0.6, "fig6", "x").holds
