@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from depthlab.studies.fractals.claims import m2, m3
-from depthlab.studies.fractals.plots import best, best_over_widths
+from depthlab.studies.fractals.plots import best, curve_table
 
 
 def _table(rows):
@@ -20,7 +20,7 @@ def test_best_averages_seeds_then_takes_the_best_lr_and_the_best_width():
     ])
     per_width = best(t, ["pdeg", "width"]).set_index("width").best_accuracy
     assert per_width[50] == pytest.approx(0.8) and per_width[200] == pytest.approx(0.5)
-    assert best_over_widths(t, ["pdeg"]).best_accuracy.iloc[0] == pytest.approx(0.8)   # not the 0.65 mean over widths
+    assert curve_table(t).best_accuracy.iloc[0] == pytest.approx(0.8)   # not the 0.65 mean over widths
 
 
 def test_m2_ranks_the_best_width_per_curve():

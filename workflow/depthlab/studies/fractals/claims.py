@@ -20,7 +20,7 @@ from scipy.stats import spearmanr
 
 from depthlab.claims import Verdict
 
-from .plots import best, best_over_widths
+from .plots import best, curve_table
 
 NOTES = ["Criteria: see the docstring of `depthlab/studies/fractals/claims.py`.",
          "Depth counts hidden layers (the authors' T); accuracy: best along the run, mean over seeds, max over learning rates."]
@@ -63,9 +63,8 @@ def m1(table: pd.DataFrame, near_perfect: float) -> list[Verdict]:
 
 
 def m2(table: pd.DataFrame) -> list[Verdict]:
-    b = best_over_widths(table, ["pdeg"]).set_index("pdeg")
-    curves = table.groupby("pdeg")[[c for c in ("P3", "P4", "P5") if c in table]].first()
-    acc = b.best_accuracy.loc[curves.index]
+    curves = curve_table(table)
+    acc = curves.best_accuracy
     out = []
     for col in ("P3", "P4"):
         if col not in curves:

@@ -16,9 +16,11 @@ def best(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return table.groupby(keys + ["lr"]).best_accuracy.mean().groupby(keys).max().reset_index()
 
 
-def best_over_widths(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """``best`` per ``keys`` and width, then the max over widths (Fig. 5's "best accuracy" of a curve)."""
-    return best(table, keys + ["width"]).groupby(keys).best_accuracy.max().reset_index()
+def curve_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 5's numbers per ``pdeg``: ``best`` per width, then the max over widths, beside the curve's P(3), P(4), P(5)."""
+    curves = table.groupby("pdeg")[[c for c in ("P3", "P4", "P5") if c in table]].first()
+    acc = best(table, ["pdeg", "width"]).groupby("pdeg").best_accuracy.max()
+    return curves.assign(best_accuracy=acc)
 
 
 def width_figure(table: pd.DataFrame, by_params: bool, title: str) -> plt.Figure:
@@ -42,13 +44,13 @@ def curves_figure(table: pd.DataFrame, pdegs: list[int]) -> plt.Figure:
     """Fig. 5: the best accuracy of the deepest nets for each approximation curve (#1 coarse ... fine), with P(3), P(4), P(5)."""
     fig, axes = ps.panels(1, width=6.5, height=4.8)
     ax = axes[0]
-    b = best_over_widths(table, ["pdeg"]).set_index("pdeg")
-    curves = table.groupby("pdeg")[[c for c in ("P3", "P4", "P5") if c in table]].first()
+    b = curve_table(table)
+    cols = [c for c in b.columns if c != "best_accuracy"]
     xs = np.arange(1, len(pdegs) + 1)
     ax.plot(xs, [b.best_accuracy.get(p, np.nan) for p in pdegs], "-o", color="tab:red", lw=2,
             label=f"best accuracy, depth {table.depth.iloc[0]} (max over widths)")
-    for col, c in zip(curves.columns, sns.color_palette("Blues", len(curves.columns) + 1)[1:]):
-        ax.plot(xs, [curves[col].get(p, np.nan) for p in pdegs], "--s", color=c, ms=4, label=col.replace("P", "P(") + ")")
+    for col, c in zip(cols, sns.color_palette("Blues", len(cols) + 1)[1:]):
+        ax.plot(xs, [b[col].get(p, np.nan) for p in pdegs], "--s", color=c, ms=4, label=col.replace("P", "P(") + ")")
     ax.set_xticks(xs, [f"#{i}\npdeg {p}" for i, p in zip(xs, pdegs)])
     ax.set_xlabel("approximation curve (coarse to fine)")
     ax.set_ylabel("accuracy / approximation curve P(j)")
