@@ -15,10 +15,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/mori_ueda.smk"
-include: "workflow/rules/spectra.smk"
-include: "workflow/rules/separation.smk"
-include: "workflow/rules/fractals.smk"
+include: "workflow/rules/stores.smk"
 include: "workflow/rules/report.smk"
 
 
@@ -37,7 +34,7 @@ for _study in STUDIES:
         input:
             study_targets(_study),
 
-    for _figure in get_study(_study).specs().figures(config):
+    for _figure in get_study(_study).figures(config):
 
         rule:
             name:

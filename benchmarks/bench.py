@@ -34,11 +34,17 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from depthlab.core import losses, optim  # noqa: E402
 from depthlab.core.device import describe, resolve_device, set_threads  # noqa: E402
-from depthlab.core.mlp import init_params, layer_sizes  # noqa: E402
+from depthlab.core.losses.hinge import Hinge  # noqa: E402
+from depthlab.core.losses.mse import MSE  # noqa: E402
+from depthlab.core.mlp import init_params  # noqa: E402
+from depthlab.core.optim.adam import Adam  # noqa: E402
+from depthlab.core.optim.sgd import SGD  # noqa: E402
+from depthlab.core.shapes import layer_sizes, width_for_hidden_weights  # noqa: E402
 from depthlab.studies.mori_ueda.targets import sample_inputs, target  # noqa: E402
-from depthlab.studies.mori_ueda.widths import width_for_budget  # noqa: E402
+
+LOSSES = {"mse": MSE(), "hinge": Hinge()}
+OPTIMIZERS = {"sgd": SGD(), "adam": Adam()}
 
 GIB = 1024**3
 
@@ -79,7 +85,7 @@ def _batch(x, y, M, B, dev, step):
 def batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B) -> float:
     """Model-steps per second of depthlab's step (as trainer.train runs it: per-model rows, in-place update)."""
     params = [(W.to(dev), b.to(dev)) for W, b in init_params(sizes, np.arange(M), "glorot_uniform")]
-    opt, loss = optim.get(opt_name), losses.get(loss_name)
+    opt, loss = OPTIMIZERS[opt_name], LOSSES[loss_name]
     state = opt.init_state(params)
     lr = torch.full((M,), 1e-3, device=dev)
     with torch.no_grad():
@@ -173,7 +179,7 @@ def trainer_case(name: str, d: int, n: int, sizes: list[int], M: int, steps: int
                  peak: float, opt_name: str, loss_name: str, B: int) -> dict:
     x = torch.as_tensor(sample_inputs(n, d, 0), dtype=torch.float32, device=dev)
     y = torch.as_tensor(target(sample_inputs(n, d, 0), 1 if d < 2 else 2, "local"), dtype=torch.float32, device=dev)
-    if losses.get(loss_name).task == "classification":
+    if LOSSES[loss_name].task == "classification":
         y = torch.sign(y)
     b = batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B)
     f = func_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B)
@@ -197,7 +203,7 @@ def trainer_case(name: str, d: int, n: int, sizes: list[int], M: int, steps: int
 
 def _ntk_child(kind: str, n: int, n_test: int, d: int, depths: list[int], q: mp.Queue) -> None:
     torch.set_num_threads(1)
-    from depthlab.core import kernels as K
+    from depthlab.core import kernel_regression as K
 
     x = sample_inputs(n, d, 0)
     y = target(x, 2, "local")
@@ -281,8 +287,8 @@ def main(argv: list[str] | None = None) -> None:
             cases = [("default", 20, 400, layer_sizes(20, 16, 2), 4, 5, 1, "sgd", "mse", 50),
                      ("fractals", 2, 400, layer_sizes(2, 16, 3), 2, 5, 1, "adam", "hinge", 100)]
         else:
-            h2, h4 = width_for_budget(100, 1e5, 2)[0], width_for_budget(100, 1e5, 4)[0]
-            p2, p4 = width_for_budget(500, 1e6, 2)[0], width_for_budget(500, 1e6, 4)[0]
+            h2, h4 = width_for_hidden_weights(d=100, depth=2, budget=1e5), width_for_hidden_weights(d=100, depth=4, budget=1e5)
+            p2, p4 = width_for_hidden_weights(d=500, depth=2, budget=1e6), width_for_hidden_weights(d=500, depth=4, budget=1e6)
             cases = [("default (fig2 2-local, CV fold)", 100, 2667, layer_sizes(100, h2, 2), 30, 200, 2, "sgd", "mse", 50),
                      ("default (fig2 2-local, CV fold)", 100, 2667, layer_sizes(100, h4, 4), 30, 200, 2, "sgd", "mse", 50),
                      ("paper fig2 2-local", 500, 18000, layer_sizes(500, p2, 2), 40, 10 if cpu else 200, 1, "sgd", "mse", 50),

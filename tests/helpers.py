@@ -11,12 +11,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+SHIMS = ROOT / "tests" / "shims"  # a `scontrol` that fails at once (see the file): no SLURM probe delay
+
+
+def tool_env(env: dict | None = None) -> dict:
+    """The environment for a Snakemake or make launch: the venv's tools on PATH, the SLURM probe shim first."""
+    return {**os.environ, "PATH": f"{SHIMS}{os.pathsep}{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})}
 
 
 def smk(workdir: Path, *args: str, snakefile: Path = ROOT / "Snakefile", check: bool = True,
         env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
     """Run Snakemake on ``snakefile`` in ``workdir`` with the default workflow profile and 2 cores."""
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})}
+    env = tool_env(env)
     cmd = [str(BIN / "snakemake"), "-s", str(snakefile), "--directory", str(workdir),
            "--workflow-profile", str(snakefile.parent / "workflow" / "profiles" / "default"), "--cores", "2", *args]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)

@@ -7,8 +7,10 @@ import pytest
 import yaml
 
 import depthlab.config as dlc
-from depthlab.studies import STUDIES
-from depthlab.studies.mori_ueda import specs as mu
+from depthlab.studies import get_study, names
+from depthlab.studies.mori_ueda.specs import DepthJob
+
+STUDIES = names()
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,7 +85,7 @@ CASES = [
     ("no studies", lambda c: c.update(studies={}), r"config error at studies: \{\} should be non-empty"),
     # sizes: the estimated memory of the largest job is named, with the key that drives it
     ("huge n_test", lambda c: (fig2(c).update(n_test=50000000), local2(c).update(d=1000)),
-     r"config error at studies.mori_ueda.figures.fig2.n_test: the largest job, mori_ueda (data|train) fig2/2-.*, needs about [0-9.]+ GiB, more than this machine's memory"),
+     r"config error at studies.mori_ueda.figures.fig2.n_test: the largest job, mori_ueda (data|train) fig2/(data|train)/2-.*, needs about [0-9.]+ GiB, more than this machine's memory"),
     ("huge budget", lambda c: fig2(c).update(budget=1.0e11), r"config error at studies.mori_ueda.figures.fig2.budget: the largest job, mori_ueda (train|lrsearch) fig2/"),
     ("huge n_train", lambda c: local2(c).update(n_train=400000), r"config error at studies.mori_ueda.figures.fig2.targets.2-local.n_train: the largest job, mori_ueda ntk"),
     ("huge block", lambda c: mu_(c)["ntk"].update(block=10**7), r"ntk.block: 10000000 is greater than the maximum of 1000000"),
@@ -126,35 +128,71 @@ def test_yaml_problems_are_one_line_errors(tmp_path):
 
 def test_specs_are_canonical_and_depth_local(smoke):
     cfg = dlc.validate(smoke)
-    a = mu.train_spec(cfg, "fig2", "2-local", 1)
-    assert a["width"] and a["n_params"] and a["lrs"] == "lrsearch"
+    mu = get_study("mori_ueda")
+    a = mu.spec(cfg, "train", DepthJob("fig2", "2-local", 1))
+    assert a.shape.width and a.shape.n_params and a.lrs is None and "lrsearch" in a.inputs()
     cfg2 = copy.deepcopy(cfg)
     fig2(cfg2)["depths"] = [1, 5]
     # a depth job does not depend on the list of other depths
-    assert dlc.canonical_json(a) == dlc.canonical_json(mu.train_spec(cfg2, "fig2", "2-local", 1))
+    assert a.to_json() == mu.spec(cfg2, "train", DepthJob("fig2", "2-local", 1)).to_json()
     # but the figure does
-    assert mu.figure_spec(cfg, "fig2") != mu.figure_spec(cfg2, "fig2")
+    assert mu.spec(cfg, "figure", {"figure": "fig2"}) != mu.spec(cfg2, "figure", {"figure": "fig2"})
     # a change of the training cap reaches train but not data or ntk
     cfg3 = copy.deepcopy(cfg)
     mu_(cfg3)["training"]["max_epochs"] += 1
-    assert mu.train_spec(cfg3, "fig2", "2-local", 1) != a
-    assert mu.ntk_spec(cfg3, "fig2", "2-local", 1) == mu.ntk_spec(cfg, "fig2", "2-local", 1)
+    assert mu.spec(cfg3, "train", DepthJob("fig2", "2-local", 1)) != a
+    assert mu.spec(cfg3, "ntk", DepthJob("fig2", "2-local", 1)) == mu.spec(cfg, "ntk", DepthJob("fig2", "2-local", 1))
     # the device is not part of any spec: switching it reruns nothing
     cfg4 = copy.deepcopy(cfg)
     cfg4["device"] = "cpu"
-    assert mu.train_spec(cfg4, "fig2", "2-local", 1) == a
+    assert mu.spec(cfg4, "train", DepthJob("fig2", "2-local", 1)) == a
     assert dlc.spec_hash({"a": 1.0e-4}) == dlc.spec_hash({"a": 0.0001})
-    # the spec a store records is the one the audit recomputes from its (study, stage, job)
-    assert mu.spec(cfg, "train", {"figure": "fig2", "target": "2-local", "depth": "1"}) == a
+    # the spec a store records is the one the audit recomputes from its (study, stage, job), and it parses back typed
+    assert mu.spec(cfg, "train", {"figure": "fig2", "target": "2-local", "depth": 1}) == a
+    assert mu.spec_from_dict(a.to_dict()) == a
+
+
+def test_every_spec_of_every_shipped_config_round_trips_through_its_json():
+    for name in ("smoke.yaml", "config.yaml"):
+        cfg = dlc.load(ROOT / "config" / name)
+        for s in cfg["studies"]:
+            study = get_study(s)
+            for stage in study.stages:
+                for job in study.jobs(cfg, stage.name):
+                    spec = study.spec(cfg, stage.name, job)
+                    assert study.spec_from_dict(__import__("json").loads(spec.to_json())) == spec, (s, stage.name, job)
+
+
+def test_a_misspelled_stage_or_figure_is_an_error_naming_the_known_ones(smoke):
+    cfg = dlc.validate(smoke)
+    mu = get_study("mori_ueda")
+    with pytest.raises(KeyError, match=r"no stage 'trian'; stages: data, lrsearch, train, ntk, entk, figure, claims"):
+        mu.jobs(cfg, "trian")
+    with pytest.raises(KeyError, match=r"no figure 'fig9' in this config; figures: fig1, fig2, fig3, fig4, fig5, fig6"):
+        mu.spec(cfg, "figure", {"figure": "fig9"})
+    with pytest.raises(KeyError, match=r"unknown study 'mori'; known studies: fractals, mori_ueda"):
+        get_study("mori")
+
+
+def test_the_validator_fills_every_schema_default_once(smoke):
+    """One default mechanism: the schemas' defaults, filled by the validator (config.used.yaml shows them)."""
+    cfg = dlc.validate(smoke)
+    assert cfg["max_memory_gib"] == "auto"
+    assert cfg["studies"]["mori_ueda"]["lrsearch"]["seed"] == 0
+    assert fig2(cfg)["kind"] == "depth_sweep" and local2(cfg)["g"] == "product" and local2(cfg)["noise"] == 0.0
+    assert dlc.validate(copy.deepcopy(cfg)) == cfg, "validating a filled config changes nothing"
 
 
 def _schemas():
-    return {p.name: yaml.safe_load(p.read_text()) for p in sorted(dlc.SCHEMA_DIR.glob("*.schema.yaml"))}
+    out = {"config.schema.yaml": dlc.load_schema("config")}
+    out.update({f"{s}/schema.yaml": dlc.load_schema(s) for s in STUDIES})
+    return out
 
 
 def test_every_schema_field_has_a_description_and_every_study_a_schema():
     schemas = _schemas()
-    assert set(schemas) == {"config.schema.yaml"} | {f"{s}.schema.yaml" for s in STUDIES}
+    assert set(schemas) == {"config.schema.yaml"} | {f"{s}/schema.yaml" for s in STUDIES}
+    assert all(get_study(s).schema_path.parent.name == s for s in STUDIES)
 
     def walk(node, path):
         if isinstance(node, dict):

@@ -5,6 +5,7 @@ import pytest
 import xarray as xr
 
 import depthlab.storage as st
+from depthlab import render
 from depthlab.provenance import record_hash
 
 
@@ -75,9 +76,9 @@ def test_png_pixel_hash_ignores_chunks_but_sees_pixels():
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])
-    a = st.figure_png(fig)
-    b = st.figure_png(fig, {"depthlab-provenance": "x"})
+    a = render.figure_png(fig)
+    b = render.figure_png(fig, {"depthlab-provenance": "x"})
     assert a != b and st.png_pixels_hash(a) == st.png_pixels_hash(b)
     ax.plot([0, 1], [1, 0])
-    assert st.png_pixels_hash(st.figure_png(fig)) != st.png_pixels_hash(a)
-    assert st.figure_png(fig) == st.figure_png(fig), "no timestamps: identical bytes on a rerun"
+    assert st.png_pixels_hash(render.figure_png(fig)) != st.png_pixels_hash(a)
+    assert render.figure_png(fig) == render.figure_png(fig), "no timestamps: identical bytes on a rerun"

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import BIN, ROOT, smk
+from helpers import BIN, ROOT, smk, tool_env
 
 import depthlab.storage as st
 from depthlab import provenance as prov
 from depthlab.studies import get_study
+from depthlab.study import Ref
 
 # stages that train nets, per study: editing the trainer must rerun exactly these (and what depends on them)
 TRAINING_STAGES = {"mori_ueda": ["lrsearch", "train"], "separation": ["sawtooth", "radial"], "fractals": ["train"]}
@@ -73,22 +74,24 @@ def audit(cwd: Path, *args: str, env: dict | None = None, package: Path | None =
 def test_run_builds_every_study_and_the_index(smoke_run):
     res = smoke_run.results
     for study in smoke_run.config["studies"]:
-        specs = get_study(study).specs()
-        for fig in specs.figures(smoke_run.config):
+        s = get_study(study)
+        for fig in s.figures(smoke_run.config):
             for ext in ("png", "pdf", "csv", "provenance.json"):
                 assert (res / study / "figures" / f"{fig}.{ext}").stat().st_size > 0, (study, fig, ext)
         verdicts = json.loads((res / study / "claims.json").read_text())
         assert verdicts and all(v["claim"] for v in verdicts)
-        assert f"[{get_study(study).title}]({study}/claims.md)" in (res / "claims.md").read_text()
-        for stage, s in get_study(study).stages.items():
-            for job in specs.jobs(smoke_run.config, stage) if s.kind == "store" else []:
-                rec = st.read_record(res / study / specs.path(stage, **job))
-                assert rec["study"] == study and rec["stage"] == stage and rec["code_fingerprint"]
-                assert st.content_hash(st.read_store(res / study / specs.path(stage, **job))) == rec["content_hash"]
+        assert f"[{s.title}]({study}/claims.md)" in (res / "claims.md").read_text()
+        for stage in s.store_stages():
+            for job in s.jobs(smoke_run.config, stage.name):
+                rec = st.read_record(res / study / s.path(Ref(stage.name, job)))
+                assert rec["study"] == study and rec["stage"] == stage.name and rec["code_fingerprint"]
+                assert stage.job(rec["job"]) == job
+                assert st.content_hash(st.read_store(res / study / s.path(Ref(stage.name, job)))) == rec["content_hash"]
     assert (res / "config.used.yaml").exists()
     # a numpy-only stage never imports torch: the record says so (the CLI saves about a second per such job)
-    data = get_study("fractals").specs().jobs(smoke_run.config, "data")[0]
-    assert st.read_record(res / "fractals" / get_study("fractals").specs().path("data", **data))["device"] == "cpu (numpy only)"
+    fr = get_study("fractals")
+    data = fr.jobs(smoke_run.config, "data")[0]
+    assert st.read_record(res / "fractals" / fr.path(Ref("data", data)))["device"] == "cpu (numpy only)"
     assert not list(res.rglob("*.tmp-*")) and not list(res.rglob("*.ckpt*")), "no temporary file may survive a finished run"
 
 
@@ -129,8 +132,7 @@ def test_changing_one_depth_reruns_only_that_depth_and_the_figure(smoke_run, tmp
 
 def test_trainer_stages_are_exactly_those_whose_code_imports_the_trainer(smoke_run):
     for study in smoke_run.config["studies"]:
-        using = sorted(stage for stage, s in get_study(study).stages.items()
-                       if "depthlab.core.trainer" in prov.closure(s.module))
+        using = sorted(s.name for s in get_study(study).stages if "depthlab.core.trainer" in prov.closure(s.fingerprint_modules))
         assert using == sorted(TRAINING_STAGES.get(study, [])), study
 
 
@@ -159,13 +161,13 @@ def test_editing_the_trainer_reruns_exactly_the_training_jobs_and_their_dependen
     cfg = run.config
     want = Counter()
     for study, stages in TRAINING_STAGES.items():
-        specs = get_study(study).specs()
-        trained = {specs.path(stage, **job) for stage in stages for job in specs.jobs(cfg, stage)}
+        s = get_study(study)
+        trained = {Ref(stage, job) for stage in stages for job in s.jobs(cfg, stage)}
         for stage in stages:
-            want[f"{study}_{stage}"] = len(specs.jobs(cfg, stage))
-        figs = [f for f in specs.figures(cfg) if trained & set(specs.figure_inputs(cfg, f).values())]
+            want[f"{study}_{stage}"] = len(s.jobs(cfg, stage))
+        figs = [f for f in s.figures(cfg) if trained & set(s.figure_inputs(cfg, f).values())]
         want["figure"] += len(figs)
-        want["claims"] += bool(set(figs) & set(specs.claims_inputs(cfg)))
+        want["claims"] += bool(set(figs) & set(s.claims_figures(cfg)))
     want.update({"claims_index": 1, "all": 1})
     assert jobs == want
 
@@ -174,7 +176,7 @@ def test_editing_plotting_reruns_only_that_studys_figures_and_reports(code_copy)
     run, snakefile = code_copy
     edit(snakefile.parent / "workflow/depthlab/studies/mori_ueda/plots.py", 'ax.set_yscale("log")', 'ax.set_yscale("linear")')
     jobs = dry(run, snakefile)
-    n_figs = len(get_study("mori_ueda").specs().figures(run.config))
+    n_figs = len(get_study("mori_ueda").figures(run.config))
     assert jobs == Counter({"figure": n_figs, "claims": 1, "claims_index": 1, "all": 1})
 
 
@@ -191,18 +193,17 @@ def test_editing_one_studys_code_reruns_nothing_of_another(code_copy):
     run, snakefile = code_copy
     edit(snakefile.parent / "workflow/depthlab/studies/mori_ueda/training.py",
          "    lrs = np.atleast_1d", "    _unused = 0\n    lrs = np.atleast_1d")
-    specs = get_study("mori_ueda").specs()
+    mu = get_study("mori_ueda")
     assert len(run.config["studies"]) > 1, "this test needs a second study in the smoke config"
-    assert dry(run, snakefile) == Counter({"mori_ueda_train": len(specs.jobs(run.config, "train")),
-                                           "figure": len(specs.figures(run.config)), "claims": 1, "claims_index": 1, "all": 1})
+    assert dry(run, snakefile) == Counter({"mori_ueda_train": len(mu.jobs(run.config, "train")),
+                                           "figure": len(mu.figures(run.config)), "claims": 1, "claims_index": 1, "all": 1})
 
 
 # ---- the documented commands (README), with the smoke config in place of the default ----------
 
 
 def make(*args: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=1800,
-                          env={**os.environ, **env})
+    return subprocess.run(["make", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=1800, env=tool_env(env))
 
 
 def test_documented_make_commands(smoke_run, tmp_path):
@@ -216,7 +217,7 @@ def test_documented_make_commands(smoke_run, tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     html = (tmp_path / "report.html").read_text()
     for study in run.config["studies"]:
-        for fig in get_study(study).specs().figures(run.config):
+        for fig in get_study(study).figures(run.config):
             assert f"{study} {fig}" in html, (study, fig)
     assert "claims.md" in html and "config.used.yaml" in html
 
@@ -224,7 +225,7 @@ def test_documented_make_commands(smoke_run, tmp_path):
 def test_documented_snakemake_command(smoke_run, tmp_path):
     """README: `. .venv/bin/activate; snakemake --workflow-profile workflow/profiles/default --configfile FILE TARGET`."""
     run = smoke_run.copy(tmp_path / "w")
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = tool_env()
     p = subprocess.run(["snakemake", "--workflow-profile", "workflow/profiles/default", "--configfile", str(run.config_path),
                         "--directory", str(run.work), "mori_ueda_fig2"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert p.returncode == 0 and "Nothing to be done" in p.stdout + p.stderr, p.stderr[-3000:]
@@ -241,7 +242,7 @@ def test_lint_passes(root, tmp_path):
 
 def test_killed_run_recovers_with_the_documented_commands(smoke_run, tmp_path):
     """SIGKILL the whole Snakemake process group mid-run; --unlock + rerun finishes with the same arrays."""
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = tool_env()
     base = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
             "--workflow-profile", str(ROOT / "workflow" / "profiles" / "default"), "--cores", "2",
             "--configfile", str(smoke_run.config_path), "--"]  # --configfile takes several values: targets after --
@@ -342,7 +343,9 @@ def test_bad_config_fails_before_any_job(root, tmp_path, mutate, needle):
 
 
 def test_profile_runs_one_thread_per_job(root):
+    """One job per core and one torch thread per job: the stages declare 1 thread, the profile no per-rule threads."""
     prof = yaml.safe_load((root / "workflow" / "profiles" / "default" / "config.yaml").read_text())
-    assert set(prof["set-threads"].values()) == {1}
-    rules = set(re.findall(r"^rule (\w+):", "".join(p.read_text() for p in (root / "workflow" / "rules").glob("*.smk")), re.M))
-    assert rules - {"claims_index", "config_snapshot"} <= set(prof["set-threads"]), "every compute rule has a thread count"
+    assert prof["cores"] == "all" and "set-threads" not in prof
+    from depthlab.studies import names
+
+    assert {st.threads for s in names() for st in get_study(s).stages} == {1}

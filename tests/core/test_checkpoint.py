@@ -13,8 +13,11 @@ import pytest
 import torch
 
 from depthlab.checkpoint import FileCheckpoint
+from depthlab.core.losses.mse import MSE
 from depthlab.core.lrsearch import SearchSettings, search_lr
-from depthlab.core.mlp import init_params, layer_sizes
+from depthlab.core.mlp import init_params
+from depthlab.core.optim.sgd import SGD
+from depthlab.core.shapes import layer_sizes
 from depthlab.core.trainer import TrainSettings, train
 from depthlab.studies.mori_ueda.targets import sample_inputs, target
 
@@ -28,8 +31,11 @@ import sys, numpy as np
 sys.path.insert(0, {workflow!r})
 from depthlab.checkpoint import FileCheckpoint
 from depthlab.core.device import set_threads
+from depthlab.core.losses.mse import MSE
 from depthlab.core.lrsearch import SearchSettings, search_lr
-from depthlab.core.mlp import init_params, layer_sizes
+from depthlab.core.mlp import init_params
+from depthlab.core.optim.sgd import SGD
+from depthlab.core.shapes import layer_sizes
 from depthlab.core.trainer import TrainSettings, train
 from depthlab.studies.mori_ueda.targets import sample_inputs, target
 set_threads(1)
@@ -37,11 +43,11 @@ x = sample_inputs({N}, {D}, 0); y = target(x, 2, "local")
 sizes = layer_sizes({D}, {WIDTH}, {DEPTH})
 if {search}:
     search_lr(x, y, sizes, "glorot_uniform", SearchSettings(folds=2, log10_lr_bounds=(-3.0, -1.0), init_points=2, rounds=2,
-              candidates_per_round=2), TrainSettings(**{settings}), checkpoint=FileCheckpoint({ckpt!r}))
+              candidates_per_round=2), TrainSettings(loss=MSE(), optimizer=SGD(), **{settings}), checkpoint=FileCheckpoint({ckpt!r}))
 else:
     M = {M}
     train(x, y, np.tile(np.arange({N}), (M, 1)), np.array({lrs}), init_params(sizes, np.arange(M)), np.arange(M) + 7,
-          TrainSettings(**{settings}), checkpoint=FileCheckpoint({ckpt!r}))
+          TrainSettings(loss=MSE(), optimizer=SGD(), **{settings}), checkpoint=FileCheckpoint({ckpt!r}))
 """
 
 
@@ -77,13 +83,13 @@ def test_killed_training_resumes_to_the_uninterrupted_result(tmp_path, sig):
     x, y = problem()
     M = len(LRS)
     args = (x, y, np.tile(np.arange(N), (M, 1)), np.array(LRS), init_params(SIZES, np.arange(M)), np.arange(M) + 7)
-    ref = train(*args, TrainSettings(**SETTINGS))
+    ref = train(*args, TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS))
     ckpt = tmp_path / "run.ckpt"
     start_and_kill(ckpt, sig, search=False, wait_for=str(ckpt))
     state = torch.load(ckpt, weights_only=True)  # loads without unpickling arbitrary objects
     assert 0 < int(state["epoch"]) < SETTINGS["max_epochs"]
     messages = []
-    res = train(*args, TrainSettings(**SETTINGS), checkpoint=FileCheckpoint(ckpt), progress=messages.append)
+    res = train(*args, TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS), checkpoint=FileCheckpoint(ckpt), progress=messages.append)
     assert any(m.startswith("resumed from checkpoint") for m in messages)
     for (Wa, ba), (Wb, bb) in zip(ref.params, res.params):
         torch.testing.assert_close(Wa, Wb, rtol=0, atol=0)
@@ -96,7 +102,7 @@ def test_killed_training_resumes_to_the_uninterrupted_result(tmp_path, sig):
 def test_stale_checkpoint_is_ignored(tmp_path):
     x, y = problem()
     ckpt = tmp_path / "run.ckpt"
-    s = TrainSettings(**{**SETTINGS, "max_epochs": 10})
+    s = TrainSettings(loss=MSE(), optimizer=SGD(), **{**SETTINGS, "max_epochs": 10})
     init = init_params(SIZES, np.array([0]))
     train(x, y, np.arange(N)[None], np.array([0.01]), init, np.array([1]), s, checkpoint=FileCheckpoint(ckpt))
     assert ckpt.exists()
@@ -111,12 +117,12 @@ def test_stale_checkpoint_is_ignored(tmp_path):
 def test_killed_lr_search_resumes_to_the_uninterrupted_result(tmp_path):
     x, y = problem()
     search = SearchSettings(folds=2, log10_lr_bounds=(-3.0, -1.0), init_points=2, rounds=2, candidates_per_round=2)
-    ref = search_lr(x, y, SIZES, "glorot_uniform", search, TrainSettings(**SETTINGS))
+    ref = search_lr(x, y, SIZES, "glorot_uniform", search, TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS))
     ckpt = tmp_path / "search.ckpt"
     # die inside round 1, after round 0 was saved
     start_and_kill(ckpt, signal.SIGKILL, search=True, wait_for=f"{ckpt}.round1")
     assert ckpt.exists()
-    res = search_lr(x, y, SIZES, "glorot_uniform", search, TrainSettings(**SETTINGS), checkpoint=FileCheckpoint(ckpt))
+    res = search_lr(x, y, SIZES, "glorot_uniform", search, TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS), checkpoint=FileCheckpoint(ckpt))
     np.testing.assert_array_equal(ref.lr, res.lr)
     np.testing.assert_array_equal(ref.val_error, res.val_error)
     assert ref.best_lr == res.best_lr
@@ -132,7 +138,7 @@ def test_malformed_checkpoint_is_ignored_and_the_run_completes(tmp_path, payload
         torch.save({"epoch": torch.tensor(3)}, ckpt)  # loadable, but made by nothing we know
     else:
         torch.save({"fingerprint": torch.zeros(3, dtype=torch.uint8), "epoch": [1, 2]}, ckpt)
-    s = TrainSettings(**{**SETTINGS, "max_epochs": 10})
+    s = TrainSettings(loss=MSE(), optimizer=SGD(), **{**SETTINGS, "max_epochs": 10})
     init = init_params(SIZES, np.array([0]))
     messages = []
     res = train(x, y, np.arange(N)[None], np.array([0.01]), init, np.array([1]), s, checkpoint=FileCheckpoint(ckpt),

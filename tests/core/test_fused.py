@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from depthlab.core import fused
+from depthlab.core import kernel_regression as KR
 from depthlab.core import kernels as K
 from depthlab.studies.mori_ueda.targets import sample_inputs
 
@@ -63,8 +64,8 @@ def test_cpu_regression_equals_the_torch_path():
     x = sample_inputs(300, 9, seed=3)
     y = np.sin(x[:, 0]) + x[:, 1] * x[:, 2]
     xt = sample_inputs(70, 9, seed=4)
-    a = K.kernel_regression(x, y, xt, [1, 3, 4], beta=0.1, block=7, device="cpu", kinds=("ntk", "nngp"))
-    b = K._regression_torch(x, y, xt, [1, 3, 4], 0.1, 7, torch.device("cpu"), ("ntk", "nngp"))
+    a = KR.kernel_regression(x, y, xt, [1, 3, 4], beta=0.1, block=7, device="cpu", kinds=("ntk", "nngp"))
+    b = KR._regression_torch(x, y, xt, [1, 3, 4], 0.1, 7, torch.device("cpu"), ("ntk", "nngp"))
     np.testing.assert_allclose(a.prediction, b.prediction, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(a.train_prediction, b.train_prediction, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(a.jitter, b.jitter)

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from depthlab.core import kernel_regression as KR
 from depthlab.core import kernels as K
+from depthlab.core import tangent as T
+from depthlab.core.linalg import cholesky_with_jitter
 from depthlab.studies.mori_ueda.targets import sample_inputs, target
 
 
@@ -18,7 +21,7 @@ class dl:  # the names these tests use, from where they live now
 
     @staticmethod
     def kernel_regression(*a, **k):
-        fit = K.kernel_regression(*a, **k)
+        fit = KR.kernel_regression(*a, **k)
         fit.prediction, fit.train_prediction, fit.jitter = fit.prediction[0], fit.train_prediction[0], fit.jitter[0]
         return fit
 
@@ -127,7 +130,7 @@ def test_kernel_regression_interpolates_and_matches_direct_solve():
 
 def test_jitter_is_recorded_when_gram_is_singular():
     G = torch.ones(6, 6, dtype=torch.float64)  # rank 1
-    C, jit = K.cholesky_with_jitter(G)
+    C, jit = cholesky_with_jitter(G)
     assert jit > 0
     np.testing.assert_allclose((C @ C.T).numpy(), G.numpy() + jit * np.eye(6), atol=1e-12)
     x = dl.sample_inputs(30, 4, seed=8)
@@ -183,8 +186,10 @@ def arccos_forms(u, layers):
 def test_dot_product_forms_match_arccos_closed_forms(layers):
     u = np.linspace(-1, 1, 201)
     rf, ntk = arccos_forms(u, layers)
-    np.testing.assert_allclose(K.rf(u, layers), rf, atol=1e-13)
-    np.testing.assert_allclose(K.ntk(u, layers), ntk, atol=1e-13)
+    *_, (L, ours_rf, ours_ntk) = K.dot_forms(u, layers)
+    assert L == layers
+    np.testing.assert_allclose(ours_rf, rf, atol=1e-13)
+    np.testing.assert_allclose(ours_ntk, ntk, atol=1e-13)
 
 
 @pytest.mark.parametrize("depth", [1, 2, 5])
@@ -228,7 +233,7 @@ def test_nngp_regression_matches_direct_solve():
     x = dl.sample_inputs(200, 6, seed=15)
     y = dl.target(x, 2, "local")
     xt = dl.sample_inputs(30, 6, seed=16)
-    fit = K.kernel_regression(x, y, xt, depths=[2], beta=0.1, block=37, device="cpu", kinds=("ntk", "nngp"))
+    fit = KR.kernel_regression(x, y, xt, depths=[2], beta=0.1, block=37, device="cpu", kinds=("ntk", "nngp"))
     for i, kind in enumerate(("ntk", "nngp")):
         G = dl.kernel(x, x, 2, kind=kind)
         np.fill_diagonal(G, dl.kernel_diagonal(x, 2, kind=kind))
@@ -238,7 +243,10 @@ def test_nngp_regression_matches_direct_solve():
 
 # ---- the empirical tangent kernel of a finite net ---------------------------------------------
 
-from depthlab.core.mlp import forward, init_params, layer_sizes, predict  # noqa: E402
+from depthlab.core.losses.mse import MSE  # noqa: E402
+from depthlab.core.mlp import forward, init_params, predict  # noqa: E402
+from depthlab.core.optim.sgd import SGD  # noqa: E402
+from depthlab.core.shapes import layer_sizes  # noqa: E402
 from depthlab.core.trainer import TrainSettings, train  # noqa: E402
 
 
@@ -249,7 +257,7 @@ def test_empirical_ntk_equals_autograd_jacobian_products(depth):
         b.normal_(generator=torch.Generator().manual_seed(depth))  # nonzero biases: their terms are checked too
     x1 = dl.sample_inputs(5, 3, seed=20)
     x2 = dl.sample_inputs(4, 3, seed=21)
-    theta, f1, f2 = K.empirical_ntk(p, x1, x2, m=1, block=2)
+    theta, f1, f2 = T.empirical_ntk(p, x1, x2, m=1, block=2)
 
     def jac(x):
         leaves = [t[1:2].clone().requires_grad_(True) for W, b in p for t in (W, b)]
@@ -277,11 +285,12 @@ def test_trained_net_approaches_its_linearised_model_as_lr_falls_and_width_grows
     floors = []
     for h in (64, 1024):
         p = init_params(layer_sizes(d, h, 1), np.array([0]), "glorot_uniform", torch.float64)
-        G, _, _ = K.empirical_ntk(p, x, x)
-        lin, _ = K.linearized_prediction(p, x, y, xt)
+        G, _, _ = T.empirical_ntk(p, x, x)
+        lin, _ = T.linearized_prediction(p, x, y, xt)
         f0 = predict(p, xt)[0]
         frac = np.array([1.6, 0.9, 0.3])
-        s = TrainSettings(batch_size=N, check_every=50, loss_threshold=1e-8, max_epochs=100000, dtype="float64", device="cpu")
+        s = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=N, check_every=50, loss_threshold=1e-8, max_epochs=100000,
+                          dtype="float64", device="cpu")
         r = train(x, y, np.tile(np.arange(N), (3, 1)), frac * N / np.linalg.eigvalsh(G)[-1],
                   [(W.repeat(3, 1, 1), b.repeat(3, 1, 1)) for W, b in p], np.zeros(3, int), s)
         assert r.converged.all()

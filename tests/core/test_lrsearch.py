@@ -3,8 +3,11 @@
 import numpy as np
 import pytest
 
+from depthlab.core.losses.mse import MSE
 from depthlab.core.lrsearch import SearchSettings, fold_indices, search_lr
-from depthlab.core.mlp import init_params, layer_sizes
+from depthlab.core.mlp import init_params
+from depthlab.core.optim.sgd import SGD
+from depthlab.core.shapes import layer_sizes
 from depthlab.core.trainer import TrainSettings, train
 from depthlab.studies.mori_ueda.targets import sample_inputs, target
 
@@ -18,7 +21,7 @@ def problem():
     return x, target(x, 2, "local")
 
 
-SETTINGS = TrainSettings(max_epochs=40, check_every=10, loss_threshold=1e-4, device="cpu")
+SETTINGS = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=40, check_every=10, loss_threshold=1e-4, device="cpu")
 SEARCH = SearchSettings(folds=3, log10_lr_bounds=(-4.0, 1.5), init_points=4, rounds=2, candidates_per_round=3, seed=0)
 
 

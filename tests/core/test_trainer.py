@@ -4,9 +4,18 @@ import numpy as np
 import pytest
 import torch
 
-from depthlab.core import losses
-from depthlab.core.mlp import init_params, layer_sizes, predict, select
+from depthlab.core.losses.hinge import Hinge
+from depthlab.core.losses.logistic import Logistic
+from depthlab.core.losses.mse import MSE
+from depthlab.core.metrics import sign_labels
+from depthlab.core.mlp import init_params, predict, select
+from depthlab.core.optim.adam import Adam
+from depthlab.core.optim.sgd import SGD
+from depthlab.core.shapes import layer_sizes
 from depthlab.core.trainer import TrainSettings, epoch_order, train
+
+LOSSES = {"mse": MSE(), "logistic": Logistic(), "hinge": Hinge()}
+OPTIMIZERS = {"sgd": SGD(), "adam": Adam()}
 from depthlab.studies.mori_ueda.targets import sample_inputs, target
 
 
@@ -51,16 +60,16 @@ def test_batched_matches_plain_loop(loss, optimizer, depth):
     d, N, width, M, epochs, B = 6, 230, 16, 4, 3, 50  # 230 rows: the last batch of each epoch is partial
     x = sample_inputs(N, d, 0)
     y = target(x, 2, "local")
-    if losses.get(loss).task == "classification":
-        y = losses.sign_labels(y)
+    if LOSSES[loss].task == "classification":
+        y = sign_labels(y)
     rng = np.random.default_rng(1)
     idx = np.stack([np.sort(rng.choice(N, 180, replace=False)) for _ in range(M)])  # each model its own rows
     lr = np.array([0.01, 0.05, 0.1, 0.02]) if optimizer == "sgd" else np.array([1e-3, 5e-3, 2e-2, 3e-3])
     scheme = "glorot_uniform" if optimizer == "sgd" else "truncated_normal"
     init = init_params(layer_sizes(d, width, depth), np.arange(M) + 3, scheme, torch.float64)
     orders = np.arange(M) + 40
-    s = TrainSettings(batch_size=B, max_epochs=epochs, check_every=1, loss=loss, optimizer=optimizer, dtype="float64",
-                      device="cpu", loss_threshold=None)
+    s = TrainSettings(batch_size=B, max_epochs=epochs, check_every=1, loss=LOSSES[loss], optimizer=OPTIMIZERS[optimizer],
+                      dtype="float64", device="cpu", loss_threshold=None)
     res = train(x, y, idx, lr, init, orders, s)
     xt = sample_inputs(50, d, 2)
     batched = predict(res.params, xt)
@@ -76,9 +85,9 @@ def test_reference_check_can_fail():
     """The plain-loop comparison notices a wrong step: Adam with another beta2 drifts far beyond the tolerance."""
     d, N, width = 6, 200, 16
     x = sample_inputs(N, d, 0)
-    y = losses.sign_labels(target(x, 2, "local"))
+    y = sign_labels(target(x, 2, "local"))
     init = init_params(layer_sizes(d, width, 2), np.array([3]), "truncated_normal", torch.float64)
-    s = TrainSettings(max_epochs=3, check_every=1, loss="hinge", optimizer="adam", dtype="float64", device="cpu", loss_threshold=None)
+    s = TrainSettings(max_epochs=3, check_every=1, loss=Hinge(), optimizer=Adam(), dtype="float64", device="cpu", loss_threshold=None)
     ours = predict(train(x, y, np.arange(N)[None], np.array([5e-3]), init, np.array([7]), s).params, x[:20])[0]
     net = sequential(init)
     opt = torch.optim.Adam(net.parameters(), lr=5e-3, betas=(0.9, 0.99))
@@ -101,7 +110,7 @@ def test_one_diverging_model_leaves_the_others_untouched():
     x = sample_inputs(N, d, 0)
     y = target(x, 2, "local")
     idx = np.tile(np.arange(N), (3, 1))
-    s = TrainSettings(max_epochs=20, check_every=5, loss_threshold=0.0, dtype="float64", device="cpu")
+    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=20, check_every=5, loss_threshold=0.0, dtype="float64", device="cpu")
     init = init_params(layer_sizes(d, width, 2), np.array([1, 2, 3]), "glorot_uniform", torch.float64)
     together = train(x, y, idx, np.array([0.01, 1e3, 0.02]), init, np.array([1, 2, 3]), s)
     assert together.diverged.tolist() == [False, True, False]
@@ -117,7 +126,7 @@ def test_stop_rule_threshold_and_max_epochs():
     x = sample_inputs(N, d, 0)
     y = target(x, 1, "local")  # linear target: reached quickly
     idx = np.tile(np.arange(N), (2, 1))
-    s = TrainSettings(max_epochs=400, check_every=10, loss_threshold=1e-3, device="cpu", dtype="float64")
+    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=400, check_every=10, loss_threshold=1e-3, device="cpu", dtype="float64")
     init = init_params(layer_sizes(d, width, 1), np.array([0, 1]), "glorot_uniform", torch.float64)
     res = train(x, y, idx, np.array([0.05, 1e-6]), init, np.array([0, 1]), s)
     # fast model: stops at the first check below threshold, which is a multiple of check_every
@@ -136,23 +145,23 @@ def test_stop_rule_threshold_and_max_epochs():
 def test_classification_stops_at_full_training_accuracy():
     d, N = 4, 200
     x = sample_inputs(N, d, 0)
-    y = losses.sign_labels(target(x, 1, "local"))  # linearly separable
-    s = TrainSettings(max_epochs=500, check_every=5, loss="logistic", device="cpu")
+    y = sign_labels(target(x, 1, "local"))  # linearly separable
+    s = TrainSettings(loss=Logistic(), optimizer=SGD(), max_epochs=500, check_every=5, device="cpu")
     init = init_params(layer_sizes(d, 32, 2), np.array([0]))
     res = train(x, y, np.arange(N)[None], np.array([0.5]), init, np.array([0]), s)
     assert res.converged[0] and res.train_accuracy[0] == 1.0 and res.epochs[0] < 500
     out = predict(res.params, x)[0]
-    assert np.all(losses.sign_labels(out) == y)
+    assert np.all(sign_labels(out) == y)
     assert res.epochs[0] % 5 == 0  # it stopped at a check
 
 
 def test_no_threshold_runs_to_the_cap_and_scores_the_eval_set_at_every_check():
     d, N = 3, 300
     x = sample_inputs(N, d, 0)
-    y = losses.sign_labels(target(x, 1, "local"))
+    y = sign_labels(target(x, 1, "local"))
     xe = sample_inputs(400, d, 1)
-    ye = losses.sign_labels(target(xe, 1, "local"))
-    s = TrainSettings(max_epochs=30, check_every=10, loss="hinge", optimizer="adam", loss_threshold=None, device="cpu",
+    ye = sign_labels(target(xe, 1, "local"))
+    s = TrainSettings(max_epochs=30, check_every=10, loss=Hinge(), optimizer=Adam(), loss_threshold=None, device="cpu",
                       batch_size=100, dtype="float64")
     init = init_params(layer_sizes(d, 16, 2), np.array([0, 1]), "truncated_normal", torch.float64)
     res = train(x, y, np.tile(np.arange(N), (2, 1)), np.array([5e-3, 1e-2]), init, np.array([0, 1]), s, eval_set=(xe, ye))

@@ -81,7 +81,7 @@ def _check_code(a: Audit, depth: int, rel: str, rec: dict) -> None:
 
     made, cur = str(rec.get("code_version")), prov.code_version()
     try:
-        now = prov.code_fingerprint(get_study(rec["study"]).stage(rec["stage"]).module)
+        now = prov.code_fingerprint(get_study(rec["study"]).stage(rec["stage"]).fingerprint_modules)
     except (KeyError, ModuleNotFoundError):
         now = None
     same_fp = now is not None and now == rec.get("code_fingerprint")
@@ -104,8 +104,8 @@ def _check_config(a: Audit, depth: int, rel: str, rec: dict) -> None:
     try:
         if rec["study"] not in a.config["studies"]:
             raise KeyError(rec["study"])
-        want = get_study(rec["study"]).specs().spec(a.config, rec["stage"], rec["job"])
-    except (KeyError, TypeError):
+        want = get_study(rec["study"]).spec(a.config, rec["stage"], rec["job"]).to_dict()
+    except (KeyError, TypeError, ValueError):
         a.fail(depth, f"{rel}: not part of the given config (study {rec.get('study')}, stage {rec.get('stage')}, job {rec.get('job')})")
         return
     if prov.spec_hash(want) != rec.get("config_hash"):

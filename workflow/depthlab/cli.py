@@ -23,11 +23,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import config as cfg
 from . import provenance as prov
 from . import storage
+from .study import StoreInput, load_json, to_plain
+
+if TYPE_CHECKING:
+    from .study import Spec, Study
 
 log = logging.getLogger("depthlab")
 
@@ -41,20 +45,19 @@ class StageContext:
     checkpoint: Any  # depthlab.checkpoint.FileCheckpoint, or None
 
 
-def _record(spec: dict, output: str | Path, results: str, inputs: dict[str, str], device: str) -> dict:
-    from .studies import get_study
-
-    study = get_study(spec["study"])
+def _record(study: "Study", spec: "Spec", output: str | Path, results: str, inputs: dict[str, str], device: str) -> dict:
+    stage = study.stage(spec.STAGE)
     return {
-        "study": spec["study"], "stage": spec["stage"], "job": spec["job"],
-        "path": storage.relpath(output, results), "spec": spec, "config_hash": prov.spec_hash(spec),
-        "code_version": prov.code_version(), "code_fingerprint": prov.code_fingerprint(study.stage(spec["stage"]).module),
+        "study": spec.STUDY, "stage": spec.STAGE, "job": to_plain(spec.job),
+        "path": storage.relpath(output, results), "spec": spec.to_dict(), "config_hash": prov.spec_hash(spec.to_dict()),
+        "code_version": prov.code_version(), "code_fingerprint": prov.code_fingerprint(stage.fingerprint_modules),
         "packages": prov.package_versions(), "device": device,
         "inputs": {k: storage.input_record(p, results) for k, p in sorted(inputs.items())},
     }
 
 
-def run_store(spec: dict, fn: Callable, inputs: dict[str, str], output: Path, results: str, device: str, threads: int | None) -> None:
+def run_store(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str], output: Path, results: str, device: str,
+              threads: int | None) -> None:
     from .checkpoint import FileCheckpoint
 
     if "torch" in sys.modules:  # the stage's modules import torch: set its threads and device
@@ -65,25 +68,36 @@ def run_store(spec: dict, fn: Callable, inputs: dict[str, str], output: Path, re
         where = describe(resolve_device(device))
     else:  # a numpy-only stage: no torch import (about a second of start-up saved)
         n, dev, where = 1, "cpu", "cpu (numpy only)"
-    log.info("depthlab %s/%s: %s on %s (%d thread(s))", spec["study"], spec["stage"], output, where, n)
+    log.info("depthlab %s/%s: %s on %s (%d thread(s))", spec.STUDY, spec.STAGE, output, where, n)
     t0 = time.perf_counter()
     # training state survives a killed job here (SIGTERM, SIGKILL, a SLURM time limit); removed once the store is written
     ckpt = FileCheckpoint(f"{output}.ckpt")
     ds = fn(spec, {k: storage.read_store(p) for k, p in inputs.items()}, StageContext(dev, log.info, ckpt))
-    storage.write_store(ds, output, _record(spec, output, results, inputs, where))
+    storage.write_store(ds, output, _record(study, spec, output, results, inputs, where))
     ckpt.clear()
     log.info("wrote %s in %.1fs", output, time.perf_counter() - t0)
 
 
-def run_figure(spec: dict, fn: Callable, inputs: dict[str, str], stem: Path, results: str) -> None:
+def figure_inputs(study: "Study", inputs: dict[str, str]) -> list[StoreInput]:
+    """The stores a figure reads, each with the stage and typed job its provenance record names (never parsed from paths)."""
+    out = []
+    for _, p in sorted(inputs.items()):
+        rec = storage.read_record(p)
+        out.append(StoreInput(rec["stage"], study.stage(rec["stage"]).job(rec["job"]), storage.read_store(p)))
+    return out
+
+
+def run_figure(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str], stem: Path, results: str) -> None:
     """Figure stage: <stem>.{csv,png,pdf,provenance.json}; the provenance carries the hashes of all three files."""
-    fig, table = fn(spec, {k: storage.read_store(p) for k, p in inputs.items()})
-    record = _record(spec, stem, results, inputs, "cpu")
-    record["csv_sha256"] = storage.write_text(table.to_csv(index=False, float_format="%.6g"), stem.with_suffix(".csv"))
-    record["png_pixels_sha256"] = storage.png_pixels_hash(storage.figure_png(fig))
+    from . import render
+
+    fig, table = fn(spec, figure_inputs(study, inputs))
+    record = _record(study, spec, stem, results, inputs, "cpu")
+    record["csv_sha256"] = storage.write_text(render.table_csv(table), stem.with_suffix(".csv"))
+    record["png_pixels_sha256"] = storage.png_pixels_hash(render.figure_png(fig))
     blob = prov.canonical_json(prov.embedded(record))
-    storage.write_bytes(storage.figure_png(fig, {"depthlab-provenance": blob}), stem.with_suffix(".png"))
-    record["pdf_sha256"] = storage.write_bytes(storage.figure_pdf(fig, blob), stem.with_suffix(".pdf"))
+    storage.write_bytes(render.figure_png(fig, {"depthlab-provenance": blob}), stem.with_suffix(".png"))
+    record["pdf_sha256"] = storage.write_bytes(render.figure_pdf(fig, blob), stem.with_suffix(".pdf"))
     storage.write_json(storage.finish_record(record), stem.with_suffix(".provenance.json"))
     log.info("wrote %s.{png,pdf,csv,provenance.json}", stem)
 
@@ -96,18 +110,17 @@ def _file_input(path: str, results: str) -> dict[str, str]:
             "record_hash": json.loads(prov_path.read_text())["record_hash"]}
 
 
-def run_claims(spec: dict, fn: Callable, inputs: dict[str, str], out: Path, results: str) -> None:
+def run_claims(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str], out: Path, results: str) -> None:
     """Claims stage: <dir>/claims.{md,json,provenance.json} from the study's figure tables."""
     import pandas as pd
 
     from . import claims
-    from .studies import get_study
 
     verdicts, notes = fn(spec, {name: pd.read_csv(p) for name, p in inputs.items()})
-    record = _record(spec, out, results, {}, "cpu")
+    record = _record(study, spec, out, results, {}, "cpu")
     record["inputs"] = {name: _file_input(p, results) for name, p in sorted(inputs.items())}
     record["json_sha256"] = storage.write_json([v.as_dict() for v in verdicts], out.with_suffix(".json"))
-    record["md_sha256"] = storage.write_text(claims.render(get_study(spec["study"]).title, verdicts, notes), out)
+    record["md_sha256"] = storage.write_text(claims.render(study.title, verdicts, notes), out)
     storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
     log.info("wrote %s (%d verdicts)", out, len(verdicts))
 
@@ -115,17 +128,19 @@ def run_claims(spec: dict, fn: Callable, inputs: dict[str, str], out: Path, resu
 def stage(args: argparse.Namespace) -> None:
     from .studies import get_study
 
-    spec = json.loads(args.spec)
-    inputs = json.loads(args.inputs)
-    st = get_study(spec["study"]).stage(spec["stage"])
+    data = load_json(args.spec)
+    study = get_study(str(data.get("study")))
+    spec = study.spec_from_dict(data)  # typed once, here
+    st = study.stage(spec.STAGE)
     fn = st.function()
+    inputs = json.loads(args.inputs)
     out = Path(args.output)
     if st.kind == "store":
-        run_store(spec, fn, inputs, out, args.results, args.device, args.threads)
+        run_store(study, spec, fn, inputs, out, args.results, args.device, args.threads)
     elif st.kind == "figure":
-        run_figure(spec, fn, inputs, out, args.results)
+        run_figure(study, spec, fn, inputs, out, args.results)
     else:
-        run_claims(spec, fn, inputs, out, args.results)
+        run_claims(study, spec, fn, inputs, out, args.results)
 
 
 def index(args: argparse.Namespace) -> None:
@@ -182,10 +197,14 @@ def audit(args: argparse.Namespace) -> None:
 def fingerprint(args: argparse.Namespace) -> None:
     from .studies import get_study
 
-    mod = get_study(args.study).stage(args.stage).module
-    for m in prov.closure(mod):
+    try:
+        mods = get_study(args.study).stage(args.stage).fingerprint_modules
+    except KeyError as e:
+        print(f"error: {e.args[0]}", file=sys.stderr)
+        raise SystemExit(2) from None
+    for m in prov.closure(mods):
         print(m)
-    print(f"fingerprint {prov.code_fingerprint(mod)}")
+    print(f"fingerprint {prov.code_fingerprint(mods)}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,13 +9,14 @@ is not built.  Validation, in order, stops at the first problem and raises
    last one; we refuse).
 2. Every string and key: no control characters (a newline in a name would pass a
    ``^...$`` pattern and end up in a file name).
-3. JSON schema (``workflow/schemas/config.schema.yaml`` and one
-   ``<study>.schema.yaml`` per study), with a strict type checker: an ``integer``
-   is an int (``2.0`` is refused: JSON-schema alone accepts it), a ``number`` is
-   a finite int or float (``.inf`` and ``.nan`` are refused), booleans are neither.
-4. Each study's cross-field rules (k <= d, a budget big enough for every depth,
-   ...), which also fill in defaults.
-5. Sizes: the estimated peak memory of every job (``specs.memory``) must fit in this
+3. JSON schema (``workflow/schemas/config.schema.yaml`` for the top level, and each study's
+   ``schema.yaml`` in its folder for its section; the top level's ``studies`` keys are the studies
+   the registry finds), with a strict type checker: an ``integer`` is an int (``2.0`` is refused:
+   JSON-schema alone accepts it), a ``number`` is a finite int or float (``.inf`` and ``.nan`` are
+   refused), booleans are neither.  The schemas' ``default`` values are filled in here, and only
+   here, so ``config.used.yaml`` shows every value a run used.
+4. Each study's cross-field rules (k <= d, a budget big enough for every depth, ...).
+5. Sizes: the estimated peak memory of every job (each stage spec's ``memory``) must fit in this
    machine's memory, or in ``max_memory_gib`` when a config sets it (a bigger cluster node).
 
 A *spec* is the exact, canonical set of config values one job depends on.  Its
@@ -25,6 +26,7 @@ jobs it touches) and its SHA-256 is the ``config_hash`` recorded in the store.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from pathlib import Path
@@ -98,10 +100,32 @@ def _is_number(checker: Any, v: Any) -> bool:
 
 _TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": _is_int, "number": _is_number})
 StrictValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_TYPES)
+_properties = jsonschema.Draft202012Validator.VALIDATORS["properties"]
 
 
-def load_schema(name: str) -> dict:
-    return yaml.safe_load((SCHEMA_DIR / f"{name}.schema.yaml").read_text())
+def _fill_defaults(validator: Any, properties: dict, instance: Any, schema: dict) -> Any:
+    """The ``properties`` keyword, filling each missing property that has a ``default`` before validating it."""
+    if validator.is_type(instance, "object"):
+        for prop, sub in properties.items():
+            if isinstance(sub, dict) and "default" in sub and prop not in instance:
+                instance[prop] = copy.deepcopy(sub["default"])
+    yield from _properties(validator, properties, instance, schema)
+
+
+FillingValidator = jsonschema.validators.extend(StrictValidator, {"properties": _fill_defaults})
+
+
+def load_schema(name: str = "config") -> dict:
+    """The top-level schema, its ``studies`` keys those of the study registry; or a study's own schema by name."""
+    from .studies import get_study, names
+
+    if name != "config":
+        return yaml.safe_load(get_study(name).schema_path.read_text())
+    schema = yaml.safe_load((SCHEMA_DIR / "config.schema.yaml").read_text())
+    schema["properties"]["studies"]["properties"] = {
+        s: {"type": "object", "description": f"The {s} study's section (its schema: the study folder's schema.yaml)."}
+        for s in names()}
+    return schema
 
 
 def _allowed_keys(schema: dict, path: list) -> list[str] | None:
@@ -117,9 +141,11 @@ def _allowed_keys(schema: dict, path: list) -> list[str] | None:
     return sorted(props) if props else None
 
 
-def check_schema(value: Any, schema: dict, prefix: tuple = ()) -> None:
-    """Validate ``value`` against ``schema``; raise ConfigError on the first (shallowest) problem."""
-    errors = sorted(StrictValidator(schema).iter_errors(value), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+def check_schema(value: Any, schema: dict, prefix: tuple = (), fill: bool = False) -> None:
+    """Validate ``value`` against ``schema`` (filling in its defaults if ``fill``); raise ConfigError on the first
+    (shallowest) problem."""
+    validator = (FillingValidator if fill else StrictValidator)(schema)
+    errors = sorted(validator.iter_errors(value), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
         return
     e = errors[0]
@@ -159,32 +185,48 @@ def _no_control(value: Any, path: tuple = ()) -> None:
 
 
 def validate(config: Any) -> dict:
-    """Validate a whole config (see the module docstring); returns it with defaults filled in."""
+    """Validate a whole config in place (see the module docstring); returns it with every default filled in."""
     from .studies import get_study
 
     if not isinstance(config, dict):
         raise ConfigError(f"config error: the config must be a mapping of keys to values, got {type(config).__name__}")
     _no_control(config)
-    check_schema(config, load_schema("config"))
+    check_schema(config, load_schema("config"), fill=True)
     if not config["results"].strip().rstrip("/"):
         raise ConfigError(f"config error at results: {config['results']!r} is empty or the filesystem root; "
                           "give a folder such as 'results'")
     for name, section in config["studies"].items():
         study = get_study(name)
-        check_schema(section, load_schema(name), ("studies", name))
-        study.specs().check(section, config)
+        check_schema(section, load_schema(name), ("studies", name), fill=True)
+        study.check(section, config)
     _check_memory(config)
     return config
 
 
+def job_memory(config: dict) -> list[tuple[int, str, str]]:
+    """(estimated peak bytes, job label, the config key of its largest part) of every store job of the config."""
+    from .studies import get_study
+    from .study import Ref
+
+    out = []
+    for name in config["studies"]:
+        study = get_study(name)
+        for stage in study.store_stages():
+            for job in stage.spec.jobs(config):
+                parts = study.spec(config, stage.name, job).memory()
+                if parts:
+                    label = f"{name} {stage.name} {study.path(Ref(stage.name, job)).removesuffix('.zarr')}"
+                    out.append((sum(parts.values()), label, max(parts, key=parts.get)))
+    return out
+
+
 def _check_memory(config: dict) -> None:
     from . import memory
-    from .studies import get_study
 
     limit = config.get("max_memory_gib", "auto")
     cap = memory.machine_bytes() if limit == "auto" else int(limit * memory.GIB)
     where = "this machine's memory" if limit == "auto" else f"max_memory_gib = {limit}"
-    jobs = [(b, label, k) for name in config["studies"] for label, k, b in get_study(name).specs().memory(config)]
+    jobs = job_memory(config)
     if not jobs:
         return
     nbytes, label, k = max(jobs)

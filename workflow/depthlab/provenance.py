@@ -1,19 +1,28 @@
 """What made a result: code version, package versions, and the code fingerprint of a stage.
 
-**Code fingerprint.**  A stage (``depthlab stage <study> <stage>``) runs one entry
-function; the fingerprint is the SHA-256 of the source of the module defining it
-and of every ``depthlab`` module it imports, transitively (imports anywhere in a
-module, lazy ones inside functions included).  Each module's source is hashed
-as its syntax tree with docstrings removed, so comments, docstrings and
-formatting never change a fingerprint, while any change to code does.  Parent
-packages' ``__init__`` files are not part of it (they hold only lazy export
-tables), and neither is the infrastructure that moves bytes around (``cli``,
-``storage``, ``provenance``, ``audit``) unless a stage module imports it.
+**Code fingerprint.**  A stage runs one entry function; its fingerprint is the SHA-256 of the
+source of the module defining it and of every ``depthlab`` module it imports, transitively
+(imports anywhere in a module, lazy ones inside functions included; imports under
+``if TYPE_CHECKING:`` are for type hints only and are not followed).  Figure and claims stages
+also cover :mod:`depthlab.render`, which decides the bytes of their files (CSV number format,
+PNG and PDF rendering, the claims markdown).  Each module's source is hashed as its syntax tree
+with docstrings removed, so comments, docstrings and formatting never change a fingerprint,
+while any change to code does.  Parent packages' ``__init__`` files are not part of it (they
+hold only lazy export tables and registrations), and neither is the infrastructure that moves
+arrays losslessly (``cli``, ``storage``, ``provenance``, ``audit``: the audit checks every
+store's content hash) unless a stage module imports it.
 
-Each Snakemake job carries its stage's fingerprint in its ``params``, so editing
-the trainer reruns exactly the jobs whose stages import it (and what depends on
-them), editing a plotting module reruns only figures, and a study's module never
-reruns another study.  ``depthlab fingerprint <study> <stage>`` lists the modules.
+Modules are split so that a fingerprint follows what a stage runs: one loss per module
+(``core/losses``), one optimiser per module (``core/optim``), the kernel recursion apart from
+kernel regression (``core/kernels``, ``core/kernel_regression``), one stage per module in the
+studies, and random streams identified by name (``core/seeds``) with no table of every study's
+streams.  So editing the hinge loss reruns no Mori & Ueda job, and adding a stream for a new
+study reruns nothing else.
+
+Each Snakemake job carries its stage's fingerprint in its ``params``, so editing the trainer
+reruns exactly the jobs whose stages import it (and what depends on them), editing a plotting
+module reruns only figures, and a study's module never reruns another study.
+``depthlab fingerprint <study> <stage>`` lists the modules.
 """
 
 from __future__ import annotations
@@ -26,21 +35,47 @@ import os
 import subprocess
 from importlib import metadata
 from pathlib import Path
+from typing import Sequence
 
 PACKAGE_DIR = Path(__file__).resolve().parent  # .../workflow/depthlab
 REPO = PACKAGE_DIR.parents[1]
-PACKAGES = ("depthlab", "torch", "numpy", "scipy", "xarray", "zarr", "bayesian-optimization", "snakemake")
+PACKAGES = ("depthlab", "torch", "numpy", "scipy", "xarray", "zarr", "numba", "bayesian-optimization", "snakemake")
+
+
+def _bases(parts: list[str], root: Path) -> list[Path]:
+    """Where module ``depthlab.<parts>`` may live: under ``root``, and for a study, in a folder on $DEPTHLAB_STUDY_PATH."""
+    out = [root.joinpath(*parts)]
+    if len(parts) >= 2 and parts[0] == "studies":
+        out += [Path(f).joinpath(*parts[1:]) for f in os.environ.get("DEPTHLAB_STUDY_PATH", "").split(os.pathsep) if f]
+    return out
 
 
 def _module_path(name: str, root: Path) -> Path | None:
     """File of depthlab module ``name`` (``depthlab.core.trainer``) under package dir ``root``; None if not a module."""
-    parts = name.split(".")[1:]
-    base = root.joinpath(*parts)
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py")
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
+    for base in _bases(name.split(".")[1:], root):
+        if base.with_suffix(".py").is_file():
+            return base.with_suffix(".py")
+        if (base / "__init__.py").is_file():
+            return base / "__init__.py"
     return None
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): imports for type hints, never run."""
+    t = node.test if isinstance(node, ast.If) else None
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _walk(tree: ast.AST):
+    """ast.walk, skipping the bodies of ``if TYPE_CHECKING:`` blocks."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and _type_checking_only(node):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
 
 
 def _is_package(name: str, root: Path) -> bool:
@@ -52,7 +87,7 @@ def _imports(name: str, tree: ast.AST, root: Path) -> set[str]:
     """depthlab modules imported anywhere in ``tree`` (the module ``name``)."""
     pkg = name if _is_package(name, root) else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.split(".")[0] == "depthlab")
         elif isinstance(node, ast.ImportFrom):
@@ -88,10 +123,10 @@ def _parse(path: Path, mtime_ns: int) -> tuple[str, ast.AST]:
     return ast.dump(tree, annotate_fields=False, include_attributes=False), tree
 
 
-def closure(entry: str, root: Path = PACKAGE_DIR) -> list[str]:
-    """Sorted depthlab modules that module ``entry`` imports, transitively, itself included."""
+def closure(entry: str | Sequence[str], root: Path = PACKAGE_DIR) -> list[str]:
+    """Sorted depthlab modules that module(s) ``entry`` import, transitively, themselves included."""
     seen: set[str] = set()
-    todo = [entry]
+    todo = [entry] if isinstance(entry, str) else list(entry)
     while todo:
         name = todo.pop()
         if name in seen:
@@ -105,7 +140,7 @@ def closure(entry: str, root: Path = PACKAGE_DIR) -> list[str]:
     return sorted(seen)
 
 
-def code_fingerprint(entry: str, root: Path = PACKAGE_DIR) -> str:
+def code_fingerprint(entry: str | Sequence[str], root: Path = PACKAGE_DIR) -> str:
     """SHA-256 over the docstring-free syntax trees of ``closure(entry)``."""
     h = hashlib.sha256()
     for name in closure(entry, root):

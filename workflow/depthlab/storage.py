@@ -166,17 +166,3 @@ def png_text(path: str | Path, key: str) -> str | None:
 
     with Image.open(path) as im:
         return im.text.get(key)
-
-
-def figure_png(fig: Any, text: dict[str, str] | None = None) -> bytes:
-    """PNG bytes of a matplotlib Figure, with ``text`` as tEXt chunks; no timestamp, so reruns give identical bytes."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=150, metadata={**(text or {}), "Software": "depthlab"})
-    return buf.getvalue()
-
-
-def figure_pdf(fig: Any, subject: str) -> bytes:
-    """PDF bytes of a matplotlib Figure with ``subject`` in its info dict; no creation date."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="pdf", metadata={"Subject": subject, "Creator": "depthlab", "CreationDate": None})
-    return buf.getvalue()

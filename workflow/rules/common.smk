@@ -1,6 +1,7 @@
 # The only Python of the workflow: config validation, the job grid, named input/param functions.
-# Every path, spec and fingerprint comes from the package (depthlab.studies.<study>.specs), so the
-# rules stay thin and the audit can recompute any job's spec from what its store records.
+# Every path, spec and fingerprint comes from the study registry (depthlab.studies), so the rules stay
+# thin, a new study needs no edit here, and the audit can recompute any job's spec from what its store records.
+import functools
 import os
 import sys
 from pathlib import Path
@@ -10,9 +11,10 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # use the checkout
 import depthlab.config as dlc
 import depthlab.provenance as dlp
 from depthlab.studies import get_study
+from depthlab.study import ClaimsJob, FigureJob, Ref
 
 # Snakemake has parsed the config files already, silently keeping the last of duplicate keys: parse them again
-# strictly (duplicates are an error), then validate the merged config.
+# strictly (duplicates are an error), then validate the merged config (filling in every default).
 for _configfile in workflow.configfiles:
     dlc.read_yaml(_configfile)
 config = dlc.validate(config)
@@ -20,12 +22,14 @@ R = config["results"].rstrip("/")  # results root: every output lands below it (
 STUDIES = sorted(config["studies"])
 CONDA_ENV = "../../envs/depthlab.yaml"
 # The device reaches jobs through the environment, recorded in every store but deliberately not in params:
-# switching it reruns nothing. `envvars` passes it on to SLURM and other remote executors.
+# switching it reruns nothing. `envvars` passes it (and the study search path) on to SLURM and other remote executors.
 os.environ.update(DEPTHLAB_DEVICE=config["device"])
+os.environ.setdefault("DEPTHLAB_STUDY_PATH", "")
 
 
 envvars:
     "DEPTHLAB_DEVICE",
+    "DEPTHLAB_STUDY_PATH",
 
 
 # One shell command for every store, figure and claims job: the spec names the study and stage.
@@ -40,17 +44,28 @@ wildcard_constraints:
     figure="[A-Za-z0-9][A-Za-z0-9_.-]*",
 
 
-def _specs(study):
-    return get_study(study).specs()
-
-
-def _json(obj):
-    return dlc.canonical_json(obj)
-
-
 def _named(fn, name):
     fn.__name__ = name
     return fn
+
+
+@functools.lru_cache(maxsize=None)
+def _spec(study, stage, job):
+    """The typed spec of one job (built once per job, however many input and params functions ask)."""
+    return get_study(study).spec(config, stage, job)
+
+
+def _job(study, stage, wildcards):
+    st = get_study(study).stage(stage)
+    return st.job_type.from_wildcards({k: wildcards[k] for k in st.job_type.constraints()})
+
+
+def _path(study, ref):
+    return f"{R}/{study}/{get_study(study).path(ref)}"
+
+
+def _inputs(study, spec):
+    return {name: _path(study, ref) for name, ref in spec.inputs().items()}
 
 
 # ---- paths ------------------------------------------------------------------------
@@ -58,15 +73,15 @@ def _named(fn, name):
 
 def store_pattern(study, stage):
     """Output pattern of a store stage, e.g. results/mori_ueda/{figure}/train/{target}/L{depth}.zarr."""
-    return f"{R}/{study}/{_specs(study).PATHS[stage]}"
+    return f"{R}/{study}/{get_study(study).stage(stage).path}"
 
 
 def log_pattern(study, stage):
-    return f"{R}/logs/{study}/{_specs(study).PATHS[stage].removesuffix('.zarr')}.log"
+    return f"{R}/logs/{study}/{get_study(study).stage(stage).path.removesuffix('.zarr')}.log"
 
 
 def bench_pattern(study, stage):
-    return f"{R}/benchmarks/{study}/{_specs(study).PATHS[stage].removesuffix('.zarr')}.tsv"
+    return f"{R}/benchmarks/{study}/{get_study(study).stage(stage).path.removesuffix('.zarr')}.tsv"
 
 
 def figure_files(study, figure):
@@ -75,7 +90,7 @@ def figure_files(study, figure):
 
 
 def study_targets(study):
-    return [f for fig in _specs(study).figures(config) for f in figure_files(study, fig)] + [f"{R}/{study}/claims.md"]
+    return [f for fig in get_study(study).figures(config) for f in figure_files(study, fig)] + [f"{R}/{study}/claims.md"]
 
 
 def all_targets(wildcards):
@@ -98,67 +113,68 @@ def figure_stem(wildcards, output):
     return output.png.removesuffix(".png")
 
 
-def _job(wildcards):
-    return {k: v for k, v in wildcards.items()}
-
-
 def inputs_of(study, stage):
-    def inputs(wildcards):
-        return {k: f"{R}/{study}/{p}" for k, p in _specs(study).stage_inputs(config, stage, _job(wildcards)).items()}
-
-    return _named(inputs, f"{study}_{stage}_inputs")
+    return _named(lambda wildcards: _inputs(study, _spec(study, stage, _job(study, stage, wildcards))), f"{study}_{stage}_inputs")
 
 
 def inputs_json_of(study, stage):
     fn = inputs_of(study, stage)
-    return _named(lambda wildcards: _json(fn(wildcards)), f"{study}_{stage}_inputs_json")
+    return _named(lambda wildcards: dlc.canonical_json(fn(wildcards)), f"{study}_{stage}_inputs_json")
 
 
 def spec_of(study, stage):
     """The job's spec as canonical JSON: a change of any config value it depends on reruns it."""
-    return _named(lambda wildcards: _json(_specs(study).spec(config, stage, _job(wildcards))), f"{study}_{stage}_spec")
+    return _named(lambda wildcards: _spec(study, stage, _job(study, stage, wildcards)).to_json(), f"{study}_{stage}_spec")
 
 
 def code_of(study, stage):
     """The fingerprint of the code the stage runs: editing that code reruns the job (depthlab.provenance)."""
-    return dlp.code_fingerprint(get_study(study).stage(stage).module)
+    return dlp.code_fingerprint(get_study(study).stage(stage).fingerprint_modules)
 
 
 # ---- figures and claims (report.smk) ----------------------------------------------------
 
 
+def _figure_spec(wildcards):
+    st = get_study(wildcards.study)
+    return _spec(wildcards.study, st.kind_stage("figure").name, FigureJob(wildcards.figure))
+
+
 def figure_inputs(wildcards):
-    s = wildcards.study
-    return {k: f"{R}/{s}/{p}" for k, p in _specs(s).figure_inputs(config, wildcards.figure).items()}
+    return _inputs(wildcards.study, _figure_spec(wildcards))
 
 
 def figure_inputs_json(wildcards):
-    return _json(figure_inputs(wildcards))
+    return dlc.canonical_json(figure_inputs(wildcards))
 
 
 def figure_spec(wildcards):
-    return _json(_specs(wildcards.study).spec(config, "figure", {"figure": wildcards.figure}))
+    return _figure_spec(wildcards).to_json()
 
 
 def figure_code(wildcards):
-    return code_of(wildcards.study, "figure")
+    return code_of(wildcards.study, get_study(wildcards.study).kind_stage("figure").name)
+
+
+def _claims_spec(wildcards):
+    return _spec(wildcards.study, get_study(wildcards.study).kind_stage("claims").name, ClaimsJob())
 
 
 def claims_inputs(wildcards):
     s = wildcards.study
-    return {f: f"{R}/{s}/figures/{f}.csv" for f in _specs(s).claims_inputs(config)}
+    return {f: f"{R}/{s}/figures/{f}.csv" for f in get_study(s).claims_figures(config)}
 
 
 def claims_inputs_json(wildcards):
-    return _json(claims_inputs(wildcards))
+    return dlc.canonical_json(claims_inputs(wildcards))
 
 
 def claims_spec(wildcards):
-    return _json(_specs(wildcards.study).spec(config, "claims", {}))
+    return _claims_spec(wildcards).to_json()
 
 
 def claims_code(wildcards):
-    return code_of(wildcards.study, "claims")
+    return code_of(wildcards.study, get_study(wildcards.study).kind_stage("claims").name)
 
 
 def index_inputs(wildcards):
@@ -166,9 +182,9 @@ def index_inputs(wildcards):
 
 
 def index_inputs_json(wildcards):
-    return _json(index_inputs(wildcards))
+    return dlc.canonical_json(index_inputs(wildcards))
 
 
 def config_json(wildcards):
     """The config for the snapshot, less `device`: where jobs ran is recorded per store, and is no rerun trigger."""
-    return _json({k: v for k, v in config.items() if k != "device"})
+    return dlc.canonical_json({k: v for k, v in config.items() if k != "device"})

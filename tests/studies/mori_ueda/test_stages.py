@@ -1,31 +1,53 @@
-"""Mori & Ueda stages: data sets per task and noise, the train grid (Fig. 3's max lr), determinism."""
+"""Mori & Ueda stages on specs built from a config by the study's own spec classes: data sets per task and noise,
+the train grid (Fig. 3's max lr), determinism."""
 
+import copy
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import yaml
 
-from depthlab.core.losses import misclassification
-from depthlab.core.mlp import init_params, layer_sizes
+import depthlab.config as dlc
+from depthlab.core.losses.mse import MSE
+from depthlab.core.metrics import misclassification
+from depthlab.core.mlp import init_params
+from depthlab.core.optim.sgd import SGD
+from depthlab.core.shapes import layer_sizes
 from depthlab.core.trainer import TrainSettings, train
 from depthlab.storage import content_hash
+from depthlab.studies import get_study
 from depthlab.studies.mori_ueda import data, search, training
 from depthlab.studies.mori_ueda.seeding import model_seeds
+from depthlab.studies.mori_ueda.specs import DataJob, DepthJob
 from depthlab.studies.mori_ueda.targets import target
 
+ROOT = Path(__file__).resolve().parents[3]
 CTX = SimpleNamespace(device="cpu", progress=lambda m: None, checkpoint=None)
+STUDY = get_study("mori_ueda")
 
 
-def data_spec(**kw):
-    t = {"k": 2, "locality": "local", "g": "product", "d": 5, "n_train": 200, "noise": 0.0}
-    t.update(kw.pop("target", {}))
-    return {"study": "mori_ueda", "stage": "data", "job": {"figure": "fig9", "target": "t"}, "target": t,
-            "task": kw.get("task", "regression"), "n_test": 300, "seed": 3}
+def config(**figures) -> dict:
+    """The smoke config with the mori_ueda figures replaced by ``figures``, validated (defaults filled in)."""
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["seed"] = 3
+    cfg["studies"] = {"mori_ueda": cfg["studies"]["mori_ueda"]}
+    mu = cfg["studies"]["mori_ueda"]
+    mu["figures"] = copy.deepcopy(figures)
+    mu["training"].update(batch_size=50, check_every=10, loss_threshold=1.0e-3, max_epochs=200)
+    return dlc.validate(cfg)
+
+
+def fig(task="regression", **target) -> dict:
+    t = {"k": 2, "locality": "local", "d": 5, "n_train": 200, **target}
+    return {"task": task, "budget": 2000.0, "n_test": 300, "depths": [2], "seeds": [0, 1], "targets": {"t": t}}
 
 
 def test_noise_only_on_training_labels():
-    clean = data.make_data(data_spec(), {})
-    noisy = data.make_data(data_spec(target={"noise": 0.5}), {})
+    cfg = config(fig1=fig(), fig2=fig(noise=0.5))
+    clean = data.make_data(STUDY.spec(cfg, "data", DataJob("fig1", "t")), {})
+    noisy = data.make_data(STUDY.spec(cfg, "data", DataJob("fig2", "t")), {})
     np.testing.assert_array_equal(clean.x_train, noisy.x_train)
     np.testing.assert_array_equal(clean.y_test, noisy.y_test)  # test labels stay noiseless
     np.testing.assert_array_equal(noisy.f_train, clean.y_train)
@@ -36,48 +58,49 @@ def test_noise_only_on_training_labels():
 
 
 def test_classification_labels_are_signs():
-    ds = data.make_data(data_spec(task="classification"), {})
+    cfg = config(fig5=fig(task="classification"))
+    ds = data.make_data(STUDY.spec(cfg, "data", DataJob("fig5", "t")), {})
     np.testing.assert_array_equal(ds.y_train, np.where(ds.f_train >= 0, 1.0, -1.0))
     assert misclassification(np.array([[1.0, -1.0, 2.0]]), np.array([0.5, 0.5, -0.1]))[0] == pytest.approx(2 / 3)
 
 
-TRAINING = {"batch_size": 50, "check_every": 10, "loss_threshold": 1e-3, "max_epochs": 200, "loss": "mse", "optimizer": "sgd"}
-
-
 def test_grid_max_converged_lr_matches_separate_runs():
-    dspec = data_spec(target={"k": 1})
-    ds = data.make_data(dspec, {})
-    lrs = [1e-5, 0.01, 0.1, 100.0]
-    spec = {"study": "mori_ueda", "stage": "train", "job": {}, "data": dspec, "depth": 2, "width": 32, "n_params": 0,
-            "lrs": lrs, "training": TRAINING, "seeds": [0, 1]}
+    sweep = {**fig(k=1), "kind": "lr_sweep", "width": 32, "log10_lrs": [-5.0, -2.0, -1.0, 2.0], "max_epochs": 200}
+    sweep.pop("budget")
+    cfg = config(fig3=sweep)
+    ds = data.make_data(STUDY.spec(cfg, "data", DataJob("fig3", "t")), {})
+    spec = STUDY.spec(cfg, "train", DepthJob("fig3", "t", 2))
+    assert spec.lrs == pytest.approx((1e-5, 0.01, 0.1, 100.0)) and spec.shape.width == 32
     out = training.run_train(spec, {"data": ds}, CTX)
     conv = out.converged.values
     assert out.test_error.dims == ("lr", "seed") and out.attrs["lr_source"] == "grid"
     assert not conv[0].any(), "1e-5 cannot fit in 200 epochs"
     assert out.diverged.values[-1].all(), "lr = 100 must diverge"
     assert np.isnan(out.test_error.values[-1]).all()
-    expected = max(lr for lr, c in zip(lrs, conv) if c.all())
-    assert out.max_converged_lr == expected and expected in (0.01, 0.1)
-    # independent check: train each (lr, seed) alone and compare the converged flags
-    for i, lr in enumerate(lrs):
+    expected = max(lr for lr, c in zip(spec.lrs, conv) if c.all())
+    assert out.max_converged_lr == expected and expected in (spec.lrs[1], spec.lrs[2])
+    # independent check: train each (lr, seed) alone with a plain settings object and compare the converged flags
+    plain = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=50, check_every=10, loss_threshold=1e-3, max_epochs=200,
+                          device="cpu")
+    for i, lr in enumerate(spec.lrs):
         for j, sd in enumerate([0, 1]):
             init, order = model_seeds([sd], 2)
             r = train(ds.x_train.values, ds.y_train.values, np.arange(200)[None], np.array([lr]),
-                      init_params(layer_sizes(5, 32, 2), init), order, TrainSettings(device="cpu", **TRAINING))
+                      init_params(layer_sizes(5, 32, 2), init), order, plain)
             assert r.converged[0] == conv[i, j]
 
 
 def test_same_spec_gives_identical_stores_on_cpu():
-    dspec = data_spec()
-    training_ = {**TRAINING, "max_epochs": 10, "check_every": 5, "loss_threshold": 1e-4}
-    ls = {"study": "mori_ueda", "stage": "lrsearch", "job": {}, "data": dspec, "depth": 2, "width": 20, "n_params": 0,
-          "training": training_,
-          "search": {"folds": 2, "log10_lr_bounds": [-2.0, -0.5], "init_points": 2, "rounds": 1, "candidates_per_round": 2, "seed": 0}}
-    tr = {"study": "mori_ueda", "stage": "train", "job": {}, "data": dspec, "depth": 2, "width": 20, "n_params": 0,
-          "lrs": "lrsearch", "training": training_, "seeds": [0, 1]}
+    cfg = config(fig2=fig())
+    mu = cfg["studies"]["mori_ueda"]
+    mu["training"].update(max_epochs=10, check_every=5, loss_threshold=1e-4)
+    mu["lrsearch"].update(folds=2, log10_lr_bounds=[-2.0, -0.5], init_points=2, rounds=1, candidates_per_round=2, max_epochs=10)
+    ls = STUDY.spec(cfg, "lrsearch", DepthJob("fig2", "t", 2))
+    tr = STUDY.spec(cfg, "train", DepthJob("fig2", "t", 2))
+    assert tr.lrs is None and set(tr.inputs()) == {"data", "lrsearch"}
     hashes = []
     for _ in range(2):
-        ds = data.make_data(dspec, {})
+        ds = data.make_data(STUDY.spec(cfg, "data", DataJob("fig2", "t")), {})
         s = search.run_lrsearch(ls, {"data": ds}, CTX)
         t = training.run_train(tr, {"data": ds, "lrsearch": s}, CTX)
         assert float(t.lr.values[0]) == float(s.best_lr)

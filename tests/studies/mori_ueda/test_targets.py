@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from depthlab.core.losses import sign_labels
+from depthlab.core.metrics import sign_labels
 from depthlab.studies.mori_ueda import targets as dl
 
 

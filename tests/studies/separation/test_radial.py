@@ -1,12 +1,10 @@
-"""Radial distributions and targets: the Eldan-Shamir density against Parseval and its samples, r0, widths."""
+"""Radial distributions and targets: the Eldan-Shamir density against Parseval and its samples, r0."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from depthlab.core.shapes import n_params
 from depthlab.studies.separation import radial
-from depthlab.studies.separation.specs import width_for_budget
 
 
 @pytest.mark.parametrize("d", [2, 3, 8, 32])
@@ -47,12 +45,3 @@ def test_ball_target_is_balanced_at_the_median_radius(dist):
     assert f.min() == 0 and f.max() <= 1 and np.allclose(f[np.linalg.norm(x, axis=1) >= r0], 0)
     u = x / np.linalg.norm(x, axis=1, keepdims=True)
     assert abs(u.mean(0)).max() < 0.02  # directions uniform
-
-
-@pytest.mark.parametrize("d,depth,budget", [(2, 1, 200), (64, 2, 2000), (16, 3, 8000), (8, 1, 12)])
-def test_width_for_budget_is_the_closest_exact_count(d, depth, budget):
-    h = width_for_budget(d, depth, budget)
-    best = min(range(1, 5000), key=lambda w: (abs(n_params(d, w, depth) - budget), w))
-    assert h == best
-    with pytest.raises(ValueError, match="below the smallest net"):
-        width_for_budget(64, 3, 10)

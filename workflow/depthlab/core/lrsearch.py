@@ -3,7 +3,7 @@
 The paper used Nogueira's ``bayesian-optimization`` package; so do we.  The
 search runs over u = log10(lr).  Each round asks the optimiser for several
 candidates (constant-liar batching), and candidates x folds train as one batch
-in :func:`depthlab.core.trainer.train`.  The score maximised is
+in :func:`depthlab.core.grid.train_grid` (the folds as its seeds).  The score maximised is
 ``-log10(mean validation error over folds)``; a diverged fold counts as the
 ``diverged_error`` (a fixed bad value), never as NaN.
 
@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import logging
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import numpy as np
 import torch
 
-from . import losses
+from .grid import train_grid
 from .mlp import init_params, predict, select
 from .seeds import rng, seed, seeds
-from .trainer import Checkpoint, TrainSettings, fingerprint, train
+from .trainer import Checkpoint, TrainSettings, fingerprint
 
 log = logging.getLogger("depthlab")
 
@@ -84,12 +84,11 @@ def validation_errors(
 ) -> dict[str, np.ndarray]:
     """Train len(lrs) x K models as one batch; return per-(lr, fold) validation error etc., each [C, K]."""
     C, K = len(lrs), tr.shape[0]
-    loss = losses.get(settings.loss)
+    loss = settings.loss
     # common random numbers across candidates: fold k always starts from the same init and data order
     fold_init = init_params(sizes, seeds(search_seed, "init", K), init_scheme)
-    init = [(W.repeat(C, 1, 1), b.repeat(C, 1, 1)) for W, b in fold_init]  # model m = (c, k), c = m // K
-    res = train(x, y, np.tile(tr, (C, 1)), np.repeat(lrs, K), init, np.tile(seeds(search_seed, "order", K), C),
-                settings, progress=progress, checkpoint=checkpoint)
+    res = train_grid(x, y, lrs, fold_init, seeds(search_seed, "order", K), settings, rows=tr, progress=progress,
+                     checkpoint=checkpoint).result  # model m = (candidate m // K, fold m % K)
     va_m = np.tile(va, (C, 1))
     err = np.full(C * K, diverged_error)
     for m in np.flatnonzero(~res.diverged):
@@ -165,10 +164,10 @@ def search_lr(
     used = search.use_folds or search.folds
     tr, va = tr[:used], va[:used]
     # a diverged fold scores as predicting far worse than the constant 0 would
-    diverged_error = 10.0 * float(np.mean(y**2)) if losses.get(settings.loss).task == "regression" else 1.0
+    diverged_error = 10.0 * float(np.mean(y**2)) if settings.loss.task == "regression" else 1.0
     depth = len(sizes) - 2
     keys = ("val_error", "diverged", "converged", "epochs")
-    key = fingerprint(x, y, sizes, init_scheme, sorted(asdict(search).items()), sorted(asdict(settings).items()))
+    key = fingerprint(x, y, sizes, init_scheme, repr(search), repr(settings))
     done: list[dict[str, np.ndarray]] = []
     if checkpoint is not None:
         blob = checkpoint.load(key) or {}

@@ -82,11 +82,6 @@ def init_params(sizes: list[int], seeds: np.ndarray, scheme: str = "glorot_unifo
     return params
 
 
-def stack(models: list[Params]) -> Params:
-    """Concatenate several stacks of the same shape along the model axis."""
-    return [(torch.cat([p[i][0] for p in models]), torch.cat([p[i][1] for p in models])) for i in range(len(models[0]))]
-
-
 def select(params: Params, rows: np.ndarray | list[int]) -> Params:
     """The models ``rows`` of a stack (a copy)."""
     idx = torch.as_tensor(np.asarray(rows, dtype=np.int64))

@@ -21,34 +21,48 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import numpy as np
 import torch
 
-from . import losses, optim
+from . import metrics
 from .device import resolve_device
+from .losses.base import Loss
 from .mlp import Params, forward
 
 log = logging.getLogger("depthlab")
 
 
-@dataclass(frozen=True)
+class Optimizer(Protocol):
+    """An optimiser of M stacked nets (depthlab.core.optim.sgd.SGD, .adam.Adam): state, and one in-place step."""
+
+    name: str
+
+    def init_state(self, params: Params) -> dict[str, torch.Tensor]: ...
+
+    def step(self, params: Params, state: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
+             lr: torch.Tensor, loss: Loss) -> torch.Tensor: ...
+
+
+@dataclass(frozen=True, kw_only=True)
 class TrainSettings:
+    loss: Loss  # a depthlab.core.losses object (MSE(), Logistic(), Hinge()): the caller imports the one it uses
+    optimizer: Optimizer  # a depthlab.core.optim object (SGD(), Adam())
     batch_size: int = 50  # B: minibatch size (Mori & Ueda: 50; Malach & Shalev-Shwartz: 100)
     check_every: int = 50  # epochs between full-training-set checks (Mori & Ueda: 50)
-    loss_threshold: float | None = 1e-4  # stop rule threshold (see depthlab.core.losses); None: never stop early
+    loss_threshold: float | None = 1e-4  # stop rule threshold (see depthlab.core.losses.base); None: never stop early
     max_epochs: int = 2500  # hard cap; a model that reaches it is "not converged"
-    loss: str = "mse"  # mse | logistic | hinge
-    optimizer: str = "sgd"  # sgd | adam
     device: str = "auto"  # "auto" picks CUDA when present
     dtype: str = "float32"  # float64 for reference tests
     eval_chunk: int = 4096  # rows per forward chunk when evaluating full sets
 
     def __post_init__(self) -> None:
-        losses.get(self.loss)
-        optim.get(self.optimizer)
+        if not isinstance(self.loss, Loss):
+            raise TypeError(f"loss must be a depthlab.core.losses object, got {self.loss!r}")
+        if not callable(getattr(self.optimizer, "step", None)):
+            raise TypeError(f"optimizer must be a depthlab.core.optim object, got {self.optimizer!r}")
         if self.batch_size < 1 or self.check_every < 1 or self.max_epochs < 1:
             raise ValueError("batch_size, check_every and max_epochs must be >= 1")
 
@@ -178,7 +192,7 @@ def _chunk(params: Params, chunk: int) -> int:
     return max(1, min(chunk, EVAL_ELEMENTS // (params[0][0].shape[0] * widest)))
 
 
-def _full_pass(params: Params, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, loss: losses.Loss,
+def _full_pass(params: Params, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, loss: Loss,
                chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean loss [M] and accuracy of sign f [M] of every model on its own rows idx [M, n]."""
     M, n = idx.shape
@@ -190,11 +204,11 @@ def _full_pass(params: Params, x: torch.Tensor, y: torch.Tensor, idx: torch.Tens
         out = forward(params, x[j])
         yy = y[j]
         tot += loss.value(out, yy) * j.shape[1]
-        hits += (1.0 - losses.misclassification(out, yy)) * j.shape[1]
+        hits += (1.0 - metrics.misclassification(out, yy)) * j.shape[1]
     return tot / n, hits / n
 
 
-def _eval_error(params: Params, x: torch.Tensor, y: torch.Tensor, loss: losses.Loss, chunk: int) -> np.ndarray:
+def _eval_error(params: Params, x: torch.Tensor, y: torch.Tensor, loss: Loss, chunk: int) -> np.ndarray:
     """Error metric of every model on a shared evaluation set, [M] float64."""
     chunk = _chunk(params, chunk)
     outs = [forward(params, x[s : s + chunk]) for s in range(0, x.shape[0], chunk)]
@@ -208,7 +222,7 @@ def train(
     lr: np.ndarray,
     init: Params,
     order_seeds: np.ndarray,
-    settings: TrainSettings = TrainSettings(),
+    settings: TrainSettings,
     eval_set: tuple[np.ndarray, np.ndarray] | None = None,
     progress: Callable[[str], None] | None = None,
     checkpoint: Checkpoint | None = None,
@@ -225,7 +239,7 @@ def train(
     """
     t0 = time.perf_counter()
     s = settings
-    loss, opt = losses.get(s.loss), optim.get(s.optimizer)
+    loss, opt = s.loss, s.optimizer
     dev = resolve_device(s.device)
     dtype = getattr(torch, s.dtype)
     train_idx = np.asarray(train_idx)
@@ -249,7 +263,7 @@ def train(
     key = ""
     saved = None
     if checkpoint is not None:
-        key = fingerprint(x, y, train_idx, lr, *[t for layer in init for t in layer], order_seeds, sorted(asdict(s).items()),
+        key = fingerprint(x, y, train_idx, lr, *[t for layer in init for t in layer], order_seeds, repr(s),
                           None if eval_set is None else eval_set[0], None if eval_set is None else eval_set[1])
         saved = checkpoint.load(key)
     if saved is not None:

@@ -1,60 +1,57 @@
-"""The study registry: every depth study, its stages and its spec builders, by name.
+"""The study registry: every study folder in this package, and in the folders on ``$DEPTHLAB_STUDY_PATH``.
 
-A study is a subpackage ``depthlab.studies.<name>`` whose ``__init__`` defines
-``STUDY`` (a :class:`Study`).  Stage entries are "module:function" strings, so
-looking a study up imports nothing heavy: the CLI imports only the module of
-the stage it runs, and :mod:`depthlab.provenance` fingerprints exactly that
-module and what it imports.
-
-Stage kinds and their entry functions' signatures:
-
-* ``store``:  fn(spec, inputs: {name: xr.Dataset}, ctx: StageContext) -> xr.Dataset  (a zarr store)
-* ``figure``: fn(spec, inputs: {name: xr.Dataset}) -> (matplotlib Figure, pandas DataFrame)
-* ``claims``: fn(spec, tables: {figure name: DataFrame}) -> list[depthlab.claims.Verdict]
+A study is a subpackage ``depthlab.studies.<name>`` whose ``__init__`` defines ``STUDY`` (a
+:class:`depthlab.study.Study`); it is found by looking, not by a list kept by hand.  A folder
+``<dir>/<name>/`` outside the checkout joins the registry when ``<dir>`` is on
+``$DEPTHLAB_STUDY_PATH`` (``os.pathsep``-separated), and is imported as
+``depthlab.studies.<name>`` like the built-in ones, so its code is fingerprinted the same way.
+Looking a study up imports its ``__init__`` and specs only (no numpy, no torch).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any, Callable
+import os
+import pkgutil
+from pathlib import Path
 
-STUDIES = ("mori_ueda", "spectra", "separation", "fractals")
+from depthlab.study import NAME, Study, bind
 
-
-@dataclass(frozen=True)
-class Stage:
-    entry: str  # "module:function"
-    kind: str = "store"  # store | figure | claims
-
-    @property
-    def module(self) -> str:
-        return self.entry.partition(":")[0]
-
-    def function(self) -> Callable[..., Any]:
-        mod, _, fn = self.entry.partition(":")
-        return getattr(importlib.import_module(mod), fn)
+BUILTIN = Path(__file__).resolve().parent
+# extra folders holding study packages (a namespace-style search path for this package)
+__path__ = [str(BUILTIN)] + [p for p in os.environ.get("DEPTHLAB_STUDY_PATH", "").split(os.pathsep) if p]
 
 
-@dataclass(frozen=True)
-class Study:
-    name: str
-    title: str  # shown in figure captions, the claims index and the HTML report
-    specs_module: str  # check(section, config), spec(config, stage, job), and the job grid helpers
-    stages: dict[str, Stage] = field(default_factory=dict)
-
-    def specs(self) -> ModuleType:
-        return importlib.import_module(self.specs_module)
-
-    def stage(self, name: str) -> Stage:
-        if name not in self.stages:
-            raise KeyError(f"study {self.name} has no stage {name!r}; stages: {', '.join(sorted(self.stages))}")
-        return self.stages[name]
+def folders() -> list[Path]:
+    """Where studies are looked for: this package's folder, then each folder on $DEPTHLAB_STUDY_PATH."""
+    return [Path(p) for p in __path__]
 
 
+@functools.lru_cache(maxsize=1)
+def names() -> tuple[str, ...]:
+    """Every study name, sorted (a name found twice is an error: a study from $DEPTHLAB_STUDY_PATH never shadows another)."""
+    seen: dict[str, Path] = {}
+    for folder in folders():
+        if not folder.is_dir():
+            continue
+        for info in pkgutil.iter_modules([str(folder)]):
+            if not info.ispkg or not NAME.match(info.name):
+                continue
+            if info.name in seen:
+                raise ImportError(f"study {info.name!r} is defined twice: in {seen[info.name]} and in {folder}")
+            if (folder / info.name / "schema.yaml").is_file():
+                seen[info.name] = folder
+    return tuple(sorted(seen))
+
+
+@functools.lru_cache(maxsize=None)
 def get_study(name: str) -> Study:
-    """The registered study ``name`` (KeyError naming the known studies otherwise)."""
-    if name not in STUDIES:
-        raise KeyError(f"unknown study {name!r}; known studies: {', '.join(STUDIES)}")
-    return importlib.import_module(f"{__name__}.{name}").STUDY
+    """The study ``name`` (KeyError naming the known studies otherwise)."""
+    if name not in names():
+        raise KeyError(f"unknown study {name!r}; known studies: {', '.join(names())}")
+    mod = importlib.import_module(f"{__name__}.{name}")
+    study = getattr(mod, "STUDY", None)
+    if not isinstance(study, Study) or study.name != name:
+        raise ImportError(f"{mod.__name__} must define STUDY = Study(name={name!r}, ...)")
+    return bind(study, mod.__name__)

@@ -5,17 +5,20 @@ approximation curves that move the negatives from coarse to fine levels, and net
 depth and width trained on them as the authors' code does; Figures 4-6 and Tables 1-2.
 """
 
-from depthlab.studies import Stage, Study
+from depthlab.study import Stage, Study
 
-_P = "depthlab.studies.fractals"
+from . import specs as S
+
 STUDY = Study(
     name="fractals",
     title="Malach & Shalev-Shwartz (2019): fractal distributions",
-    specs_module=f"{_P}.specs",
-    stages={
-        "data": Stage(f"{_P}.data:make_data"),
-        "train": Stage(f"{_P}.training:run_train"),
-        "figure": Stage(f"{_P}.figures:make_figure", kind="figure"),
-        "claims": Stage(f"{_P}.claims:check", kind="claims"),
-    },
+    stages=(
+        Stage("data", S.DataSpec, ".data:make_data", path="{fractal}/n{n}/pdeg{pdeg}/data.zarr"),
+        Stage("train", S.TrainSpec, ".training:run_train", path="{fractal}/n{n}/pdeg{pdeg}/depth{depth}/w{width}.zarr", gpu=True),
+        Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),
+        Stage("claims", S.ClaimsSpec, ".claims:check", kind="claims"),
+    ),
+    figures=S.figures,
+    check=S.check,
+    claims_inputs=S.claims_inputs,
 )

@@ -14,11 +14,16 @@ then the maximum over learning rates.  Criteria (fixed here, printed in the repo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
 from depthlab.claims import Verdict
+
+if TYPE_CHECKING:
+    from .specs import ClaimsSpec
 
 from .plots import best, curve_table
 
@@ -85,18 +90,18 @@ def m3(table: pd.DataFrame, near_chance: float, figure: str, subject: str) -> Ve
                    f"need <= {near_chance}); worst {b.best_accuracy.min():.4f}")
 
 
-def check(spec: dict, tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
+def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
     out = []
     if "fig4" in tables:
-        out += m1(tables["fig4"], spec["near_perfect"])
+        out += m1(tables["fig4"], spec.near_perfect)
     if "fig5" in tables:
         out += m2(tables["fig5"])
     if "fig6" in tables:
         t = tables["fig6"]
-        out.append(m3(t, spec["near_chance"], "fig6", f"{t.fractal.iloc[0]} depth {t.n.iloc[0]}, pdeg {t.pdeg.iloc[0]}"))
+        out.append(m3(t, spec.near_chance, "fig6", f"{t.fractal.iloc[0]} depth {t.n.iloc[0]}, pdeg {t.pdeg.iloc[0]}"))
     if "tables" in tables:
         t = tables["tables"]
         fine = t.pdeg.max()
         for f, g in t[t.pdeg == fine].groupby("fractal"):
-            out.append(m3(g, spec["near_chance"], "tables", f"{f} depth {g.n.iloc[0]}, pdeg {fine}"))
-    return out, [spec["scale_note"], *NOTES]
+            out.append(m3(g, spec.near_chance, "tables", f"{f} depth {g.n.iloc[0]}, pdeg {fine}"))
+    return out, [spec.scale_note, *NOTES]

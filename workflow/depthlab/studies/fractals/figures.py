@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-import xarray as xr
+
+from depthlab.study import StoreInput
 
 from . import plots
 
+if TYPE_CHECKING:
+    from .specs import FigureSpec
 
-def accuracy_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+
+def _stores(inputs: list[StoreInput]) -> list:
+    return [i.data for i in sorted(inputs, key=lambda i: tuple(i.job.values().values()))]
+
+
+def accuracy_table(inputs: list[StoreInput]) -> pd.DataFrame:
     """One row per (fractal, n, pdeg, depth, width, lr, seed): best and final test accuracy, P(j) of the distribution."""
     rows = []
-    for name, ds in sorted(inputs.items()):
+    for ds in _stores(inputs):
         a = ds.attrs
         curve = {f"P{j}": float(v) for j, v in zip(ds.j.values, ds.curve.values)}
         for i, lr in enumerate(ds.lr.values):
@@ -24,9 +34,9 @@ def accuracy_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def samples_table(inputs: dict[str, xr.Dataset], points: int) -> pd.DataFrame:
+def samples_table(inputs: list[StoreInput], points: int) -> pd.DataFrame:
     rows = []
-    for name, ds in sorted(inputs.items()):
+    for ds in _stores(inputs):
         x = ds.x_train.values[:points]
         y = ds.y_train.values[:points]
         a = ds.attrs
@@ -38,10 +48,10 @@ def samples_table(inputs: dict[str, xr.Dataset], points: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def make_figure(spec: dict, inputs: dict[str, xr.Dataset]):
-    name = spec["job"]["figure"]
+def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+    name = spec.job.figure
     if name == "samples":
-        tab = samples_table(inputs, spec["samples"])
+        tab = samples_table(inputs, spec.points)
         return plots.samples_figure(tab), tab
     tab = accuracy_table(inputs)
     if name == "fig4":
@@ -49,5 +59,5 @@ def make_figure(spec: dict, inputs: dict[str, xr.Dataset]):
     if name == "fig6":
         return plots.width_figure(tab, by_params=False, title="Malach & Shalev-Shwartz Fig. 6: fine Vicsek set"), tab
     if name == "fig5":
-        return plots.curves_figure(tab, spec["pdegs"]), tab
+        return plots.curves_figure(tab, list(spec.pdegs)), tab
     return plots.tables_figure(tab), tab

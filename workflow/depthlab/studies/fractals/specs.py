@@ -1,9 +1,9 @@
-"""Malach & Shalev-Shwartz (fractals): config rules, the job grid, store paths and per-job specs.
+"""Malach & Shalev-Shwartz (fractals): the cross-field config rules and one typed spec per stage.
 
 Jobs, paths under ``<results>/fractals/``:
 
-  data   {fractal}/n{n}/pdeg{pdeg}/data.zarr            training and test samples of one distribution
-  train  {fractal}/n{n}/pdeg{pdeg}/depth{depth}/w{width}.zarr   nets of one (depth, width): every lr x seed, one batch
+  data   {fractal}/n{n}/pdeg{pdeg}/data.zarr                       training and test samples of one distribution
+  train  {fractal}/n{n}/pdeg{pdeg}/depth{depth}/w{width}.zarr      nets of one (depth, width): every lr x seed, one batch
 
 ``n`` is the fractal's depth, ``pdeg`` names its approximation curve, ``depth`` counts the
 net's hidden layers (the authors' T) and ``width`` its units per layer.  The grid is the union
@@ -14,157 +14,206 @@ coarse and fine); the ``samples`` figure only needs data.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
 
+from depthlab import memory as mem
 from depthlab.config import ConfigError
+from depthlab.core.shapes import layer_sizes
+from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
 
 from .distributions import level_weights
 
 STUDY = "fractals"
-PATHS = {
-    "data": "{fractal}/n{n}/pdeg{pdeg}/data.zarr",
-    "train": "{fractal}/n{n}/pdeg{pdeg}/depth{depth}/w{width}.zarr",
-}
 FIGURES = ("fig4", "fig5", "fig6", "tables", "samples")
 
 
-def _section(config: dict) -> dict:
+def section(config: dict) -> dict:
     return config["studies"][STUDY]
 
 
-def check(section: dict, config: dict) -> None:
+def check(sec: dict, config: dict) -> None:
     where = f"studies.{STUDY}"
-    if section["data"]["n_train"] % 2 or section["data"]["n_test"] % 2:
+    if sec["data"]["n_train"] % 2 or sec["data"]["n_test"] % 2:
         raise ConfigError(f"config error at {where}.data: n_train and n_test must be even (exactly half of each class)")
-    for name, f, n, pdegs in _distributions(section):
+    for name, f, n, pdegs in _distributions(sec):
         for p in pdegs:
             try:
                 level_weights(n, p)
             except ValueError as e:
                 raise ConfigError(f"config error at {where}.{name}: {e}") from None
     for name in ("fig4", "fig6", "tables"):
-        if name in section and not section[name]["depths"]:
+        if name in sec and not sec[name]["depths"]:
             raise ConfigError(f"config error at {where}.{name}.depths: empty")
 
 
-def _distributions(section: dict) -> list[tuple[str, str, int, list[int]]]:
-    """(config key, fractal, n, pdegs) of every experiment."""
-    out = []
-    for key in ("fig4", "fig6"):
-        if key in section:
-            e = section[key]
-            out.append((key, e["fractal"], e["fractal_depth"], [e["pdeg"]]))
-    if "fig5" in section:
-        e = section["fig5"]
-        out.append(("fig5", e["fractal"], e["fractal_depth"], list(e["pdegs"])))
-    if "tables" in section:
-        e = section["tables"]
-        out += [("tables", f, e["fractal_depth"], [e["coarse_pdeg"], e["fine_pdeg"]]) for f in e["fractals"]]
-    out += [("samples", s["fractal"], s["fractal_depth"], [s["pdeg"]]) for s in section["samples"]["show"]]
-    return out
-
-
-def _nets(section: dict, key: str) -> list[dict]:
-    """The (fractal, n, pdeg, depth, width) jobs one figure or table needs."""
-    e = section.get(key)
-    if e is None:
-        return []
-    if key in ("fig4", "fig6"):
-        return [{"fractal": e["fractal"], "n": e["fractal_depth"], "pdeg": e["pdeg"], "depth": T, "width": k}
-                for T in sorted(e["depths"]) for k in sorted(e["widths"])]
-    if key == "fig5":
-        return [{"fractal": e["fractal"], "n": e["fractal_depth"], "pdeg": p, "depth": e["depth"], "width": k}
-                for p in e["pdegs"] for k in sorted(e["widths"])]
-    return [{"fractal": f, "n": e["fractal_depth"], "pdeg": p, "depth": T, "width": k} for f in e["fractals"]
-            for p in (e["coarse_pdeg"], e["fine_pdeg"]) for T in sorted(e["depths"]) for k in sorted(e["widths"])]
-
-
-def _unique(rows: list[dict]) -> list[dict]:
-    seen, out = set(), []
-    for r in rows:
-        key = tuple(sorted(r.items()))
-        if key not in seen:
-            seen.add(key)
-            out.append(r)
-    return out
-
-
 def figures(config: dict) -> list[str]:
-    s = _section(config)
+    s = section(config)
     return [f for f in FIGURES if f in s or f == "samples"]
 
 
-def path(stage: str, **job: Any) -> str:
-    return PATHS[stage].format(**job)
-
-
-def jobs(config: dict, stage: str) -> list[dict]:
-    s = _section(config)
-    if stage == "data":
-        return _unique([{"fractal": f, "n": n, "pdeg": p} for _, f, n, ps in _distributions(s) for p in ps])
-    if stage == "train":
-        return _unique([j for key in ("fig4", "fig5", "fig6", "tables") for j in _nets(s, key)])
-    return []
-
-
-def stage_inputs(config: dict, stage: str, job: dict) -> dict[str, str]:
-    return {"data": path("data", fractal=job["fractal"], n=job["n"], pdeg=job["pdeg"])} if stage == "train" else {}
-
-
-def figure_inputs(config: dict, figure: str) -> dict[str, str]:
-    s = _section(config)
-    if figure == "samples":
-        rows = _unique([{"fractal": x["fractal"], "n": x["fractal_depth"], "pdeg": x["pdeg"]} for x in s["samples"]["show"]])
-        return {path("data", **j).removesuffix("/data.zarr"): path("data", **j) for j in rows}
-    return {path("train", **j).removesuffix(".zarr"): path("train", **j) for j in _nets(s, figure)}
-
-
 def claims_inputs(config: dict) -> list[str]:
-    return [f for f in ("fig4", "fig5", "fig6", "tables") if f in _section(config)]
+    return [f for f in ("fig4", "fig5", "fig6", "tables") if f in section(config)]
 
 
-def _envelope(stage: str, job: dict) -> dict:
-    return {"study": STUDY, "stage": stage, "job": job}
+def _distributions(sec: dict) -> list[tuple[str, str, int, list[int]]]:
+    """(config key, fractal, n, pdegs) of every experiment."""
+    out = []
+    for key in ("fig4", "fig6"):
+        if key in sec:
+            e = sec[key]
+            out.append((key, e["fractal"], e["fractal_depth"], [e["pdeg"]]))
+    if "fig5" in sec:
+        e = sec["fig5"]
+        out.append(("fig5", e["fractal"], e["fractal_depth"], list(e["pdegs"])))
+    if "tables" in sec:
+        e = sec["tables"]
+        out += [("tables", f, e["fractal_depth"], [e["coarse_pdeg"], e["fine_pdeg"]]) for f in e["fractals"]]
+    out += [("samples", s["fractal"], s["fractal_depth"], [s["pdeg"]]) for s in sec["samples"]["show"]]
+    return out
 
 
-def spec(config: dict, stage: str, job: dict) -> dict:
-    s = _section(config)
-    if stage == "data":
-        j = {"fractal": str(job["fractal"]), "n": int(job["n"]), "pdeg": int(job["pdeg"])}
-        return {**_envelope(stage, j), "n_train": s["data"]["n_train"], "n_test": s["data"]["n_test"], "seed": config["seed"]}
-    if stage == "train":
-        j = {"fractal": str(job["fractal"]), "n": int(job["n"]), "pdeg": int(job["pdeg"]), "depth": int(job["depth"]),
-             "width": int(job["width"])}
-        t = s["training"]
-        return {**_envelope(stage, j), "data": spec(config, "data", j), "init": "truncated_normal",
-                "lrs": [float(v) for v in sorted(t["lrs"])], "seeds": list(t["seeds"]),
-                "training": {"batch_size": t["batch_size"], "check_every": t["check_every"], "loss_threshold": None,
-                             "max_epochs": t["max_epochs"], "loss": "hinge", "optimizer": "adam"}}
-    if stage == "figure":
-        f = str(job["figure"])
-        e = s.get(f, {})
-        return {**_envelope(stage, {"figure": f}), **({"samples": s["samples"]["points"]} if f == "samples" else {}),
-                **({"pdegs": list(e["pdegs"])} if f == "fig5" else {})}
-    if stage == "claims":
+@dataclass(frozen=True)
+class DataJob(Job):
+    fractal: str = field(metadata={"pattern": "[a-z0-9]+"})
+    n: int
+    pdeg: int
+
+
+@dataclass(frozen=True)
+class TrainJob(Job):
+    fractal: str = field(metadata={"pattern": "[a-z0-9]+"})
+    n: int
+    pdeg: int
+    depth: int
+    width: int
+
+    @property
+    def data(self) -> DataJob:
+        return DataJob(self.fractal, self.n, self.pdeg)
+
+
+def _unique(jobs: list) -> list:
+    return list(dict.fromkeys(jobs))
+
+
+def _nets(sec: dict, key: str) -> list[TrainJob]:
+    """The (fractal, n, pdeg, depth, width) nets one figure or table needs."""
+    e = sec.get(key)
+    if e is None:
+        return []
+    if key in ("fig4", "fig6"):
+        return [TrainJob(e["fractal"], e["fractal_depth"], e["pdeg"], T, k) for T in sorted(e["depths"]) for k in sorted(e["widths"])]
+    if key == "fig5":
+        return [TrainJob(e["fractal"], e["fractal_depth"], p, e["depth"], k) for p in e["pdegs"] for k in sorted(e["widths"])]
+    return [TrainJob(f, e["fractal_depth"], p, T, k) for f in e["fractals"]
+            for p in (e["coarse_pdeg"], e["fine_pdeg"]) for T in sorted(e["depths"]) for k in sorted(e["widths"])]
+
+
+@dataclass(frozen=True)
+class DataSpec(Spec):
+    STUDY = STUDY
+    STAGE = "data"
+    job: DataJob
+    n_train: int
+    n_test: int
+    seed: int
+
+    @classmethod
+    def jobs(cls, config: dict) -> list[DataJob]:
+        return _unique([DataJob(f, n, p) for _, f, n, ps in _distributions(section(config)) for p in ps])
+
+    @classmethod
+    def from_config(cls, config: dict, job: DataJob) -> "DataSpec":
+        d = section(config)["data"]
+        return cls(job=job, n_train=d["n_train"], n_test=d["n_test"], seed=config["seed"])
+
+    def memory(self) -> dict[str, int]:
+        # rejection sampling holds a second copy
+        return {f"studies.{STUDY}.data.n_train": 2 * mem.data(self.n_train + self.n_test, 2)}
+
+
+@dataclass(frozen=True)
+class Training:
+    """The authors' training: hinge loss, Adam, batch 100; test accuracy at every check, no early stop."""
+
+    batch_size: int
+    check_every: int
+    max_epochs: int
+
+
+@dataclass(frozen=True)
+class TrainSpec(Spec):
+    STUDY = STUDY
+    STAGE = "train"
+    job: TrainJob
+    data: DataSpec
+    init: str
+    lrs: tuple[float, ...]
+    seeds: tuple[int, ...]
+    training: Training
+
+    @classmethod
+    def jobs(cls, config: dict) -> list[TrainJob]:
+        s = section(config)
+        return _unique([j for key in ("fig4", "fig5", "fig6", "tables") for j in _nets(s, key)])
+
+    @classmethod
+    def from_config(cls, config: dict, job: TrainJob) -> "TrainSpec":
+        t = section(config)["training"]
+        return cls(job=job, data=DataSpec.from_config(config, job.data), init="truncated_normal",
+                   lrs=tuple(float(v) for v in sorted(t["lrs"])), seeds=tuple(t["seeds"]),
+                   training=Training(batch_size=t["batch_size"], check_every=t["check_every"], max_epochs=t["max_epochs"]))
+
+    def inputs(self) -> dict[str, Ref]:
+        return {"data": Ref("data", self.job.data)}
+
+    def memory(self) -> dict[str, int]:
+        M = len(self.lrs) * len(self.seeds)
+        sizes = layer_sizes(1 if self.job.fractal == "cantor1d" else 2, self.job.width, self.job.depth)
+        return {f"studies.{STUDY}.training": self.data.memory()[f"studies.{STUDY}.data.n_train"]
+                + mem.nets(M, sizes, self.training.batch_size, self.data.n_test, adam=True)}
+
+
+@dataclass(frozen=True)
+class FigureSpec(Spec):
+    STUDY = STUDY
+    STAGE = "figure"
+    job: FigureJob
+    nets: tuple[TrainJob, ...]  # the trained nets the figure reads
+    samples: tuple[DataJob, ...]  # the data sets the samples figure draws
+    points: int  # samples drawn per panel
+    pdegs: tuple[int, ...]  # fig5: the curves in the config's order
+
+    @classmethod
+    def from_config(cls, config: dict, job: FigureJob) -> "FigureSpec":
+        s = section(config)
+        if job.figure == "samples":
+            shown = _unique([DataJob(x["fractal"], x["fractal_depth"], x["pdeg"]) for x in s["samples"]["show"]])
+            return cls(job=job, nets=(), samples=tuple(shown), points=s["samples"]["points"], pdegs=())
+        pdegs = tuple(s["fig5"]["pdegs"]) if job.figure == "fig5" else ()
+        return cls(job=job, nets=tuple(_nets(s, job.figure)), samples=(), points=0, pdegs=pdegs)
+
+    def inputs(self) -> dict[str, Ref]:
+        refs = [Ref("train", j) for j in self.nets] + [Ref("data", j) for j in self.samples]
+        return {"/".join([r.stage, *(str(v) for v in r.job.values().values())]): r for r in refs}
+
+
+@dataclass(frozen=True)
+class ClaimsSpec(Spec):
+    STUDY = STUDY
+    STAGE = "claims"
+    job: ClaimsJob
+    near_perfect: float
+    near_chance: float
+    fig5_depth: int | None
+    scale_note: str
+
+    @classmethod
+    def from_config(cls, config: dict, job: ClaimsJob) -> "ClaimsSpec":
+        s = section(config)
         t, d = s["training"], s["data"]
         steps = t["max_epochs"] * (d["n_train"] // t["batch_size"])
-        return {**_envelope(stage, {}), "near_perfect": 0.95, "near_chance": 0.6, "fig5_depth": s["fig5"]["depth"] if "fig5" in s else None,
-                "scale_note": f"Scale: {d['n_train']} training / {d['n_test']} test examples, Adam lr {sorted(t['lrs'])}, batch "
+        return cls(job=job, near_perfect=0.95, near_chance=0.6, fig5_depth=s["fig5"]["depth"] if "fig5" in s else None,
+                   scale_note=f"Scale: {d['n_train']} training / {d['n_test']} test examples, Adam lr {sorted(t['lrs'])}, batch "
                               f"{t['batch_size']}, {t['max_epochs']} epochs = {steps} steps (paper: 1e6), test accuracy every "
-                              f"{t['check_every']} epochs, best along the run reported; seeds {list(t['seeds'])}."}
-    raise KeyError(f"fractals has no stage {stage!r}")
-
-
-def memory(config: dict) -> list[tuple[str, str, int]]:
-    from depthlab import memory as mem
-
-    s = _section(config)
-    d, t = s["data"], s["training"]
-    D = 2 * mem.data(d["n_train"] + d["n_test"], 2)  # rejection sampling holds a second copy
-    out = [("fractals data", f"studies.{STUDY}.data.n_train", D)]
-    M = len(t["lrs"]) * len(t["seeds"])
-    for j in jobs(config, "train"):
-        sizes = [1 if j["fractal"] == "cantor1d" else 2] + [j["width"]] * j["depth"] + [1]
-        out.append((f"fractals train {path('train', **j).removesuffix('.zarr')}", f"studies.{STUDY}.training",
-                    D + mem.nets(M, sizes, t["batch_size"], d["n_test"], adam=True)))
-    return out
+                              f"{t['check_every']} epochs, best along the run reported; seeds {list(t['seeds'])}.")

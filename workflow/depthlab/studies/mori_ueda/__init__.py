@@ -5,20 +5,22 @@ learning rate chosen by K-fold cross-validated Bayesian optimisation, against
 their analytic NTK and NNGP kernel (Appendix A); Figures 1-6.
 """
 
-from depthlab.studies import Stage, Study
+from depthlab.study import Stage, Study
 
-_P = "depthlab.studies.mori_ueda"
+from . import specs as S
+
 STUDY = Study(
     name="mori_ueda",
     title="Mori & Ueda (2022): depth vs locality",
-    specs_module=f"{_P}.specs",
-    stages={
-        "data": Stage(f"{_P}.data:make_data"),
-        "lrsearch": Stage(f"{_P}.search:run_lrsearch"),
-        "train": Stage(f"{_P}.training:run_train"),
-        "ntk": Stage(f"{_P}.kernel:run_kernels"),
-        "entk": Stage(f"{_P}.lazy:run_entk"),
-        "figure": Stage(f"{_P}.figures:make_figure", kind="figure"),
-        "claims": Stage(f"{_P}.claims:check", kind="claims"),
-    },
+    stages=(
+        Stage("data", S.DataSpec, ".data:make_data", path="{figure}/data/{target}.zarr"),
+        Stage("lrsearch", S.LrSearchSpec, ".search:run_lrsearch", path="{figure}/lrsearch/{target}/L{depth}.zarr", gpu=True),
+        Stage("train", S.TrainSpec, ".training:run_train", path="{figure}/train/{target}/L{depth}.zarr", gpu=True),
+        Stage("ntk", S.NtkSpec, ".kernel:run_kernels", path="{figure}/ntk/{target}/L{depth}.zarr", gpu=True),
+        Stage("entk", S.EntkSpec, ".lazy:run_entk", path="{figure}/entk/{target}/L{depth}.zarr"),
+        Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),
+        Stage("claims", S.ClaimsSpec, ".claims:check", kind="claims"),
+    ),
+    figures=S.figures,
+    check=S.check,
 )

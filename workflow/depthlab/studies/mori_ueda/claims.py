@@ -23,11 +23,16 @@ Criteria (fixed here, printed in the report so a reader can disagree with them):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
 from depthlab.claims import Verdict
+
+if TYPE_CHECKING:
+    from .specs import ClaimsSpec
 
 CLEARLY = 1.10
 NOTES = [
@@ -149,13 +154,13 @@ def lr_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
     return out
 
 
-def check(spec: dict, tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
+def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
     """(verdicts, notes for the report) from every figure's table."""
     verdicts: list[Verdict] = []
     for name in sorted(tables):
-        fig = spec["figures"][name]
-        if fig["kind"] == "lr_sweep":
+        fig = spec.figures[name]
+        if fig.kind == "lr_sweep":
             verdicts += lr_claims(name, tables[name])
         else:
-            verdicts += depth_claims(name, fig["variant"], tables[name])
-    return verdicts, [spec["scale_note"], *NOTES]
+            verdicts += depth_claims(name, fig.variant, tables[name])
+    return verdicts, [spec.scale_note, *NOTES]

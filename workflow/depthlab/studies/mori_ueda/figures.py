@@ -2,33 +2,39 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-import xarray as xr
+
+from depthlab.study import StoreInput
 
 from . import plots
 
+if TYPE_CHECKING:
+    from .specs import FigureSpec
 
-def table(spec: dict, inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+
+def table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
     """One row per (target, depth, lr, seed): the net's test error and the kernels' errors at that (target, depth).
 
-    inputs: 'train/<target>/L<depth>' and 'ntk/<target>/L<depth>' stores.
+    inputs: the figure's train and ntk stores (and entk for an lr sweep), each with its typed job.
     """
+    store = {(i.stage, i.job.target, i.job.depth): i.data for i in inputs}
     rows = []
-    for name, ds in sorted(inputs.items()):
-        kind, target, depth = name.split("/")
-        if kind != "train":
+    for (stage, target, depth), ds in sorted(store.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        if stage != "train":
             continue
-        t = spec["targets"][target]
-        kern = inputs[f"ntk/{target}/{depth}"]
+        t = spec.targets[target]
+        kern = store[("ntk", target, depth)]
         kerr = {str(k): float(v) for k, v in zip(kern.kernel.values, kern.test_error.values)}
-        entk = inputs.get(f"entk/{target}/{depth}")
+        entk = store.get(("entk", target, depth))
         eerr = dict(zip(entk.seed.values.tolist(), entk.test_error.values.tolist())) if entk is not None else {}
         for i, lr in enumerate(ds.lr.values):
             for j, sd in enumerate(ds.seed.values):
                 rows.append({
-                    "target": target, "k": t["k"], "locality": t["locality"], "g": t["g"], "d": t["d"],
-                    "n_train": t["n_train"], "noise": t["noise"], "depth": int(ds.depth), "width": int(ds.width),
+                    "target": target, "k": t.k, "locality": t.locality, "g": t.g, "d": t.d,
+                    "n_train": t.n_train, "noise": t.noise, "depth": int(ds.depth), "width": int(ds.width),
                     "n_params": int(ds.attrs["n_params"]), "lr": float(lr), "lr_source": ds.attrs["lr_source"],
                     "seed": int(sd), "nn_test_error": float(ds.test_error.values[i, j]),
                     "converged": bool(ds.converged.values[i, j]), "diverged": bool(ds.diverged.values[i, j]),
@@ -39,12 +45,12 @@ def table(spec: dict, inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def make_figure(spec: dict, inputs: dict[str, xr.Dataset]):
+def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
     tab = table(spec, inputs)
-    name = spec["job"]["figure"]
-    if spec["kind"] == "lr_sweep":
+    name = spec.job.figure
+    if spec.kind == "lr_sweep":
         fig = plots.lr_figure(tab, f"Mori & Ueda {name}: test error vs learning rate (NN solid; analytic NTK dashed; "
-                                   "the net's own tangent kernel at init dotted)", spec["task"])
+                                   "the net's own tangent kernel at init dotted)", spec.task)
     else:
-        fig = plots.depth_figure(tab, f"Mori & Ueda {name}: test error vs depth (NN solid, NTK dashed, NNGP dash-dot)", spec["task"])
+        fig = plots.depth_figure(tab, f"Mori & Ueda {name}: test error vs depth (NN solid, NTK dashed, NNGP dash-dot)", spec.task)
     return fig, tab

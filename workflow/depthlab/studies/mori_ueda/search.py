@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import xarray as xr
 
 from depthlab.core.lrsearch import SearchSettings, search_lr
-from depthlab.core.mlp import layer_sizes
-from depthlab.core.trainer import TrainSettings
+from depthlab.core.shapes import layer_sizes
+
+from .sgd import settings
+
+if TYPE_CHECKING:
+    from .specs import LrSearchSpec
 
 
-def run_lrsearch(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
+def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
     data = inputs["data"]
-    s = spec["search"]
-    search = SearchSettings(folds=s["folds"], log10_lr_bounds=tuple(s["log10_lr_bounds"]), init_points=s["init_points"],
-                            rounds=s["rounds"], candidates_per_round=s["candidates_per_round"], seed=s["seed"])
-    sizes = layer_sizes(data.sizes["feature"], spec["width"], spec["depth"])
+    s = spec.search
+    search = SearchSettings(folds=s.folds, log10_lr_bounds=s.log10_lr_bounds, init_points=s.init_points,
+                            rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed)
+    sizes = layer_sizes(data.sizes["feature"], spec.shape.width, spec.shape.depth)
     res = search_lr(data.x_train.values, data.y_train.values, sizes, "glorot_uniform", search,
-                    TrainSettings(device=ctx.device, **spec["training"]), ctx.progress, ctx.checkpoint)
+                    settings(spec.training, ctx.device), ctx.progress, ctx.checkpoint)
     return xr.Dataset(
         {
             "lr": (("eval",), res.lr),
@@ -30,6 +36,6 @@ def run_lrsearch(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
             "best_lr": ((), res.best_lr),
             "fold_of": (("train_sample",), res.fold_of),
         },
-        coords={"fold": np.arange(search.folds), "depth": spec["depth"], "width": spec["width"]},
-        attrs={"n_params": spec["n_params"]},
+        coords={"fold": np.arange(search.folds), "depth": spec.shape.depth, "width": spec.shape.width},
+        attrs={"n_params": spec.shape.n_params},
     )

@@ -5,20 +5,24 @@ deep construction, exact piece counts of trained nets, the piece-count lower bou
 shallow nets) and radial targets in dimension d at equal parameter counts per depth.
 """
 
-from depthlab.studies import Stage, Study
+from depthlab.study import Stage, Study
 
-_P = "depthlab.studies.separation"
+from . import specs as S
+
 STUDY = Study(
     name="separation",
     title="Depth separation: the sawtooth and radial targets",
-    specs_module=f"{_P}.specs",
-    stages={
-        "sawtooth_data": Stage(f"{_P}.sawtooth_data:make_data"),
-        "construction": Stage(f"{_P}.sawtooth_data:make_construction"),
-        "sawtooth": Stage(f"{_P}.sawtooth_train:run_sawtooth"),
-        "radial_data": Stage(f"{_P}.radial_data:make_data"),
-        "radial": Stage(f"{_P}.radial_train:run_radial"),
-        "figure": Stage(f"{_P}.figures:make_figure", kind="figure"),
-        "claims": Stage(f"{_P}.claims:check", kind="claims"),
-    },
+    stages=(
+        Stage("sawtooth_data", S.SawtoothDataSpec, ".sawtooth_data:make_data", path="sawtooth/data.zarr"),
+        Stage("construction", S.ConstructionSpec, ".construction:make_construction", path="sawtooth/construction.zarr"),
+        Stage("sawtooth", S.SawtoothSpec, ".sawtooth_train:run_sawtooth", path="sawtooth/L{level}/{arch}.zarr", gpu=True),
+        Stage("radial_data", S.RadialDataSpec, ".radial_data:make_data", path="radial/{target}/{dist}/d{d}/data.zarr"),
+        Stage("radial", S.RadialSpec, ".radial_train:run_radial", path="radial/{target}/{dist}/d{d}/P{budget}/depth{depth}.zarr",
+              gpu=True),
+        Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),
+        Stage("claims", S.ClaimsSpec, ".claims:check", kind="claims"),
+    ),
+    figures=S.figures,
+    check=S.check,
+    claims_inputs=S.claims_inputs,
 )

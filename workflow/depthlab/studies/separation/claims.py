@@ -17,10 +17,15 @@ Criteria (fixed here, printed in the report):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from depthlab.claims import Verdict
+
+if TYPE_CHECKING:
+    from .specs import ClaimsSpec
 
 NOTES = ["Criteria: see the docstring of `depthlab/studies/separation/claims.py`.",
          "Depth counts hidden layers: depth 1 vs depth 2 are the literature's 2- vs 3-layer nets."]
@@ -73,10 +78,10 @@ def radial_claims(table: pd.DataFrame) -> list[Verdict]:
     return out
 
 
-def check(spec: dict, tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
+def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
     verdicts = []
     if "sawtooth_error" in tables:
-        verdicts += sawtooth_claims(tables["sawtooth_error"], spec["found_mse"])
+        verdicts += sawtooth_claims(tables["sawtooth_error"], spec.found_mse)
     if "radial_error" in tables:
         verdicts += radial_claims(tables["radial_error"])
-    return verdicts, [spec["scale_note"], *NOTES]
+    return verdicts, [spec.scale_note, *NOTES]

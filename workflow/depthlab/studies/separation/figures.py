@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-import xarray as xr
+
+from depthlab.core.shapes import n_params
+from depthlab.study import StoreInput
 
 from . import plots
 
+if TYPE_CHECKING:
+    from .specs import FigureSpec
 
-def sawtooth_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+
+def _by_job(inputs: list[StoreInput], stage: str) -> list[StoreInput]:
+    return sorted((i for i in inputs if i.stage == stage), key=lambda i: tuple(i.job.values().values()))
+
+
+def sawtooth_table(inputs: list[StoreInput]) -> pd.DataFrame:
     """One row per (level, arch, lr, seed) of the trained nets, and one per level for the hand-built net."""
     rows = []
-    con = inputs["construction"]
+    con = _by_job(inputs, "construction")[0].data
     for i, L in enumerate(con.level.values):
         rows.append({"level": int(L), "arch": "construction", "kind": "construction", "depth": int(L), "width": 2,
-                     "n_params": 2 + 6 * (int(L) - 1) + 3, "lr": np.nan, "seed": -1, "test_mse": float(con.max_abs_error.values[i]) ** 2,
+                     "n_params": n_params(1, 2, int(L)), "lr": np.nan, "seed": -1, "test_mse": float(con.max_abs_error.values[i]) ** 2,
                      "max_abs_error": float(con.max_abs_error.values[i]), "train_loss": np.nan, "pieces": int(con.pieces.values[i]),
                      "best": True, "mse_bound": 0.0, "diverged": False})
-    for name, ds in sorted(inputs.items()):
-        if name == "construction":
-            continue
-        arch = name.split("/")[1]
+    for inp in _by_job(inputs, "sawtooth"):
+        ds, arch = inp.data, inp.job.arch
         best = int(ds.best)
         S = ds.sizes["seed"]
         for i, lr in enumerate(ds.lr.values):
@@ -34,35 +43,34 @@ def sawtooth_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def functions_table(inputs: dict[str, xr.Dataset], levels: list[int]) -> pd.DataFrame:
+def functions_table(inputs: list[StoreInput], levels: list[int]) -> pd.DataFrame:
     """Curves on [0, 1] for a few levels: the target, the hand-built net, and the best trained net of each arch."""
-    con = inputs["construction"]
+    con = _by_job(inputs, "construction")[0].data
     x = con.x_plot.values
     rows = []
     for L in levels:
         i = int(np.flatnonzero(con.level.values == L)[0])
         rows += [{"level": L, "curve": "target", "x": xv, "y": yv} for xv, yv in zip(x, con.target.values[i])]
-        for name, ds in sorted(inputs.items()):
-            if name.startswith(f"L{L}/"):
-                pred = ds.prediction.values.reshape(-1, len(x))[int(ds.best)]
-                rows += [{"level": L, "curve": name.split("/")[1], "x": xv, "y": yv} for xv, yv in zip(x, pred)]
+        for inp in _by_job(inputs, "sawtooth"):
+            if inp.job.level == L:
+                pred = inp.data.prediction.values.reshape(-1, len(x))[int(inp.data.best)]
+                rows += [{"level": L, "curve": inp.job.arch, "x": xv, "y": yv} for xv, yv in zip(x, pred)]
     return pd.DataFrame(rows)
 
 
-def radial_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+def radial_table(inputs: list[StoreInput]) -> pd.DataFrame:
     rows = []
-    for name, ds in sorted(inputs.items()):
-        target, dist = name.split("/")[1:3]
-        budget = int(name.split("/")[4].removeprefix("P"))
+    for inp in _by_job(inputs, "radial"):
+        ds, job = inp.data, inp.job
         for j, sd in enumerate(ds.seed.values):
-            rows.append({"target": target, "dist": dist, "d": int(ds.d), "budget": budget, "depth": int(ds.depth),
+            rows.append({"target": job.target, "dist": job.dist, "d": job.d, "budget": job.budget, "depth": job.depth,
                          "width": int(ds.width), "n_params": int(ds.attrs["n_params"]), "best_lr": float(ds.best_lr),
                          "seed": int(sd), "test_mse": float(ds.test_mse.values[j]), "test_nmse": float(ds.test_nmse.values[j])})
     return pd.DataFrame(rows)
 
 
-def make_figure(spec: dict, inputs: dict[str, xr.Dataset]):
-    name = spec["job"]["figure"]
+def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+    name = spec.job.figure
     if name == "radial_error":
         tab = radial_table(inputs)
         return plots.radial_figure(tab), tab

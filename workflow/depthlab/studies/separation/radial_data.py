@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import xarray as xr
 
 from depthlab.core.seeds import rng
 
 from . import radial
 
+if TYPE_CHECKING:
+    from .specs import RadialDataSpec
 
-def make_data(spec: dict, inputs: dict, ctx=None) -> xr.Dataset:
-    t, q, d = spec["job"]["target"], spec["job"]["dist"], spec["job"]["d"]
-    quant, half = spec["es_quantile"], spec["shell_halfwidth"]
+
+def make_data(spec: "RadialDataSpec", inputs: dict, ctx=None) -> xr.Dataset:
+    t, q, d = spec.job.target, spec.job.dist, spec.job.d
+    quant, half = spec.es_quantile, spec.shell_halfwidth
     r0 = radial.median_radius(d, q, quant, half)
-    x = radial.sample(spec["n_train"], d, q, rng(spec["seed"], "radial", d, 0), quant, half)
-    xt = radial.sample(spec["n_test"], d, q, rng(spec["seed"], "radial", d, 1), quant, half)
+    x = radial.sample(spec.n_train, d, q, rng(spec.seed, "radial", d, 0), quant, half)
+    xt = radial.sample(spec.n_test, d, q, rng(spec.seed, "radial", d, 1), quant, half)
     return xr.Dataset(
         {
             "x_train": (("train_sample", "feature"), x),

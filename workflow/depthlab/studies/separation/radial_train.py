@@ -2,33 +2,38 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import xarray as xr
 
+from depthlab.core.grid import train_grid
 from depthlab.core.lrsearch import SearchSettings, search_lr
-from depthlab.core.mlp import init_params, layer_sizes, predict
+from depthlab.core.mlp import init_params, predict
 from depthlab.core.seeds import seed
-from depthlab.core.trainer import TrainSettings, train
+from depthlab.core.shapes import layer_sizes
+
+from .training import settings
+
+if TYPE_CHECKING:
+    from .specs import RadialSpec
 
 
-def run_radial(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
+def run_radial(spec: "RadialSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
     data = inputs["data"]
-    d, L, h = spec["job"]["d"], spec["depth"], spec["width"]
+    d, L, h = spec.job.d, spec.depth, spec.width
     x, y, xt, yt = data.x_train.values, data.y_train.values, data.x_test.values, data.y_test.values
     sizes = layer_sizes(d, h, L)
-    s = spec["search"]
-    search = SearchSettings(folds=s["folds"], use_folds=s["use_folds"], log10_lr_bounds=tuple(s["log10_lr_bounds"]),
-                            init_points=s["init_points"], rounds=s["rounds"], candidates_per_round=s["candidates_per_round"], seed=s["seed"])
+    s = spec.search
+    search = SearchSettings(folds=s.folds, use_folds=s.use_folds, log10_lr_bounds=s.log10_lr_bounds,
+                            init_points=s.init_points, rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed)
     ckpt = ctx.checkpoint
-    found = search_lr(x, y, sizes, spec["init"], search, TrainSettings(device=ctx.device, **spec["search_training"]),
-                      ctx.progress, ckpt)
-    seeds_cfg = list(spec["seeds"])
-    S = len(seeds_cfg)
-    init = init_params(sizes, np.array([seed(v, "init", d, L, h) for v in seeds_cfg]), spec["init"])
-    order = np.array([seed(v, "order", d, L, h) for v in seeds_cfg])
-    res = train(x, y, np.tile(np.arange(len(y)), (S, 1)), np.full(S, found.best_lr), init, order,
-                TrainSettings(device=ctx.device, **spec["training"]), progress=ctx.progress,
-                checkpoint=ckpt.child("final") if ckpt is not None else None)
+    found = search_lr(x, y, sizes, spec.init, search, settings(spec.search_training, ctx.device), ctx.progress, ckpt)
+    seeds_cfg = list(spec.seeds)
+    init = init_params(sizes, np.array([seed(v, "init", d, L, h) for v in seeds_cfg]), spec.init)
+    res = train_grid(x, y, [found.best_lr], init, np.array([seed(v, "order", d, L, h) for v in seeds_cfg]),
+                     settings(spec.training, ctx.device), progress=ctx.progress,
+                     checkpoint=ckpt.child("final") if ckpt is not None else None).result
     mse = np.where(res.diverged, np.nan, np.mean((predict(res.params, xt) - yt) ** 2, axis=1))
     var = float(np.var(yt))
     return xr.Dataset(
@@ -43,5 +48,5 @@ def run_radial(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
             "best_lr": ((), found.best_lr),
         },
         coords={"seed": seeds_cfg, "depth": L, "width": h, "d": d},
-        attrs={"n_params": spec["n_params"], "target_variance": var},
+        attrs={"n_params": spec.n_params, "target_variance": var},
     )

@@ -1,47 +1,25 @@
-"""Stages ``sawtooth_data`` and ``construction``: the points on [0, 1], and the hand-built nets against Delta^L."""
+"""Stage ``sawtooth_data``: the training, test and plotting points on [0, 1]."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
 
-from depthlab.core.mlp import predict
 from depthlab.core.seeds import rng
 
-from .sawtooth import construction, pieces, sawtooth
+if TYPE_CHECKING:
+    from .specs import SawtoothDataSpec
 
 
-def make_data(spec: dict, inputs: dict, ctx=None) -> xr.Dataset:
-    g = rng(spec["seed"], "x_train")
-    gt = rng(spec["seed"], "x_test")
+def make_data(spec: "SawtoothDataSpec", inputs: dict, ctx=None) -> xr.Dataset:
+    g = rng(spec.seed, "x_train")
+    gt = rng(spec.seed, "x_test")
     return xr.Dataset(
         {
-            "x_train": (("train_sample",), g.uniform(0.0, 1.0, spec["n_train"])),
-            "x_test": (("test_sample",), gt.uniform(0.0, 1.0, spec["n_test"])),
-            "x_plot": (("plot_point",), np.linspace(0.0, 1.0, spec["plot_points"])),
+            "x_train": (("train_sample",), g.uniform(0.0, 1.0, spec.n_train)),
+            "x_test": (("test_sample",), gt.uniform(0.0, 1.0, spec.n_test)),
+            "x_plot": (("plot_point",), np.linspace(0.0, 1.0, spec.plot_points)),
         }
-    )
-
-
-def make_construction(spec: dict, inputs: dict, ctx=None) -> xr.Dataset:
-    """The hand-built depth-L width-2 nets: max |net - Delta^L| on a fine grid, exact pieces, and their outputs."""
-    levels = spec["levels"]
-    grid = np.linspace(0.0, 1.0, 2**16 + 1)
-    plot = np.linspace(0.0, 1.0, spec["plot_points"])
-    err, count, out = [], [], []
-    for L in levels:
-        p = construction(L)
-        err.append(float(np.max(np.abs(predict(p, grid[:, None])[0] - sawtooth(grid, L)))))
-        count.append(pieces(p)[0])
-        out.append(predict(p, plot[:, None])[0])
-    return xr.Dataset(
-        {
-            "max_abs_error": (("level",), np.asarray(err), {"description": "max |net - Delta^L| over 2^16 + 1 grid points"}),
-            "pieces": (("level",), np.asarray(count, dtype=np.int64), {"description": "exact linear pieces on [0, 1], from the weights"}),
-            "target_pieces": (("level",), 2 ** np.asarray(levels, dtype=np.int64)),
-            "prediction": (("level", "plot_point"), np.stack(out)),
-            "target": (("level", "plot_point"), np.stack([sawtooth(plot, L) for L in levels])),
-            "x_plot": (("plot_point",), plot),
-        },
-        coords={"level": levels},
     )

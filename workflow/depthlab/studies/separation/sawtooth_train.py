@@ -2,58 +2,62 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 import xarray as xr
 
-from depthlab.core.mlp import init_params, layer_sizes, predict
+from depthlab.core.grid import train_grid
+from depthlab.core.mlp import init_params, predict
 from depthlab.core.seeds import seed
-from depthlab.core.trainer import TrainSettings, train
+from depthlab.core.shapes import layer_sizes
 
 from .sawtooth import construction, mse_bound, pieces, sawtooth
+from .training import settings
+
+if TYPE_CHECKING:
+    from .specs import SawtoothSpec
 
 
-def run_sawtooth(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
+def run_sawtooth(spec: "SawtoothSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
     data = inputs["data"]
-    L, kind, depth, width = spec["job"]["level"], spec["kind"], spec["depth"], spec["width"]
-    lrs, seeds_cfg = np.asarray(spec["lrs"]), list(spec["seeds"])
-    C, S = len(lrs), len(seeds_cfg)
+    L, kind, depth, width = spec.job.level, spec.kind, spec.depth, spec.width
+    lrs, seeds_cfg = np.asarray(spec.lrs), list(spec.seeds)
     x, xt, xp = data.x_train.values[:, None], data.x_test.values[:, None], data.x_plot.values[:, None]
     y, yt = sawtooth(x[:, 0], L), sawtooth(xt[:, 0], L)
-    sizes = layer_sizes(1, width, depth)
     if kind == "construct":
         inits = []
         for s in seeds_cfg:
             g = torch.Generator().manual_seed(seed(s, "perturb", L))
-            inits.append([(W.float() + spec["perturbation"] * torch.randn(W.shape, generator=g),
-                           b.float() + spec["perturbation"] * torch.randn(b.shape, generator=g)) for W, b in construction(L)])
+            inits.append([(W.float() + spec.perturbation * torch.randn(W.shape, generator=g),
+                           b.float() + spec.perturbation * torch.randn(b.shape, generator=g)) for W, b in construction(L)])
         init = [(torch.cat([p[i][0] for p in inits]), torch.cat([p[i][1] for p in inits])) for i in range(len(inits[0]))]
     else:
-        init = init_params(sizes, np.array([seed(s, "init", L, depth, width) for s in seeds_cfg]), spec["init"])
-    init = [(W.repeat(C, 1, 1), b.repeat(C, 1, 1)) for W, b in init]  # model m = (lr m // S, seed m % S)
-    order = np.tile([seed(s, "order", L, depth, width) for s in seeds_cfg], C)
-    res = train(x, y, np.tile(np.arange(len(y)), (C * S, 1)), np.repeat(lrs, S), init, order,
-                TrainSettings(device=ctx.device, **spec["training"]), progress=ctx.progress, checkpoint=ctx.checkpoint)
+        init = init_params(layer_sizes(1, width, depth), np.array([seed(s, "init", L, depth, width) for s in seeds_cfg]), spec.init)
+    grid = train_grid(x, y, lrs, init, np.array([seed(s, "order", L, depth, width) for s in seeds_cfg]),
+                      settings(spec.training, ctx.device), progress=ctx.progress, checkpoint=ctx.checkpoint)
+    res = grid.result  # model m = (lr m // S, seed m % S)
+    M = len(res.diverged)
     mse = np.mean((predict(res.params, xt) - yt) ** 2, axis=1)
     mse = np.where(res.diverged, np.nan, mse)
-    count = np.array([pieces(res.params, m)[0] if not res.diverged[m] else -1 for m in range(C * S)])
+    count = np.array([pieces(res.params, m)[0] if not res.diverged[m] else -1 for m in range(M)])
     loss = np.where(res.diverged, np.inf, res.train_loss)
     best = int(np.argmin(loss))
-    shape = (C, S)
-    ctx.progress(f"L={L} {spec['job']['arch']}: best (by training loss) test MSE {mse[best]:.3g}, {count[best]} pieces of {2**L}")
+    ctx.progress(f"L={L} {spec.job.arch}: best (by training loss) test MSE {mse[best]:.3g}, {count[best]} pieces of {2**L}")
     return xr.Dataset(
         {
-            "test_mse": (("lr", "seed"), mse.reshape(shape), {"description": "MSE against Delta^L on the test points"}),
-            "train_loss": (("lr", "seed"), res.train_loss.reshape(shape)),
-            "pieces": (("lr", "seed"), count.reshape(shape), {"description": "exact linear pieces on [0, 1] (-1: diverged)"}),
-            "epochs": (("lr", "seed"), res.epochs.reshape(shape)),
-            "converged": (("lr", "seed"), res.converged.reshape(shape)),
-            "diverged": (("lr", "seed"), res.diverged.reshape(shape)),
-            "prediction": (("lr", "seed", "plot_point"), predict(res.params, xp).reshape(*shape, -1)),
+            "test_mse": (("lr", "seed"), grid.grid(mse), {"description": "MSE against Delta^L on the test points"}),
+            "train_loss": (("lr", "seed"), grid.grid(res.train_loss)),
+            "pieces": (("lr", "seed"), grid.grid(count), {"description": "exact linear pieces on [0, 1] (-1: diverged)"}),
+            "epochs": (("lr", "seed"), grid.grid(res.epochs)),
+            "converged": (("lr", "seed"), grid.grid(res.converged)),
+            "diverged": (("lr", "seed"), grid.grid(res.diverged)),
+            "prediction": (("lr", "seed", "plot_point"), grid.grid(predict(res.params, xp))),
             "best": ((), best, {"description": "flat index (lr * seeds + seed) of the model with the lowest training loss"}),
             "mse_bound": ((), float(mse_bound(width + 1, L)) if depth == 1 else 0.0,
                           {"description": "lower bound on the MSE of any net of this shape (one hidden layer: at most w + 1 pieces)"}),
         },
         coords={"lr": lrs, "seed": seeds_cfg, "level": L},
-        attrs={"kind": kind, "depth": depth, "width": width, "n_params": spec["n_params"]},
+        attrs={"kind": kind, "depth": depth, "width": width, "n_params": spec.n_params},
     )

@@ -6,18 +6,21 @@ mu_k ~ k^(-d-2nu+1); Mori & Ueda's NTK seen the same way; and kernel ridge regre
 learning curves per depth.
 """
 
-from depthlab.studies import Stage, Study
+from depthlab.study import Stage, Study
 
-_P = "depthlab.studies.spectra"
+from . import specs as S
+
 STUDY = Study(
     name="spectra",
     title="Bietti & Bach (2021): deep equals shallow in kernel regimes",
-    specs_module=f"{_P}.specs",
-    stages={
-        "eigen": Stage(f"{_P}.eigen:run_eigen"),
-        "krr_data": Stage(f"{_P}.learning:make_krr_data"),
-        "krr": Stage(f"{_P}.learning:run_krr"),
-        "figure": Stage(f"{_P}.figures:make_figure", kind="figure"),
-        "claims": Stage(f"{_P}.claims:check", kind="claims"),
-    },
+    stages=(
+        Stage("eigen", S.EigenSpec, ".eigen:run_eigen", path="eigen/{kernel}/d{d}.zarr"),
+        Stage("krr_data", S.KrrDataSpec, ".krr_data:make_krr_data", path="krr/data.zarr"),
+        Stage("krr", S.KrrSpec, ".learning:run_krr", path="krr/{kernel}/L{depth}.zarr"),
+        Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),
+        Stage("claims", S.ClaimsSpec, ".claims:check", kind="claims"),
+    ),
+    figures=S.figures,
+    check=S.check,
+    claims_inputs=S.claims_inputs,
 )

@@ -13,10 +13,15 @@ Criteria (fixed here, printed in the report):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from depthlab.claims import Verdict
+
+if TYPE_CHECKING:
+    from .specs import ClaimsSpec
 
 FAMILY = {"rf": "rf", "rf_bias": "rf", "ntk": "ntk", "ntk_bias": "ntk", "mu_ntk": "mu_ntk", "mu_nngp": "mu_nngp", "laplace": "laplace"}
 NOTES = ["Criteria: see the docstring of `depthlab/studies/spectra/claims.py`.",
@@ -61,10 +66,10 @@ def b2(table: pd.DataFrame, spread: float) -> list[Verdict]:
     return out
 
 
-def check(spec: dict, tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
+def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
     verdicts = []
     if "slopes" in tables:
-        verdicts += b1(tables["slopes"], spec["slope_tolerance"], spec["depth_spread"])
+        verdicts += b1(tables["slopes"], spec.slope_tolerance, spec.depth_spread)
     if "learning_curves" in tables:
-        verdicts += b2(tables["learning_curves"], spec["rate_spread"])
-    return verdicts, [spec["scale_note"], *NOTES]
+        verdicts += b2(tables["learning_curves"], spec.rate_spread)
+    return verdicts, [spec.scale_note, *NOTES]

@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from depthlab.core.kernels import _dot_forms, appendix_a_sphere, kappa0, kappa1
+from depthlab.core.kernels import appendix_a_sphere, dot_forms, kappa0, kappa1
 
 NU = {"rf": 1.5, "ntk": 0.5, "rf_bias": 1.5, "ntk_bias": 0.5, "mu_ntk": 0.5, "mu_nngp": 1.5, "laplace": 0.5}
 FIXED_DEPTH = {"rf_bias": 1, "ntk_bias": 1, "laplace": 0}  # kernels defined at one depth only
@@ -40,7 +40,7 @@ def theory_slope(name: str, d: int) -> float:
 def _raw(name: str, depth: int, beta: float) -> Callable[[np.ndarray], np.ndarray]:
     if name in ("rf", "ntk"):
         idx = 1 if name == "rf" else 2
-        return lambda u: [f for f in _dot_forms(u, depth + 1)][-1][idx]
+        return lambda u: [f for f in dot_forms(u, depth + 1)][-1][idx]
     if name == "rf_bias":
         return lambda u: (1.0 + u) * kappa1(u)
     if name == "ntk_bias":

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import xarray as xr
 
 from .dotkernels import NU, kernel, theory_slope
 from .eigenvalues import decay_fit, mercer_eigenvalues, multiplicity
 
+if TYPE_CHECKING:
+    from .specs import EigenSpec
 
-def run_eigen(spec: dict, inputs: dict, ctx) -> xr.Dataset:
-    name, d = spec["job"]["kernel"], spec["job"]["d"]
-    depths, k_max = spec["depths"], spec["k_max"]
+
+def run_eigen(spec: "EigenSpec", inputs: dict, ctx) -> xr.Dataset:
+    name, d = spec.job.kernel, spec.job.d
+    depths, k_max = list(spec.depths), spec.k_max
     rows = []
     for L in depths:
-        s = mercer_eigenvalues(kernel(name, L, spec["beta"] if spec["beta"] is not None else 0.0), d, k_max, spec["panels"], spec["rtol"])
-        fits = [decay_fit(s.mu, s.reliable, parity, spec["fit_k_min"]) for parity in (0, 1)]
+        s = mercer_eigenvalues(kernel(name, L, spec.beta if spec.beta is not None else 0.0), d, k_max, spec.panels, spec.rtol)
+        fits = [decay_fit(s.mu, s.reliable, parity, spec.fit_k_min) for parity in (0, 1)]
         rows.append((s, fits))
         ctx.progress(f"{name} d={d} depth {L}: reliable up to k = {np.flatnonzero(s.reliable).max(initial=-1)}, "
                      f"slopes even/odd {fits[0][0]:.3f} / {fits[1][0]:.3f} (theory {theory_slope(name, d):g})")
@@ -36,5 +41,5 @@ def run_eigen(spec: dict, inputs: dict, ctx) -> xr.Dataset:
             "theory_slope": ((), theory_slope(name, d), {"description": "-(d + 2 nu - 1), Bietti & Bach's Theorem"}),
         },
         coords={"depth": depths, "k": np.arange(k_max + 1), "parity": ["even", "odd"]},
-        attrs={"kernel": name, "d": d, "nu": NU[name], "rtol": spec["rtol"]},
+        attrs={"kernel": name, "d": d, "nu": NU[name], "rtol": spec.rtol},
     )

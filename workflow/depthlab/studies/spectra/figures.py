@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-import xarray as xr
+
+from depthlab.study import StoreInput
 
 from . import plots
 
+if TYPE_CHECKING:
+    from .specs import FigureSpec
 
-def eigen_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+
+def _stores(inputs: list[StoreInput]) -> list:
+    """The input stores in (stage, kernel, d or depth) order."""
+    return [i.data for i in sorted(inputs, key=lambda i: (i.stage, *i.job.values().values()))]
+
+
+def eigen_table(inputs: list[StoreInput]) -> pd.DataFrame:
     """One row per (kernel, d, depth, k)."""
     rows = []
-    for name, ds in sorted(inputs.items()):
+    for ds in _stores(inputs):
         for i, L in enumerate(ds.depth.values):
             for k in ds.k.values:
                 rows.append({"kernel": ds.attrs["kernel"], "d": int(ds.attrs["d"]), "depth": int(L), "k": int(k),
@@ -22,10 +33,10 @@ def eigen_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def slope_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+def slope_table(inputs: list[StoreInput]) -> pd.DataFrame:
     """One row per (kernel, d, depth, parity): the fitted tail slope and the theory's."""
     rows = []
-    for name, ds in sorted(inputs.items()):
+    for ds in _stores(inputs):
         for i, L in enumerate(ds.depth.values):
             for j, parity in enumerate(ds.parity.values):
                 rows.append({"kernel": ds.attrs["kernel"], "d": int(ds.attrs["d"]), "depth": int(L), "parity": str(parity),
@@ -36,10 +47,10 @@ def slope_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def krr_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
+def krr_table(inputs: list[StoreInput]) -> pd.DataFrame:
     """One row per (kernel, depth, trial, n): the best test MSE over the ridge grid, and the kernel's fitted rate."""
     rows = []
-    for name, ds in sorted(inputs.items()):
+    for ds in _stores(inputs):
         for t in ds.trial.values:
             for i, n in enumerate(ds.n.values):
                 rows.append({"kernel": ds.attrs["kernel"], "depth": int(ds.attrs["depth"]), "trial": int(t), "n": int(n),
@@ -48,8 +59,8 @@ def krr_table(inputs: dict[str, xr.Dataset]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def make_figure(spec: dict, inputs: dict[str, xr.Dataset]):
-    name = spec["job"]["figure"]
+def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+    name = spec.job.figure
     if name == "learning_curves":
         tab = krr_table(inputs)
         return plots.krr_figure(tab), tab

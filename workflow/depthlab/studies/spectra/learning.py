@@ -1,46 +1,25 @@
-"""Stages ``krr_data`` and ``krr``: the sphere data sets, and KRR learning curves of one kernel (Bietti & Bach's experiment)."""
+"""Stage ``krr``: KRR learning curves of one kernel and depth (Bietti & Bach's experiment)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
 
-from depthlab.core.seeds import rng
-
 from . import krr
 from .dotkernels import kernel
 
-
-def make_krr_data(spec: dict, inputs: dict, ctx=None) -> xr.Dataset:
-    d, n, nt, T = spec["d"], spec["n_train"], spec["n_test"], spec["trials"]
-    xs, ys, ws = [], [], []
-    for t in range(T):
-        g = rng(spec["seed"], "sphere", t)
-        x = krr.sphere(n + nt, d, g)
-        w = krr.sphere(1, d, g)[0]
-        xs.append(x)
-        ws.append(w)
-        ys.append(krr.bump(x, w, spec["threshold"]))
-    xs, ys = np.stack(xs), np.stack(ys)
-    return xr.Dataset(
-        {
-            "x_train": (("trial", "train_sample", "feature"), xs[:, :n]),
-            "y_train": (("trial", "train_sample"), ys[:, :n]),
-            "x_test": (("trial", "test_sample", "feature"), xs[:, n:]),
-            "y_test": (("trial", "test_sample"), ys[:, n:]),
-            "w": (("trial", "feature"), np.stack(ws), {"description": "direction of the bump 1{w.x >= threshold}"}),
-        },
-        coords={"trial": np.arange(T)},
-        attrs={"threshold": spec["threshold"]},
-    )
+if TYPE_CHECKING:
+    from .specs import KrrSpec
 
 
-def run_krr(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
+def run_krr(spec: "KrrSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
     data = inputs["data"]
-    name, depth = spec["job"]["kernel"], spec["job"]["depth"]
+    name, depth = spec.job.kernel, spec.job.depth
     kap = kernel(name, depth)
-    ns = list(spec["n_train"])
-    ridges = 10.0 ** np.asarray(spec["log10_ridges"])
+    ns = list(spec.n_train)
+    ridges = 10.0 ** np.asarray(spec.log10_ridges)
     N = max(ns)
     mse = []
     for t in data.trial.values:
@@ -56,7 +35,7 @@ def run_krr(spec: dict, inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
             "test_mse": (("trial", "n", "ridge"), mse),
             "best_mse": (("trial", "n"), best, {"description": "test MSE at the best ridge of the grid"}),
             "best_ridge": (("trial", "n"), ridges[mse.argmin(2)]),
-            "rate": ((), krr.rate(np.asarray(ns), mean, spec["fit_n_min"]),
+            "rate": ((), krr.rate(np.asarray(ns), mean, spec.fit_n_min),
                      {"description": "slope of log(mean best test MSE) vs log n over n >= fit_n_min"}),
         },
         coords={"trial": data.trial.values, "n": ns, "ridge": ridges},

@@ -1,4 +1,4 @@
-"""Bietti & Bach (spectra): config rules, the job grid, store paths and per-job specs.
+"""Bietti & Bach (spectra): the cross-field config rules and one typed spec per stage.
 
 Jobs, paths under ``<results>/spectra/``:
 
@@ -14,31 +14,28 @@ jobs would spend most of the study's time starting Python.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
+from depthlab import memory as mem
 from depthlab.config import ConfigError
+from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
 
 from .dotkernels import FIXED_DEPTH
 
 STUDY = "spectra"
-PATHS = {
-    "eigen": "eigen/{kernel}/d{d}.zarr",
-    "krr_data": "krr/data.zarr",
-    "krr": "krr/{kernel}/L{depth}.zarr",
-}
 FIGURES = ("eigenvalues", "mori_ueda_eigenvalues", "slopes", "learning_curves")
 
 
-def _section(config: dict) -> dict:
+def section(config: dict) -> dict:
     return config["studies"][STUDY]
 
 
-def check(section: dict, config: dict) -> None:
+def check(sec: dict, config: dict) -> None:
     where = f"studies.{STUDY}"
-    e = section["eigen"]
+    e = sec["eigen"]
     if e["fit_k_min"] >= e["k_max"]:
         raise ConfigError(f"config error at {where}.eigen.fit_k_min: {e['fit_k_min']} must be below eigen.k_max = {e['k_max']}")
-    k = section["krr"]
+    k = sec["krr"]
     for i, entry in enumerate(k["kernels"]):
         fixed = FIXED_DEPTH.get(entry["kernel"])
         if fixed is not None and entry["depth"] != fixed:
@@ -50,93 +47,161 @@ def check(section: dict, config: dict) -> None:
         raise ConfigError(f"config error at {where}.krr.n_train: need a training-set size of at least 2")
 
 
-def depths_of(config: dict, kernel: str) -> list[int]:
-    """The depths an eigen job computes for ``kernel``."""
-    e = _section(config)["eigen"]
-    if kernel in FIXED_DEPTH:
-        return [FIXED_DEPTH[kernel]]
-    return sorted(e["mori_ueda_depths"] if kernel.startswith("mu_") else e["depths"])
-
-
 def figures(config: dict) -> list[str]:
-    kernels = _section(config)["eigen"]["kernels"]
+    kernels = section(config)["eigen"]["kernels"]
     return [f for f in FIGURES if f != "mori_ueda_eigenvalues" or any(k.startswith("mu_") for k in kernels)]
-
-
-def path(stage: str, **job: Any) -> str:
-    return PATHS[stage].format(**job)
-
-
-def jobs(config: dict, stage: str) -> list[dict]:
-    s = _section(config)
-    if stage == "eigen":
-        return [{"kernel": k, "d": d} for k in s["eigen"]["kernels"] for d in sorted(s["eigen"]["dims"])]
-    if stage == "krr_data":
-        return [{}]
-    if stage == "krr":
-        return [{"kernel": e["kernel"], "depth": e["depth"]} for e in s["krr"]["kernels"]]
-    return []
-
-
-def stage_inputs(config: dict, stage: str, job: dict) -> dict[str, str]:
-    return {"data": path("krr_data")} if stage == "krr" else {}
-
-
-def figure_inputs(config: dict, figure: str) -> dict[str, str]:
-    if figure == "learning_curves":
-        return {f"krr/{j['kernel']}/L{j['depth']}": path("krr", **j) for j in jobs(config, "krr")}
-    mu = figure == "mori_ueda_eigenvalues"
-    return {f"eigen/{j['kernel']}/d{j['d']}": path("eigen", **j) for j in jobs(config, "eigen")
-            if figure == "slopes" or j["kernel"].startswith("mu_") == mu}
 
 
 def claims_inputs(config: dict) -> list[str]:
     return [f for f in figures(config) if f in ("slopes", "learning_curves")]
 
 
-def _envelope(stage: str, job: dict) -> dict:
-    return {"study": STUDY, "stage": stage, "job": job}
+def depths_of(config: dict, kernel: str) -> list[int]:
+    """The depths an eigen job computes for ``kernel``."""
+    e = section(config)["eigen"]
+    if kernel in FIXED_DEPTH:
+        return [FIXED_DEPTH[kernel]]
+    return sorted(e["mori_ueda_depths"] if kernel.startswith("mu_") else e["depths"])
 
 
-def spec(config: dict, stage: str, job: dict) -> dict:
-    s = _section(config)
-    if stage == "eigen":
-        kernel, d = str(job["kernel"]), int(job["d"])
-        e = s["eigen"]
-        return {**_envelope("eigen", {"kernel": kernel, "d": d}), "depths": depths_of(config, kernel),
-                "beta": float(e["beta"]) if kernel.startswith("mu_") else None,
-                "k_max": e["k_max"], "panels": e["panels"], "rtol": float(e["rtol"]), "fit_k_min": e["fit_k_min"]}
-    if stage == "krr_data":
-        k = s["krr"]
-        return {**_envelope("krr_data", {}), "d": k["d"], "n_train": max(k["n_train"]), "n_test": k["n_test"],
-                "threshold": float(k["threshold"]), "trials": k["trials"], "seed": config["seed"]}
-    if stage == "krr":
-        k = s["krr"]
-        return {**_envelope("krr", {"kernel": str(job["kernel"]), "depth": int(job["depth"])}),
-                "data": spec(config, "krr_data", {}), "n_train": sorted(k["n_train"]),
-                "log10_ridges": [float(v) for v in sorted(k["log10_ridges"], reverse=True)], "fit_n_min": k["fit_n_min"]}
-    if stage == "figure":
-        return {**_envelope("figure", {"figure": str(job["figure"])})}
-    if stage == "claims":
-        e, k = s["eigen"], s["krr"]
-        return {**_envelope("claims", {}), "slope_tolerance": 0.5, "depth_spread": 0.2, "rate_spread": 0.1,
-                "scale_note": f"Scale: eigenvalues k = 0..{e['k_max']} on S^(d-1) for d = {sorted(e['dims'])}, "
+@dataclass(frozen=True)
+class EigenJob(Job):
+    kernel: str
+    d: int
+
+
+@dataclass(frozen=True)
+class KrrDataJob(Job):
+    pass
+
+
+@dataclass(frozen=True)
+class KrrJob(Job):
+    kernel: str
+    depth: int
+
+
+@dataclass(frozen=True)
+class EigenSpec(Spec):
+    STUDY = STUDY
+    STAGE = "eigen"
+    job: EigenJob
+    depths: tuple[int, ...]
+    beta: float | None  # the Mori & Ueda kernels' bias scale (None for the others)
+    k_max: int
+    panels: int
+    rtol: float
+    fit_k_min: int
+
+    @classmethod
+    def jobs(cls, config: dict) -> list[EigenJob]:
+        e = section(config)["eigen"]
+        return [EigenJob(k, d) for k in e["kernels"] for d in sorted(e["dims"])]
+
+    @classmethod
+    def from_config(cls, config: dict, job: EigenJob) -> "EigenSpec":
+        e = section(config)["eigen"]
+        return cls(job=job, depths=tuple(depths_of(config, job.kernel)),
+                   beta=float(e["beta"]) if job.kernel.startswith("mu_") else None,
+                   k_max=e["k_max"], panels=e["panels"], rtol=float(e["rtol"]), fit_k_min=e["fit_k_min"])
+
+    def memory(self) -> dict[str, int]:
+        nodes = self.panels * 24 + 2 * 40 * 24
+        return {f"studies.{STUDY}.eigen.k_max": 3 * (self.k_max + 1) * nodes * mem.F64}
+
+
+@dataclass(frozen=True)
+class KrrDataSpec(Spec):
+    STUDY = STUDY
+    STAGE = "krr_data"
+    job: KrrDataJob
+    d: int
+    n_train: int  # the largest training-set size of the curve
+    n_test: int
+    threshold: float
+    trials: int
+    seed: int
+
+    @classmethod
+    def jobs(cls, config: dict) -> list[KrrDataJob]:
+        return [KrrDataJob()]
+
+    @classmethod
+    def from_config(cls, config: dict, job: KrrDataJob) -> "KrrDataSpec":
+        k = section(config)["krr"]
+        return cls(job=job, d=k["d"], n_train=max(k["n_train"]), n_test=k["n_test"], threshold=float(k["threshold"]),
+                   trials=k["trials"], seed=config["seed"])
+
+    def memory(self) -> dict[str, int]:
+        return {f"studies.{STUDY}.krr.n_test": self.trials * mem.data(self.n_train + self.n_test, self.d)}
+
+
+@dataclass(frozen=True)
+class KrrSpec(Spec):
+    STUDY = STUDY
+    STAGE = "krr"
+    job: KrrJob
+    data: KrrDataSpec
+    n_train: tuple[int, ...]
+    log10_ridges: tuple[float, ...]  # largest ridge first
+    fit_n_min: int
+
+    @classmethod
+    def jobs(cls, config: dict) -> list[KrrJob]:
+        return [KrrJob(e["kernel"], e["depth"]) for e in section(config)["krr"]["kernels"]]
+
+    @classmethod
+    def from_config(cls, config: dict, job: KrrJob) -> "KrrSpec":
+        k = section(config)["krr"]
+        return cls(job=job, data=KrrDataSpec.from_config(config, KrrDataJob()), n_train=tuple(sorted(k["n_train"])),
+                   log10_ridges=tuple(float(v) for v in sorted(k["log10_ridges"], reverse=True)), fit_n_min=k["fit_n_min"])
+
+    def inputs(self) -> dict[str, Ref]:
+        return {"data": Ref("krr_data", KrrDataJob())}
+
+    def memory(self) -> dict[str, int]:
+        N, Nt = self.data.n_train, self.data.n_test
+        return {f"studies.{STUDY}.krr.n_train": mem.data(N + Nt, self.data.d) + 4 * N * N * mem.F64 + 3 * Nt * N * mem.F64}
+
+
+@dataclass(frozen=True)
+class FigureSpec(Spec):
+    STUDY = STUDY
+    STAGE = "figure"
+    job: FigureJob
+    refs: tuple[tuple[str, str, int], ...]  # (stage, kernel, d or depth) of every store the figure reads
+
+    @classmethod
+    def from_config(cls, config: dict, job: FigureJob) -> "FigureSpec":
+        if job.figure == "learning_curves":
+            refs = [("krr", j.kernel, j.depth) for j in KrrSpec.jobs(config)]
+        else:
+            mu = job.figure == "mori_ueda_eigenvalues"
+            refs = [("eigen", j.kernel, j.d) for j in EigenSpec.jobs(config)
+                    if job.figure == "slopes" or j.kernel.startswith("mu_") == mu]
+        return cls(job=job, refs=tuple(refs))
+
+    def inputs(self) -> dict[str, Ref]:
+        return {f"{stage}/{kernel}/{'d' if stage == 'eigen' else 'L'}{n}":
+                Ref(stage, EigenJob(kernel, n) if stage == "eigen" else KrrJob(kernel, n)) for stage, kernel, n in self.refs}
+
+
+@dataclass(frozen=True)
+class ClaimsSpec(Spec):
+    STUDY = STUDY
+    STAGE = "claims"
+    job: ClaimsJob
+    slope_tolerance: float
+    depth_spread: float
+    rate_spread: float
+    scale_note: str
+
+    @classmethod
+    def from_config(cls, config: dict, job: ClaimsJob) -> "ClaimsSpec":
+        e, k = section(config)["eigen"], section(config)["krr"]
+        return cls(job=job, slope_tolerance=0.5, depth_spread=0.2, rate_spread=0.1,
+                   scale_note=f"Scale: eigenvalues k = 0..{e['k_max']} on S^(d-1) for d = {sorted(e['dims'])}, "
                               f"depths {sorted(e['depths'])} (Mori & Ueda kernel: {sorted(e['mori_ueda_depths'])}, beta = {e['beta']}), "
                               f"{e['panels']} quadrature panels, agreement rtol {e['rtol']:g}, fits over k >= {e['fit_k_min']}; "
                               f"KRR on S^{k['d'] - 1}, n = {sorted(k['n_train'])}, {k['n_test']} test points, "
-                              f"{k['trials']} trial(s), rates over n >= {k['fit_n_min']}."}
-    raise KeyError(f"spectra has no stage {stage!r}")
-
-
-def memory(config: dict) -> list[tuple[str, str, int]]:
-    from depthlab import memory as mem
-
-    s = _section(config)
-    e, k = s["eigen"], s["krr"]
-    N, Nt = max(k["n_train"]), k["n_test"]
-    nodes = e["panels"] * 24 + 2 * 40 * 24
-    return [
-        ("spectra eigen", f"studies.{STUDY}.eigen.k_max", 3 * (e["k_max"] + 1) * nodes * mem.F64),
-        ("spectra krr_data", f"studies.{STUDY}.krr.n_test", k["trials"] * mem.data(N + Nt, k["d"])),
-        ("spectra krr", f"studies.{STUDY}.krr.n_train", mem.data(N + Nt, k["d"]) + 4 * N * N * mem.F64 + 3 * Nt * N * mem.F64),
-    ]
+                              f"{k['trials']} trial(s), rates over n >= {k['fit_n_min']}.")

@@ -1,15 +1,16 @@
+"""Layer sizes, exact parameter counts, and the two width-for-budget functions against brute force."""
+
 import itertools
 
 import pytest
 
-from depthlab.core.mlp import n_params
-from depthlab.studies.mori_ueda.widths import width_for_budget
+from depthlab.core.shapes import n_params, width_for_hidden_weights, width_for_params
 
 
 @pytest.mark.parametrize("d,P,L", list(itertools.product([1, 40, 100, 500, 1000], [1e2, 1e4, 1e6, 1e8], range(1, 11))))
 def test_width_meets_eq3_to_nearest_integer(d, P, L):
     try:
-        h, count = width_for_budget(d, P, L)
+        h = width_for_hidden_weights(d=d, depth=L, budget=P)
     except ValueError:
         # only allowed when h = 0 meets Eq. 3 more closely than h = 1 does
         assert abs(d + (L - 1) - P) > P
@@ -18,12 +19,11 @@ def test_width_meets_eq3_to_nearest_integer(d, P, L):
     # brute force over a window of integers: no other width meets Eq. 3 more closely
     best = min(range(max(1, h - 50), h + 51), key=lambda w: abs(f(w) - P))
     assert abs(f(h) - P) <= abs(f(best) - P)
-    assert count == d * h + h + (L - 1) * (h * h + h) + h + 1
 
 
 def test_paper_fig2_width_example():
     # d = 500, P = 1e6, L = 1 -> h = 2000 exactly
-    assert width_for_budget(500, 1e6, 1)[0] == 2000
+    assert width_for_hidden_weights(d=500, depth=1, budget=1e6) == 2000
 
 
 def test_count_matches_torch_module():
@@ -38,4 +38,20 @@ def test_count_matches_torch_module():
 
 def test_no_positive_width_names_d_p_l():
     with pytest.raises(ValueError, match=r"P = 10 at d = 100, L = 3"):
-        width_for_budget(100, 10, 3)
+        width_for_hidden_weights(d=100, depth=3, budget=10)
+
+
+@pytest.mark.parametrize("d,depth,budget", [(2, 1, 200), (64, 2, 2000), (16, 3, 8000), (8, 1, 12), (1, 1, 31)])
+def test_width_for_params_is_the_closest_exact_count(d, depth, budget):
+    h = width_for_params(d=d, depth=depth, budget=budget)
+    best = min(range(1, 5000), key=lambda w: (abs(n_params(d, w, depth) - budget), w))
+    assert h == best
+    with pytest.raises(ValueError, match="below the smallest net"):
+        width_for_params(d=64, depth=3, budget=10)
+
+
+def test_widths_take_keywords_only():
+    with pytest.raises(TypeError):
+        width_for_params(8, 1, 100)  # noqa: the argument order is not part of the interface
+    with pytest.raises(TypeError):
+        width_for_hidden_weights(8, 100.0, 1)

@@ -1,0 +1,164 @@
+"""Kernel regression with the NTK Theta^(L) and the NNGP kernel Sigma^(L) of Appendix A (Mori & Ueda Eq. 10).
+
+f(x) = K(x, X) K(X, X)^{-1} y, solved by Cholesky in float64 with the smallest jitter that makes
+it succeed (recorded).  On the CPU the fused numba kernels of :mod:`depthlab.core.fused` do the
+recursion; on CUDA the same recursion runs as torch tile operations (:func:`_regression_torch`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .device import resolve_device
+from .linalg import cholesky_with_jitter
+from .kernels import appendix_a, kernel_diagonal
+
+log = logging.getLogger("depthlab")
+KINDS = ("ntk", "nngp")  # Theta^(L) and Sigma^(L)
+
+
+@dataclass
+class KernelFit:
+    """Kernel regression results for several kinds and depths."""
+
+    kinds: tuple[str, ...]  # [K] ntk and/or nngp
+    depths: np.ndarray  # [D]
+    prediction: np.ndarray  # [K, D, n_test]
+    train_prediction: np.ndarray  # [K, D, n_train] Gram @ alpha, ~ y_train
+    jitter: np.ndarray  # [K, D] ridge added to the Gram diagonal for a stable Cholesky (0 if none)
+
+
+def _grams(x: torch.Tensor, L: int, beta: float, block: int, kinds: Sequence[str]) -> dict[str, torch.Tensor]:
+    """Gram matrices {kind: [n, n]} at depth L, built in row tiles (one recursion pass serves both kinds)."""
+    n = x.shape[0]
+    out = {k: torch.empty(n, n, dtype=torch.float64, device=x.device) for k in kinds}
+    for s in range(0, n, block):
+        for ell, sig, th in appendix_a(x[s : s + block], x, L, beta, copy=False):
+            if ell == L:
+                for k in kinds:
+                    out[k][s : s + block] = th if k == "ntk" else sig
+    # On the diagonal det Lambda = 0 exactly, but rounding leaves ~1e-16 that sqrt()
+    # lifts to ~1e-8; write the exact closed form there instead (kernel_diagonal).
+    for k in kinds:
+        out[k].diagonal().copy_(kernel_diagonal(x, L, beta, k))
+    return out
+
+
+def kernel_regression(
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_test: np.ndarray,
+    depths: Sequence[int],
+    beta: float = 0.1,
+    block: int = 2048,
+    device: str = "auto",
+    kinds: Sequence[str] = ("ntk",),
+) -> KernelFit:
+    """Kernel regression, Eq. (10): f(x) = K(x, X) K(X, X)^{-1} y, for every kind in kinds and L in depths.
+
+    Solved by Cholesky in float64 (the smallest jitter that makes it succeed is recorded).
+    On the CPU the fused kernels of :mod:`depthlab.core.fused` do the recursion: one n x n
+    matrix holds Sigma^(L) and Theta^(L) (lower and upper triangles), advanced one layer per
+    depth, and a second one is factorised in place by LAPACK, so the peak is about 2 n^2 float64
+    whatever the number of depths; test rows are advanced and dotted with the solutions in
+    cache-sized tiles.  On CUDA the same recursion runs as torch tile operations.
+    """
+    kinds = tuple(kinds)
+    if not kinds or any(k not in KINDS for k in kinds):
+        raise ValueError(f"kinds must be a non-empty subset of {KINDS}, got {kinds}")
+    depths = sorted({int(L) for L in depths})
+    if depths[0] < 1:
+        raise ValueError(f"depths must be >= 1, got {depths}")
+    dev = resolve_device(device)
+    if dev.type == "cpu":
+        return _regression_cpu(np.asarray(x_train, np.float64), np.asarray(y_train, np.float64),
+                               np.asarray(x_test, np.float64), depths, beta, block, kinds)
+    return _regression_torch(x_train, y_train, x_test, depths, beta, block, dev, kinds)
+
+
+def _regression_cpu(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[int], beta: float, block: int,
+                    kinds: tuple[str, ...]) -> KernelFit:
+    from scipy.linalg import blas, lapack
+
+    from . import fused
+
+    n, d = X.shape
+    b2 = beta * beta
+    q, qt = (X * X).sum(1) / d, (T * T).sum(1) / d
+    A = X @ X.T  # Sigma^(0) = Theta^(0) = x.x'/d + beta^2 in both triangles, Eq. 13
+    A /= d
+    A += b2
+    F = np.empty((n, n), order="F")  # the LAPACK buffer, factorised in place
+    D, Kn = len(depths), len(kinds)
+    alphas = np.zeros((Kn, D, n))
+    train_pred = np.empty((Kn, D, n))
+    jitter = np.zeros((Kn, D))
+    col = {L: i for i, L in enumerate(depths)}
+    for L in range(1, depths[-1] + 1):
+        fused.advance(A, q, b2, L)
+        if L not in col:
+            continue
+        for i, kind in enumerate(kinds):
+            diag = kernel_diagonal(X, L, beta, kind)
+            lower = kind == "ntk"  # Theta lives in A's upper triangle: copied to F's lower; Sigma the other way
+            for j in [None, *range(-12, -1)]:
+                jitter[i, col[L]] = 0.0 if j is None else float(diag.mean()) * 10.0**j
+                fused.fill_factor(F, A, diag, lower, jitter[i, col[L]])
+                c, info = lapack.dpotrf(F, lower=lower, clean=0, overwrite_a=1)
+                if info == 0:
+                    break
+            else:
+                raise np.linalg.LinAlgError(f"{kind} Gram matrix at depth {L} is not positive definite even with jitter 1e-2 * mean diag")
+            alphas[i, col[L]], _ = lapack.dpotrs(c, y, lower=lower)
+            A.flat[:: n + 1] = diag  # A.T's lower (lower=True) or upper triangle is this kernel, with its diagonal
+            train_pred[i, col[L]] = blas.dsymv(1.0, A.T, alphas[i, col[L]], lower=lower)
+            log.info("%s depth %d: Gram factorised (jitter %.3g)", kind, L, jitter[i, col[L]])
+    del F
+    want = np.zeros(depths[-1] + 1, dtype=np.bool_)
+    want[depths] = True
+    a_sig = alphas[kinds.index("nngp")] if "nngp" in kinds else np.zeros((D, n))
+    a_th = alphas[kinds.index("ntk")] if "ntk" in kinds else np.zeros((D, n))
+    out_s, out_t = np.empty((D, len(T))), np.empty((D, len(T)))
+    rows = max(1, min(block, (1 << 18) // n))
+    for s in range(0, len(T), rows):
+        sig0 = T[s : s + rows] @ X.T
+        sig0 /= d
+        sig0 += b2
+        fused.predict_rows(sig0, qt[s : s + rows], q, b2, want, a_sig, a_th, out_s[:, s : s + rows], out_t[:, s : s + rows])
+    pred = np.stack([out_t if k == "ntk" else out_s for k in kinds])
+    return KernelFit(kinds=kinds, depths=np.asarray(depths), prediction=pred, train_prediction=train_pred, jitter=jitter)
+
+
+def _regression_torch(x_train, y_train, x_test, depths: list[int], beta: float, block: int, dev: torch.device,
+                      kinds: tuple[str, ...]) -> KernelFit:
+    """The same regression as torch tile operations of ``block`` rows (the CUDA path; on the CPU the fused one is faster)."""
+    X = torch.as_tensor(x_train, dtype=torch.float64, device=dev)
+    Y = torch.as_tensor(y_train, dtype=torch.float64, device=dev)
+    T = torch.as_tensor(x_test, dtype=torch.float64, device=dev)
+    D, K = len(depths), len(kinds)
+    alphas = torch.empty(K, D, X.shape[0], dtype=torch.float64, device=dev)
+    train_pred = np.empty((K, D, X.shape[0]))
+    jitter = np.zeros((K, D))
+    for j, L in enumerate(depths):
+        grams = _grams(X, L, beta, block, kinds)
+        for i, kind in enumerate(kinds):
+            G = grams.pop(kind)
+            C, jitter[i, j] = cholesky_with_jitter(G)
+            alphas[i, j] = torch.cholesky_solve(Y.unsqueeze(1), C).squeeze(1)  # K^{-1} y, [n]
+            del C
+            train_pred[i, j] = (G @ alphas[i, j]).cpu().numpy()
+            del G
+            log.info("%s depth %d: Gram factorised (jitter %.3g)", kind, L, jitter[i, j])
+    pred = np.empty((K, D, T.shape[0]))
+    col = {L: j for j, L in enumerate(depths)}
+    for s in range(0, T.shape[0], block):
+        for ell, sig, th in appendix_a(T[s : s + block], X, depths[-1], beta, copy=False):
+            if ell in col:
+                for i, kind in enumerate(kinds):
+                    pred[i, col[ell], s : s + block] = ((th if kind == "ntk" else sig) @ alphas[i, col[ell]]).cpu().numpy()
+    return KernelFit(kinds=kinds, depths=np.asarray(depths), prediction=pred, train_prediction=train_pred, jitter=jitter)

@@ -1,0 +1,20 @@
+"""The training settings of every Mori & Ueda net: plain SGD (Eq. 5) on MSE, or on the logistic loss for classification."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from depthlab.core.losses.logistic import Logistic
+from depthlab.core.losses.mse import MSE
+from depthlab.core.optim.sgd import SGD
+from depthlab.core.trainer import TrainSettings
+
+if TYPE_CHECKING:
+    from .specs import Training
+
+LOSSES = {"mse": MSE(), "logistic": Logistic()}
+
+
+def settings(t: "Training", device: str) -> TrainSettings:
+    return TrainSettings(loss=LOSSES[t.loss], optimizer=SGD(), batch_size=t.batch_size, check_every=t.check_every,
+                         loss_threshold=t.loss_threshold, max_epochs=t.max_epochs, device=device)
