@@ -349,3 +349,34 @@ def test_profile_runs_one_thread_per_job(root):
     from depthlab.studies import names
 
     assert {st.threads for s in names() for st in get_study(s).stages} == {1}
+
+
+# ---- a study is one folder -----------------------------------------------------------------
+
+
+def test_a_study_is_one_folder(smoke_run, tmp_path):
+    """README "Adding a study": the example study of docs/example_study/tiny, copied into a temporary folder, is found
+    through $DEPTHLAB_STUDY_PATH, validated, built beside the smoke run by Snakemake (its rule generated from the
+    registry), reported and audited.  No other file is edited: its folder and a config section are all it takes, and
+    adding it (with its own random stream) reruns nothing of the other studies."""
+    run = smoke_run.copy(tmp_path / "w")
+    studies = tmp_path / "my_studies"
+    shutil.copytree(ROOT / "docs" / "example_study" / "tiny", studies / "tiny", ignore=shutil.ignore_patterns("__pycache__"))
+    cfg = yaml.safe_load(run.config_path.read_text())
+    cfg["studies"]["tiny"] = {"sizes": [10, 1000]}
+    cfg_path = tmp_path / "with_tiny.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    env = {"DEPTHLAB_STUDY_PATH": str(studies)}
+    before = files(run.results)
+    jobs = planned(smk(run.work, "--configfile", str(cfg_path), "--dry-run", env=env))
+    assert jobs == Counter({"tiny_draws": 2, "figure": 1, "claims": 1, "claims_index": 1, "config_snapshot": 1, "all": 1})
+    smk(run.work, "--configfile", str(cfg_path), env=env)
+    after = files(run.results)
+    assert {k for k in before if after[k] != before[k]} == {"claims.md", "claims.provenance.json"}, "no other study reran"
+    verdict = json.loads((run.results / "tiny" / "claims.json").read_text())[0]
+    assert verdict["claim"] == "T1" and verdict["holds"] is not None
+    p = audit(tmp_path, str(run.results / "claims.md"), "--configfile", str(cfg_path), env=env)
+    assert p.returncode == 0 and "claims tiny/claims.md" in p.stdout and "tiny/draws/n1000.zarr" in p.stdout, p.stderr[-2000:]
+    # without the study on the search path the config names an unknown study: refused before any job, naming the known ones
+    p = smk(run.work, "--configfile", str(cfg_path), "--dry-run", check=False)
+    assert p.returncode != 0 and "'tiny' was unexpected" in p.stdout + p.stderr
