@@ -1,4 +1,4 @@
-# Two entry points: `make run` (set up + main job) and `make test` (set up + whole suite).
+# Two entry points: `make run` (set up + main job) and `make test` (set up + the suite; SLOW=1 adds the slow set).
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
@@ -10,8 +10,11 @@ SMK     := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --workflow-profile wo
 # Forwarded to snakemake *before* --configfile (which takes several values, so anything after it would be read
 # as one more config file): targets and options, e.g. SMK_ARGS="mori_ueda_fig2" or SMK_ARGS="--dry-run".
 SMK_ARGS ?=
+# make test SLOW=1 also runs the slow set (the real one-node SLURM test: root, apt-get, daemons); CI does.
+SLOW ?=
+PYTEST_ARGS ?=
 
-.PHONY: setup run test report bench clean
+.PHONY: setup run test test-slow report bench clean
 
 setup: $(STAMP)
 
@@ -27,7 +30,10 @@ run: setup
 	$(SMK) $(SMK_ARGS) --configfile $(CONFIG)
 
 test: setup
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q $(if $(SLOW),--run-slow) $(PYTEST_ARGS) tests
+
+test-slow: setup
+	$(BIN)/python -m pytest -q --run-slow -m slow $(PYTEST_ARGS) tests
 
 report: setup
 	$(SMK) $(SMK_ARGS) --configfile $(CONFIG) --report $(REPORT)

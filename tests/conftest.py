@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -9,9 +10,31 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))  # also importable when the package is not installed
 sys.path.insert(0, str(ROOT / "tests"))  # the shared helpers
 
-from helpers import SmokeRun, smk  # noqa: E402
+from helpers import SmokeRun, smk, snapshot  # noqa: E402
 
 torch.set_num_threads(1)
+
+SLOW_REASON = ("slow set (a real SLURM cluster: root, apt-get, daemons, minutes): runs with `make test-slow`, "
+               "`make test SLOW=1` (what CI runs) or `pytest --run-slow`")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", default=os.environ.get("DEPTHLAB_SLOW_TESTS") == "1",
+                     help="also run the tests marked slow (the real SLURM test); default: $DEPTHLAB_SLOW_TESTS == 1")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: needs root, network packages or minutes; skipped (with its reason) unless --run-slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip the slow set unless asked for, saying why; run it last (once slurm-wlm is installed, a stopped cluster
+    makes the SLURM executor plugin's import-time probe wait ~9 s in every later Snakemake call)."""
+    if not config.getoption("--run-slow"):
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=SLOW_REASON))
+    items.sort(key=lambda item: "slow" in item.keywords)
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +44,8 @@ def root() -> Path:
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory) -> SmokeRun:
-    """config/smoke.yaml, every study, run once for the whole session (the runs that are only read share it)."""
+    """config/smoke.yaml, every study, run once for the whole session and only read: a test that changes results
+    works on ``smoke_run.copy(...)``.  At the end of the session every file of it must be as it was built."""
     work = tmp_path_factory.mktemp("smoke")
     cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
     cfg_path = work / "smoke.yaml"
@@ -29,10 +53,7 @@ def smoke_run(tmp_path_factory) -> SmokeRun:
     smk(work, "--configfile", str(cfg_path))
     import depthlab.config as dlc
 
-    return SmokeRun(work, dlc.validate(cfg), cfg_path)  # validated: defaults filled in, as the workflow sees it
-
-
-def pytest_collection_modifyitems(config, items):
-    """Run the SLURM test last: once slurm-wlm is installed, a stopped cluster makes the SLURM executor plugin's
-    import-time probe (`scontrol show config`) wait ~9 s in every later Snakemake call."""
-    items.sort(key=lambda item: "test_slurm.py" in str(item.fspath))
+    run = SmokeRun(work, dlc.validate(cfg), cfg_path)  # validated: defaults filled in, as the workflow sees it
+    built = snapshot(run.results)
+    yield run
+    assert snapshot(run.results) == built, "a test modified the shared smoke run (tests that change results use a copy)"

@@ -31,6 +31,11 @@ def smk(workdir: Path, *args: str, snakefile: Path = ROOT / "Snakefile", check: 
     return p
 
 
+def snapshot(results: Path) -> dict[str, tuple[int, int]]:
+    """(size, mtime) of every file below ``results``: what a read-only user must leave as it found it."""
+    return {str(p.relative_to(results)): (p.stat().st_size, p.stat().st_mtime_ns) for p in results.rglob("*") if p.is_file()}
+
+
 @dataclass
 class SmokeRun:
     work: Path  # the working directory Snakemake ran in (results/ and .snakemake/ live here)

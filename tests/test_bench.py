@@ -4,11 +4,13 @@ import json
 import subprocess
 import sys
 
+from helpers import tool_env
+
 
 def test_bench_quick_runs_and_writes_json(tmp_path, root):
     out = tmp_path / "bench.json"
     p = subprocess.run([sys.executable, str(root / "benchmarks" / "bench.py"), "--quick", "--out", str(out)], cwd=root,
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600, env=tool_env())
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(out.read_text())
     for key in ("trainer_speedup_vs_plain", "trainer_speedup_vs_torch_func", "ntk_seconds_quick", "ntk_cholesky_seconds_quick",

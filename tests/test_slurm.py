@@ -18,8 +18,9 @@ BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
 DAEMONS = ("munged", "slurmctld", "slurmd")
 
-pytestmark = pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None,
-                                reason="needs root and apt-get to bring up a local SLURM cluster")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None,
+                                 reason="needs root and apt-get to bring up a local SLURM cluster")]
 
 
 def running(name: str) -> bool:

@@ -59,7 +59,7 @@ def rel(a: np.ndarray, b: np.ndarray) -> float:
 @pytest.mark.parametrize("depth", [1, 2, 3, 4])
 def test_analytic_matches_empirical_wide_net(depth):
     x = dl.sample_inputs(6, 5, seed=0)
-    emp = np.mean([empirical_ntk(x, depth, 2048, 0.1, seed) for seed in range(6)], axis=0)
+    emp = np.mean([empirical_ntk(x, depth, 1024, 0.1, seed) for seed in range(10)], axis=0)
     assert rel(emp, dl.kernel(x, x, depth, beta=0.1)) < 0.06
 
 
@@ -105,14 +105,40 @@ def test_diagonal_closed_form(depth, beta):
     np.testing.assert_allclose(np.diag(dl.kernel(x, x, depth, beta)), dl.kernel_diagonal(x, depth, beta), rtol=1e-7)
 
 
-def test_one_pass_equals_per_depth_and_is_float64():
+def arccos_appendix_a(x1: np.ndarray, x2: np.ndarray, depth: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Eqs. (13)-(17) written independently, in the angle form of the arc-cosine kernels (numpy, arccos):
+
+    with cos(theta) = Sigma(x,x') / sqrt(Sigma(x,x) Sigma(x',x')),
+    Sigma^(l) = sqrt(Sigma(x,x) Sigma(x',x')) (sin theta + (pi - theta) cos theta) / pi + beta^2, Sigmadot^(l) = (pi - theta) / pi,
+    and the diagonal Sigma^(l)(x, x) = Sigma^(l-1)(x, x) + beta^2 (a ReLU layer keeps half the second moment, times 2).
+    """
+    d = x1.shape[1]
+    b2 = beta * beta
+    sig = x1 @ x2.T / d + b2
+    q1 = (x1 * x1).sum(1)[:, None] / d + b2
+    q2 = (x2 * x2).sum(1)[None, :] / d + b2
+    theta = sig.copy()
+    for _ in range(depth):
+        norm = np.sqrt(q1 * q2)
+        t = np.arccos(np.clip(sig / norm, -1.0, 1.0))
+        sig = norm * (np.sin(t) + (np.pi - t) * np.cos(t)) / np.pi + b2
+        theta = theta * (np.pi - t) / np.pi + sig
+        q1, q2 = q1 + b2, q2 + b2
+    return sig, theta
+
+
+def test_one_pass_matches_an_independent_arccos_form_at_every_depth_in_float64():
     x = dl.sample_inputs(8, 3, seed=5)
-    xt = torch.as_tensor(x)
-    for ell, sig, th in K.appendix_a(xt, xt, 6, 0.1):
-        k = dl.kernel(x, x, ell, 0.1)
-        assert k.dtype == np.float64
-        np.testing.assert_array_equal(th.numpy(), k)
-        np.testing.assert_array_equal(sig.numpy(), dl.kernel(x, x, ell, 0.1, kind="nngp"))
+    y = dl.sample_inputs(6, 3, seed=6)
+    seen = 0
+    for ell, sig, th in K.appendix_a(torch.as_tensor(x), torch.as_tensor(y), 6, 0.1):
+        assert th.dtype == torch.float64
+        ref_sig, ref_th = arccos_appendix_a(x, y, ell, 0.1)
+        np.testing.assert_allclose(th.numpy(), ref_th, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(sig.numpy(), ref_sig, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(dl.kernel(x, y, ell, 0.1), ref_th, rtol=1e-11, atol=1e-13)
+        seen += 1
+    assert seen == 6
 
 
 def test_kernel_regression_interpolates_and_matches_direct_solve():
@@ -203,27 +229,32 @@ def test_appendix_a_with_beta_zero_on_the_sphere_is_the_dot_product_forms(depth)
     np.testing.assert_allclose(dl.kernel(x, x, depth, beta=0.0), ntk, atol=1e-7 * (depth + 1))
 
 
-def output_covariance(x, depth, width, beta, n_nets, seed):
-    """Monte-Carlo E[f(x) f(x')] over random nets in the parameterisation of Appendix A (the NNGP kernel)."""
+def output_covariance(x, depth, width, beta, n_nets, seed, chunk=250):
+    """Monte-Carlo E[f(x) f(x')] over random nets in the parameterisation of Appendix A (the NNGP kernel), ``chunk`` nets
+    at a time."""
     g = torch.Generator().manual_seed(seed)
     d = x.shape[1]
-    a = torch.as_tensor(x).expand(n_nets, -1, -1)
     sizes = [d] + [width] * depth + [1]
-    for ell, (fi, fo) in enumerate(zip(sizes[:-1], sizes[1:])):
-        c = 1.0 if ell == 0 else 2.0
-        W = torch.randn(n_nets, fi, fo, generator=g, dtype=torch.float64) * math.sqrt(c / fi)
-        b = torch.randn(n_nets, 1, fo, generator=g, dtype=torch.float64) * beta
-        a = torch.baddbmm(b, a, W)
-        if ell < depth:
-            a = torch.relu(a)
-    f = a.squeeze(-1)  # [n_nets, n]
-    return (f.T @ f / n_nets).numpy()
+    total = 0
+    for start in range(0, n_nets, chunk):
+        m = min(chunk, n_nets - start)
+        a = torch.as_tensor(x).expand(m, -1, -1)
+        for ell, (fi, fo) in enumerate(zip(sizes[:-1], sizes[1:])):
+            c = 1.0 if ell == 0 else 2.0
+            W = torch.randn(m, fi, fo, generator=g, dtype=torch.float64) * math.sqrt(c / fi)
+            b = torch.randn(m, 1, fo, generator=g, dtype=torch.float64) * beta
+            a = torch.baddbmm(b, a, W)
+            if ell < depth:
+                a = torch.relu(a)
+        f = a.squeeze(-1)  # [m, n]
+        total = total + f.T @ f
+    return (total / n_nets).numpy()
 
 
-@pytest.mark.parametrize("depth", [1, 3])
-def test_nngp_matches_the_output_covariance_of_random_wide_nets(depth):
+@pytest.mark.parametrize("depth,width", [(1, 256), (3, 128)])
+def test_nngp_matches_the_output_covariance_of_random_wide_nets(depth, width):
     x = dl.sample_inputs(5, 4, seed=14)
-    emp = output_covariance(x, depth, 256, 0.3, 4000, 0)
+    emp = output_covariance(x, depth, width, 0.3, 4000, 0)
     assert rel(emp, dl.kernel(x, x, depth, beta=0.3, kind="nngp")) < 0.05
     # and the check can fail: the NTK is not the output covariance
     assert rel(emp, dl.kernel(x, x, depth, beta=0.3)) > 0.3

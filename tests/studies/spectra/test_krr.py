@@ -1,6 +1,7 @@
 """KRR learning curves against a direct solve."""
 
 import numpy as np
+import pytest
 
 from depthlab.studies.spectra import dotkernels as dk
 from depthlab.studies.spectra import krr
@@ -20,10 +21,27 @@ def test_eigendecomposition_path_matches_direct_solves():
         for j, lam in enumerate(ridges):
             pred = Kt[:, :n] @ np.linalg.solve(K[:n, :n] + n * lam * np.eye(n), y[:n])
             np.testing.assert_allclose(mse[i, j], np.mean((pred - yt) ** 2), rtol=1e-8)
-    assert np.isclose(y.mean(), np.mean(x @ w >= 0.7))
 
 
 def test_rate_is_the_log_log_slope():
     ns = np.array([10, 100, 1000, 10000])
     assert abs(krr.rate(ns, 3.0 * ns ** -0.4, 100) + 0.4) < 1e-12
     assert np.isnan(krr.rate(ns, ns ** -0.4, 5000))
+
+
+@pytest.mark.parametrize("d,t", [(4, 0.7), (3, 0.2), (8, 0.5)])
+def test_the_bump_is_a_spherical_cap_of_the_right_measure(d, t):
+    """Independent value: for x uniform on S^(d-1), u = w.x has density prop. to (1 - u^2)^((d-3)/2), so
+    P(u >= t) = I_{1-t^2}((d-1)/2, 1/2) / 2 for t >= 0 (regularised incomplete beta); d = 4 also in closed form."""
+    from scipy.special import betainc
+
+    rng = np.random.default_rng(d)
+    x = krr.sphere(200_000, d, rng)
+    w = krr.sphere(1, d, rng)[0]
+    y = krr.bump(x, w, t)
+    assert set(np.unique(y)) == {0.0, 1.0}
+    p = betainc((d - 1) / 2, 0.5, 1 - t * t) / 2
+    if d == 4:
+        assert abs(p - (np.pi / 2 - t * np.sqrt(1 - t * t) - np.arcsin(t)) / np.pi) < 1e-12
+    assert abs(y.mean() - p) < 4 * np.sqrt(p * (1 - p) / len(y))
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, rtol=1e-12)

@@ -28,8 +28,8 @@ import numpy as np
 
 from depthlab.core.kernels import appendix_a_sphere, dot_forms, kappa0, kappa1
 
-NU = {"rf": 1.5, "ntk": 0.5, "rf_bias": 1.5, "ntk_bias": 0.5, "mu_ntk": 0.5, "mu_nngp": 1.5, "laplace": 0.5}
-FIXED_DEPTH = {"rf_bias": 1, "ntk_bias": 1, "laplace": 0}  # kernels defined at one depth only
+from .families import FIXED_DEPTH, NU
+
 
 
 def theory_slope(name: str, d: int) -> float:

@@ -20,7 +20,7 @@ from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
 
-from .dotkernels import FIXED_DEPTH
+from .families import FIXED_DEPTH
 
 STUDY = "spectra"
 FIGURES = ("eigenvalues", "mori_ueda_eigenvalues", "slopes", "learning_curves")
