@@ -85,7 +85,7 @@ def test_editing_the_cuda_kernel_path_reruns_no_data_stage(package_copy):
 def test_editing_the_trainer_reruns_exactly_the_training_stages(package_copy):
     changed = rerun(package_copy, "core/trainer.py", "    t0 = time.perf_counter()\n", "    t0 = time.perf_counter() + 0.0\n")
     assert changed == {("mori_ueda", "lrsearch"), ("mori_ueda", "train"), ("separation", "sawtooth"),
-                       ("separation", "radial"), ("fractals", "train")}
+                       ("separation", "radial"), ("fractals", "train"), ("fractals", "cnn")}
 
 
 def test_the_random_streams_hold_no_table_of_every_studys_names(package_copy):

@@ -24,7 +24,7 @@ from depthlab.studies import get_study
 from depthlab.study import Ref
 
 # stages that train nets, per study: editing the trainer must rerun exactly these (and what depends on them)
-TRAINING_STAGES = {"mori_ueda": ["lrsearch", "train"], "separation": ["sawtooth", "radial"], "fractals": ["train"]}
+TRAINING_STAGES = {"mori_ueda": ["lrsearch", "train"], "separation": ["sawtooth", "radial"], "fractals": ["train", "cnn"]}
 
 
 def planned(p: subprocess.CompletedProcess) -> Counter:

@@ -15,20 +15,31 @@ MARK = {True: "yes", False: "**NO**", None: "n/a"}
 @dataclass
 class Verdict:
     claim: str  # the SPEC id: "1" ... "6" (Mori & Ueda), "B1", "R1", "S2", "M3", ...
-    statement: str  # what the claim says, in a few words
+    statement: str  # what the claim says (or, for a question, what it asks), in a few words
     figure: str  # the figure whose table it was computed from
     subject: str  # target, depth, kernel, ... it is about
-    holds: bool | None  # None: not enough data to judge
-    evidence: str  # the numbers, and the criterion they were held to
+    holds: bool | None  # None: not enough data to judge (always None for a question)
+    evidence: str  # the numbers, and the criterion they were held to (for a question: the answer, then the numbers)
+    kind: str = "claim"  # claim: judged true or false | question: answered, never failed (SPEC's S3)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def mark(self) -> str:
+        return "answer" if self.kind == "question" else MARK[self.holds]
+
 
 def counts(verdicts: list[Verdict]) -> tuple[int, int, int]:
-    yes = sum(v.holds is True for v in verdicts)
-    no = sum(v.holds is False for v in verdicts)
-    return yes, no, len(verdicts) - yes - no
+    """(hold, do not hold, could not be judged) among the claims; questions are counted apart (:func:`answered`)."""
+    claims = [v for v in verdicts if v.kind == "claim"]
+    yes = sum(v.holds is True for v in claims)
+    no = sum(v.holds is False for v in claims)
+    return yes, no, len(claims) - yes - no
+
+
+def answered(verdicts: list[Verdict]) -> int:
+    return sum(v.kind == "question" for v in verdicts)
 
 
 def render(title: str, verdicts: list[Verdict], notes: list[str]) -> str:
@@ -39,9 +50,10 @@ def render(title: str, verdicts: list[Verdict], notes: list[str]) -> str:
         lines += [n, ""]
     lines += ["| claim | statement | figure | subject | holds | evidence |", "|---|---|---|---|---|---|"]
     for v in verdicts:
-        lines.append(f"| {v.claim} | {v.statement} | {v.figure} | {v.subject} | {MARK[v.holds]} | {v.evidence} |")
+        lines.append(f"| {v.claim} | {v.statement} | {v.figure} | {v.subject} | {v.mark} | {v.evidence} |")
     yes, no, na = counts(verdicts)
-    lines += ["", f"{yes} hold, {no} do not hold, {na} could not be judged."]
+    q = answered(verdicts)
+    lines += ["", f"{yes} hold, {no} do not hold, {na} could not be judged" + (f"; {q} question(s) answered." if q else ".")]
     return "\n".join(lines) + "\n"
 
 
@@ -57,5 +69,6 @@ def render_index(studies: list[tuple[str, str, list[dict]]]) -> str:
     lines += ["", "| study | claim | figure | subject | holds | evidence |", "|---|---|---|---|---|---|"]
     for name, _, rows in studies:
         for r in rows:
-            lines.append(f"| {name} | {r['claim']} ({r['statement']}) | {r['figure']} | {r['subject']} | {MARK[r['holds']]} | {r['evidence']} |")
+            v = Verdict(**r)
+            lines.append(f"| {name} | {v.claim} ({v.statement}) | {v.figure} | {v.subject} | {v.mark} | {v.evidence} |")
     return "\n".join(lines) + "\n"

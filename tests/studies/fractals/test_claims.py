@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from depthlab.studies.fractals.claims import m2, m3
+from depthlab.studies.fractals.claims import m2, m3, m4
 from depthlab.studies.fractals.plots import best, curve_table
 
 
@@ -39,3 +39,30 @@ def test_m3_fails_when_any_architecture_beats_chance():
     near = [(10, T, 100, 0.005, 0, 0.51, 0.5, 0.5) for T in (1, 3, 5)]
     assert m3(_table(near), 0.6, "fig6", "x").holds
     assert not m3(_table(near + [(10, 3, 20, 0.005, 0, 0.72, 0.5, 0.5)]), 0.6, "fig6", "x").holds
+
+
+def test_best_reports_the_winning_rate_and_takes_the_best_along_the_run_first():
+    """By hand: per (depth, width) the mean over seeds of each rate's best-along-the-run accuracy, then the best rate."""
+    t = _table([
+        (0, 5, 50, 0.001, 0, 0.92, 0.8, 0.9), (0, 5, 50, 0.001, 1, 0.88, 0.8, 0.9),   # mean 0.90
+        (0, 5, 50, 0.005, 0, 0.74, 0.8, 0.9), (0, 5, 50, 0.005, 1, 0.76, 0.8, 0.9),   # mean 0.75
+        (0, 1, 50, 0.001, 0, 0.60, 0.8, 0.9), (0, 1, 50, 0.005, 0, 0.64, 0.8, 0.9),
+    ])
+    b = best(t, ["depth", "width"]).set_index("depth")
+    assert b.loc[5, "best_accuracy"] == pytest.approx(0.90) and b.loc[5, "lr"] == 0.001
+    assert b.loc[1, "best_accuracy"] == pytest.approx(0.64) and b.loc[1, "lr"] == 0.005
+
+
+def _cnn(rows):
+    return pd.DataFrame(rows, columns=["dataset", "depth", "width", "lr", "seed", "best_accuracy"])
+
+
+def test_m4_holds_when_depth_helps_gradually_and_fails_when_it_helps_sharply_or_not_at_all():
+    gradual = _cnn([("digits", 1, 8, 1e-3, 0, 0.95), ("digits", 1, 16, 1e-3, 0, 0.96), ("digits", 2, 16, 1e-3, 0, 0.98),
+                    ("digits", 3, 16, 3e-3, 0, 0.985)])
+    v = m4(gradual, 0.05)
+    assert v.holds and "best depth 3" in v.evidence
+    sharp = _cnn([("digits", 1, 8, 1e-3, 0, 0.60), ("digits", 2, 8, 1e-3, 0, 0.90), ("digits", 3, 8, 1e-3, 0, 0.97)])
+    assert m4(sharp, 0.05).holds is False
+    flat = _cnn([("digits", 1, 8, 1e-3, 0, 0.97), ("digits", 2, 8, 1e-3, 0, 0.95)])
+    assert m4(flat, 0.05).holds is False, "the best net must be deeper than one layer"

@@ -45,3 +45,20 @@ def test_ball_target_is_balanced_at_the_median_radius(dist):
     assert f.min() == 0 and f.max() <= 1 and np.allclose(f[np.linalg.norm(x, axis=1) >= r0], 0)
     u = x / np.linalg.norm(x, axis=1, keepdims=True)
     assert abs(u.mean(0)).max() < 0.02  # directions uniform
+
+
+@pytest.mark.parametrize("d", [2, 8, 32, 64])
+def test_r0_sits_on_a_lobe_maximum_of_the_eldan_shamir_law_near_its_median(d):
+    r0, ratio, inside = radial.target_radius(d, "eldan_shamir", 0.95, 0.5)
+    eps = 1e-4 * r0
+    p = radial.es_density(np.array([r0 - eps, r0, r0 + eps]), d)
+    assert p[1] >= p[0] and p[1] >= p[2], "a local maximum"
+    assert 0 < ratio <= 1 and 0 < inside < 1
+    grid, cdf = radial.es_radius_table(d, 0.95)
+    assert inside == pytest.approx(np.interp(r0, grid, cdf))
+    # no lobe maximum lies closer to the median
+    m = radial.median_radius(d, "eldan_shamir", 0.95, 0.5)
+    dens = radial.es_density(grid, d)
+    peaks = grid[1:-1][(dens[1:-1] > dens[:-2]) & (dens[1:-1] >= dens[2:])]
+    assert abs(r0 - m) <= np.min(np.abs(peaks - m)) + 2 * (grid[1] - grid[0])
+    assert radial.target_radius(d, "shell", 0.95, 0.5) == (1.0, 1.0, 0.5)

@@ -6,7 +6,8 @@ import torch
 
 from depthlab.core.mlp import init_params, predict
 from depthlab.core.shapes import layer_sizes
-from depthlab.studies.separation.sawtooth import construction, l1_bound, mse_bound, pieces, sawtooth, triangle
+from depthlab.studies.separation.sawtooth import (construction, crossing_bound, l1_bound, mse_bound, pieces, sawtooth, triangle,
+                                                  window_bound)
 
 
 @pytest.mark.parametrize("level", range(1, 9))
@@ -83,3 +84,22 @@ def test_piece_bound_holds_for_shallow_nets_and_is_attained(level):
         A = np.hstack([h, np.ones((len(x), 1))])
         fit = A @ np.linalg.lstsq(A, y, rcond=None)[0]
         assert np.mean((fit - y) ** 2) >= mse_bound(w + 1, level) - 1e-9
+
+
+def test_the_window_bound_is_positive_up_to_2_to_the_L_pieces_and_holds_for_shallow_nets():
+    """The issue's cells: crossing bound 0, window bound (1 - p/2^L)/48 > 0 (L = 3, w = 6; L = 4, w = 8; L = 6, w = 37)."""
+    for L, w, want in [(3, 6, 0.0026), (4, 8, 0.0091), (6, 37, 0.0085)]:
+        assert crossing_bound(w + 1, L) == 0 and window_bound(w + 1, L) == pytest.approx(want, abs=5e-5)
+        assert mse_bound(w + 1, L) == window_bound(w + 1, L)
+    assert mse_bound(2**5, 5) == 0 and mse_bound(2**5 - 1, 5) > 0  # one condition: fewer pieces than Delta^L
+    # least-squares output layers on random first layers with 2^(L-1) <= w + 1 < 2^L pieces never beat it
+    x = np.linspace(0, 1, 2**15 + 1)
+    for L in (3, 4):
+        y = sawtooth(x, L)
+        for w in range(2 ** (L - 1), 2**L - 1):
+            for seed in range(3):
+                p = init_params([1, w, 1], np.array([seed]), "torch_default", torch.float64)
+                h = np.maximum(0, x[:, None] * p[0][0][0].numpy() + p[0][1][0].numpy())
+                A = np.hstack([h, np.ones((len(x), 1))])
+                fit = A @ np.linalg.lstsq(A, y, rcond=None)[0]
+                assert np.mean((fit - y) ** 2) >= window_bound(w + 1, L) - 1e-9

@@ -118,3 +118,27 @@ def test_bias_free_two_layer_kernels_have_vanishing_odd_eigenvalues(name):
     assert not s.reliable[odd].any() and np.all(np.abs(s.mu[odd]) < 1e-14)
     sb = mercer_eigenvalues(dk.kernel(f"{name}_bias", 1), 4, 30, 40, 1e-6)
     assert sb.reliable[odd].all() and np.all(sb.mu[odd] > 0)
+
+
+def test_the_shifted_fit_removes_the_finite_k_bias():
+    """mu_k = (k + (d-2)/2)^(-p): the fit against log(k + (d-2)/2) returns -p exactly, the plain log k fit is off by
+    about d/(2k) (here over k = 50 ... 70 at d = 8, as the default config fits)."""
+    from depthlab.studies.spectra.eigenvalues import fit_shift
+
+    d, p = 8, 10.0
+    k = np.arange(71.0)
+    mu = (k + fit_shift(d)) ** -p
+    ok = np.ones(71, bool)
+    shifted = decay_fit(mu, ok, 0, 50, fit_shift(d))[0]
+    plain = decay_fit(mu, ok, 0, 50)[0]
+    assert abs(shifted + p) < 1e-10 and plain > -p + 0.3
+
+
+@pytest.mark.parametrize("name,depth,d", [("rf", 2, 4), ("ntk", 3, 4)])
+def test_real_kernel_slopes_meet_the_theory_within_the_claims_tolerance(name, depth, d):
+    from depthlab.studies.spectra.eigenvalues import fit_shift
+
+    s = mercer_eigenvalues(dk.kernel(name, depth), d, 150, 150, 1e-6)
+    for parity in (0, 1):
+        slope = decay_fit(s.mu, s.reliable, parity, 50, fit_shift(d))[0]
+        assert abs(slope - dk.theory_slope(name, d)) < 0.1, (parity, slope)

@@ -2,7 +2,8 @@
 
 Fractal distributions (2-D Cantor, Vicsek, Sierpinski, pentaflake; 1-D Cantor) with
 approximation curves that move the negatives from coarse to fine levels, and nets of every
-depth and width trained on them as the authors' code does; Figures 4-6 and Tables 1-2.
+depth and width trained on them as the authors' code does, at every learning rate of a grid (the best reported);
+Figures 4-6, Tables 1-2, training curves, and Fig. 7 (CNNs of growing depth and width on real images).
 """
 
 from depthlab.study import Stage, Study
@@ -15,6 +16,8 @@ STUDY = Study(
     stages=(
         Stage("data", S.DataSpec, ".data:make_data", path="{fractal}/n{n}/pdeg{pdeg}/data.zarr"),
         Stage("train", S.TrainSpec, ".training:run_train", path="{fractal}/n{n}/pdeg{pdeg}/depth{depth}/w{width}.zarr", gpu=True),
+        Stage("images", S.ImagesSpec, ".realdata:make_images", path="realdata/{dataset}/data.zarr"),
+        Stage("cnn", S.CnnSpec, ".cnn_train:run_cnn", path="realdata/{dataset}/depth{depth}/w{width}.zarr", gpu=True),
         Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),
         Stage("claims", S.ClaimsSpec, ".claims:check", kind="claims"),
     ),

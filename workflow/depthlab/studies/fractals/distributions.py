@@ -18,8 +18,9 @@ example is negative with probability prob[c] and stops: the Cantor sets draw it 
 from the central cube of the current cell (the middle third in every coordinate), the other
 fractals uniformly from the current cell minus the union of its children; otherwise a child
 map is picked uniformly and the draw recurses.  After level n it is positive, uniform in its
-leaf cell.  The approximation curve sets prob: weights w over the n levels (``pdeg`` < 10:
-linspace(n, 1, n)**pdeg; ``pdeg`` >= 10: ones on the finest pdeg - 9 levels), q = w / sum w,
+leaf cell.  The approximation curve sets prob: weights w_c over the n levels c = 1 (coarsest) ... n
+(``pdeg`` < 10: w_c = c**pdeg, so the finest level weighs most; ``pdeg`` >= 10: ones on the finest
+pdeg - 9 levels), q = w / sum w,
 prob = 1 - 0.5**q, so prod(1 - prob) = 1/2: the classes are balanced, and
 P(j) = P[x not in K_j or y = 1] = 1.5 - 0.5**(sum_{l <= j} q_l).
 
@@ -78,9 +79,13 @@ def get(name: str) -> IFS:
 
 
 def level_weights(n: int, pdeg: int) -> np.ndarray:
-    """w over the levels 1..n (coarsest first), as the authors' code."""
+    """w_c over the levels c = 1 (coarsest) .. n, as the authors' ``cantor.py`` applies them.
+
+    Their code builds ``prob_vec = linspace(n, 1, n)**pdeg`` and at level ``cur_depth`` (n at the
+    coarsest, counting down) reads ``prob_vec[cur_depth - 1]``: level c gets c**pdeg.
+    """
     if pdeg < 10:
-        return np.linspace(n, 1, n) ** pdeg
+        return np.arange(1, n + 1, dtype=np.float64) ** pdeg
     fine = pdeg - 9
     if fine > n:
         raise ValueError(f"pdeg = {pdeg} puts negatives on the finest {fine} levels, but the fractal has only n = {n}")

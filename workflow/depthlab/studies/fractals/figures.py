@@ -48,16 +48,50 @@ def samples_table(inputs: list[StoreInput], points: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def runs_table(inputs: list[StoreInput], steps_per_epoch: int) -> pd.DataFrame:
+    """One row per (net, lr, seed, check): the test accuracy along the run, at its Adam step."""
+    rows = []
+    for ds in _stores(inputs):
+        a = ds.attrs
+        for i, lr in enumerate(ds.lr.values):
+            for s, sd in enumerate(ds.seed.values):
+                for c, ep in enumerate(ds.check_epoch.values):
+                    rows.append({"fractal": a["fractal"], "n": int(a["n"]), "pdeg": int(a["pdeg"]), "depth": int(a["depth"]),
+                                 "width": int(a["width"]), "lr": float(lr), "seed": int(sd), "epoch": int(ep),
+                                 "step": int(ep) * steps_per_epoch, "accuracy": float(ds.accuracy.values[i, s, c])})
+    return pd.DataFrame(rows)
+
+
+def cnn_table(inputs: list[StoreInput]) -> pd.DataFrame:
+    """One row per (depth, width, lr, seed) of the Fig. 7 CNNs: the best test accuracy along the run."""
+    rows = []
+    for ds in _stores(inputs):
+        a = ds.attrs
+        for i, lr in enumerate(ds.lr.values):
+            for s, sd in enumerate(ds.seed.values):
+                rows.append({"dataset": a["dataset"], "depth": int(a["depth"]), "width": int(a["width"]),
+                             "n_params": int(a["n_params"]), "lr": float(lr), "seed": int(sd),
+                             "best_accuracy": float(ds.best_accuracy.values[i, s]),
+                             "final_accuracy": float(ds.accuracy.values[i, s, -1])})
+    return pd.DataFrame(rows)
+
+
 def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
     name = spec.job.figure
     if name == "samples":
         tab = samples_table(inputs, spec.points)
         return plots.samples_figure(tab), tab
+    if name == "training_curves":
+        tab = runs_table(inputs, spec.steps_per_epoch)
+        return plots.runs_figure(tab), tab
+    if name == "fig7":
+        tab = cnn_table(inputs)
+        return plots.realdata_figure(tab, f"Malach & Shalev-Shwartz Fig. 7: CNNs on real images ({tab.dataset.iloc[0]})"), tab
     tab = accuracy_table(inputs)
     if name == "fig4":
         return plots.width_figure(tab, by_params=True, title="Malach & Shalev-Shwartz Fig. 4: coarse 2-D Cantor set"), tab
     if name == "fig6":
         return plots.width_figure(tab, by_params=False, title="Malach & Shalev-Shwartz Fig. 6: fine Vicsek set"), tab
     if name == "fig5":
-        return plots.curves_figure(tab, list(spec.pdegs)), tab
+        return plots.curves_figure(tab), tab
     return plots.tables_figure(tab), tab

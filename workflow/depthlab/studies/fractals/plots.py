@@ -1,5 +1,9 @@
-"""Fractal figures: a tidy table in, a matplotlib Figure out.  Accuracies are the best along the run,
-the maximum over learning rates of the mean over seeds."""
+"""Fractal figures: a tidy table in, a matplotlib Figure out.
+
+Accuracies are the paper's numbers: the best test accuracy along the run, the mean over seeds, then the maximum over
+learning rates (:func:`best`, which also says which rate won); the rate is written beside every point or cell.
+Accuracy axes span chance to 1 (0.5 to 1.0), as the paper draws them.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +14,30 @@ import seaborn as sns
 
 from depthlab import plotstyle as ps
 
+CHANCE, PERFECT = 0.5, 1.0
 
-def best(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Mean best-along-run accuracy over seeds, then the max over learning rates, per ``keys``."""
-    return table.groupby(keys + ["lr"]).best_accuracy.mean().groupby(keys).max().reset_index()
+
+def best(table: pd.DataFrame, keys: list[str], value: str = "best_accuracy") -> pd.DataFrame:
+    """Mean of ``value`` over seeds, then the max over learning rates, per ``keys``; ``lr`` is the rate that gave it."""
+    mean = table.groupby(keys + ["lr"])[value].mean().reset_index()
+    top = mean.loc[mean.groupby(keys)[value].idxmax().dropna()]
+    return top.reset_index(drop=True)[keys + [value, "lr"]]
 
 
 def curve_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 5's numbers per ``pdeg``: ``best`` per width, then the max over widths, beside the curve's P(3), P(4), P(5)."""
+    """Fig. 5's numbers per ``pdeg``, ordered coarse to fine (P(4) falling): ``best`` per width, then the max over widths,
+    the width and rate that gave it, beside the curve's P(3), P(4), P(5)."""
     curves = table.groupby("pdeg")[[c for c in ("P3", "P4", "P5") if c in table]].first()
-    acc = best(table, ["pdeg", "width"]).groupby("pdeg").best_accuracy.max()
-    return curves.assign(best_accuracy=acc)
+    per = best(table, ["pdeg", "width"])
+    top = per.loc[per.groupby("pdeg").best_accuracy.idxmax()].set_index("pdeg")
+    out = curves.assign(best_accuracy=top.best_accuracy, width=top.width, lr=top.lr)
+    return out.sort_values("P4" if "P4" in out else "P3", ascending=False, kind="stable")
+
+
+def _accuracy_axis(ax: plt.Axes, label: str = "best test accuracy along the run") -> None:
+    ax.set_ylim(CHANCE - 0.02, PERFECT + 0.01)
+    ax.axhline(CHANCE, color="grey", lw=1, ls=":")
+    ax.set_ylabel(label)
 
 
 def width_figure(table: pd.DataFrame, by_params: bool, title: str) -> plt.Figure:
@@ -32,42 +49,73 @@ def width_figure(table: pd.DataFrame, by_params: bool, title: str) -> plt.Figure
         for T in depths:
             g = b[b.depth == T].sort_values(x)
             ax.plot(g[x], g.best_accuracy, "-o", color=colors[T], ms=4, label=f"depth {T}")
-        ax.axhline(0.5, color="grey", lw=1, ls=":")
+            for r in g.itertuples():
+                ax.annotate(f"{r.lr:g}", (getattr(r, x), r.best_accuracy), textcoords="offset points", xytext=(2, 3),
+                            fontsize=4.5, color=colors[T])
         ax.set_xscale("log")
-        ax.set_xlabel({"width": "width", "n_params": "parameters"}[x])
-        ax.set_ylabel("best test accuracy along the run")
+        ax.set_xlabel({"width": "width", "n_params": "parameters"}[x] + " (numbers: the best learning rate)")
+        _accuracy_axis(ax)
         ps.legend_below(ax, ncol=3)
     return ps.finish(fig, title + f" (fractal depth {table.n.iloc[0]}, pdeg {table.pdeg.iloc[0]})")
 
 
-def curves_figure(table: pd.DataFrame, pdegs: list[int]) -> plt.Figure:
-    """Fig. 5: the best accuracy of the deepest nets for each approximation curve (#1 coarse ... fine), with P(3), P(4), P(5)."""
+def curves_figure(table: pd.DataFrame) -> plt.Figure:
+    """Fig. 5: the best accuracy of the deep nets per approximation curve, coarse to fine by P(4), beside P(3), P(4), P(5)."""
     fig, axes = ps.panels(1, width=6.5, height=4.8)
     ax = axes[0]
     b = curve_table(table)
-    cols = [c for c in b.columns if c != "best_accuracy"]
-    xs = np.arange(1, len(pdegs) + 1)
-    ax.plot(xs, [b.best_accuracy.get(p, np.nan) for p in pdegs], "-o", color="tab:red", lw=2,
-            label=f"best accuracy, depth {table.depth.iloc[0]} (max over widths)")
+    cols = [c for c in b.columns if c.startswith("P")]
+    xs = np.arange(1, len(b) + 1)
+    ax.plot(xs, b.best_accuracy.values, "-o", color="tab:red", lw=2,
+            label=f"best accuracy, depth {table.depth.iloc[0]} (max over widths and rates)")
+    for x, r in zip(xs, b.itertuples()):
+        ax.annotate(f"w {r.width}, lr {r.lr:g}", (x, r.best_accuracy), textcoords="offset points", xytext=(3, 4), fontsize=5)
     for col, c in zip(cols, sns.color_palette("Blues", len(cols) + 1)[1:]):
-        ax.plot(xs, [b[col].get(p, np.nan) for p in pdegs], "--s", color=c, ms=4, label=col.replace("P", "P(") + ")")
-    ax.set_xticks(xs, [f"#{i}\npdeg {p}" for i, p in zip(xs, pdegs)])
-    ax.set_xlabel("approximation curve (coarse to fine)")
-    ax.set_ylabel("accuracy / approximation curve P(j)")
+        ax.plot(xs, b[col].values, "--s", color=c, ms=4, label=col.replace("P", "P(") + ")")
+    ax.set_xticks(xs, [f"pdeg {p}\nP(4) {r:.2f}" for p, r in zip(b.index, b["P4"] if "P4" in b else b[cols[0]])], fontsize=7)
+    ax.set_xlabel("approximation curve, coarse to fine (P(4) falling)")
+    _accuracy_axis(ax, "accuracy / approximation curve P(j)")
     ps.legend_below(ax, ncol=2)
     return ps.finish(fig, "Malach & Shalev-Shwartz Fig. 5: learning depends on the approximation curve (2-D Cantor set)")
 
 
 def tables_figure(table: pd.DataFrame) -> plt.Figure:
-    """Tables 1-2 as heat maps: best accuracy per (depth, width), one panel per (fractal, curve)."""
+    """Tables 1-2 as heat maps: best accuracy per (depth, width) with its rate, one panel per (fractal, curve)."""
     groups = sorted({(f, p) for f, p in zip(table.fractal, table.pdeg)})
     fig, axes = ps.panels(len(groups), width=3.6, height=3.4)
     b = best(table, ["fractal", "pdeg", "depth", "width"])
     for ax, (f, p) in zip(axes, groups):
-        g = b[(b.fractal == f) & (b.pdeg == p)].pivot(index="depth", columns="width", values="best_accuracy")
-        sns.heatmap(g, annot=True, fmt=".3f", vmin=0.5, vmax=1.0, cmap="viridis", cbar=False, ax=ax, annot_kws={"fontsize": 7})
+        g = b[(b.fractal == f) & (b.pdeg == p)]
+        acc = g.pivot(index="depth", columns="width", values="best_accuracy")
+        text = g.assign(t=[f"{a:.3f}\nlr {lr:g}" for a, lr in zip(g.best_accuracy, g.lr)]).pivot(index="depth", columns="width", values="t")
+        sns.heatmap(acc, annot=text, fmt="", vmin=CHANCE, vmax=PERFECT, cmap="viridis", cbar=False, ax=ax, annot_kws={"fontsize": 6})
         ax.set_title(f"{f}, pdeg {p}", fontsize=9)
-    return ps.finish(fig, "Malach & Shalev-Shwartz Tables 1-2: best test accuracy per depth and width")
+    return ps.finish(fig, "Malach & Shalev-Shwartz Tables 1-2: best test accuracy per depth and width (and its rate)")
+
+
+def runs_figure(table: pd.DataFrame) -> plt.Figure:
+    """Test accuracy along the run, one line per rate (mean over seeds): a plateau or a climb, not a single number.
+
+    One panel per net of the table (the deepest nets of Fig. 4, every net of Fig. 5)."""
+    groups = list(dict.fromkeys(zip(table.fractal, table.pdeg, table.depth, table.width)))
+    cols = min(4, len(groups))
+    rows = -(-len(groups) // cols)
+    ps.theme()
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows), squeeze=False)
+    lrs = sorted(table.lr.unique())
+    colors = dict(zip(lrs, sns.color_palette("rocket", len(lrs))))
+    for ax, (f, p, T, w) in zip(axes.ravel(), groups):
+        g = table[(table.fractal == f) & (table.pdeg == p) & (table.depth == T) & (table.width == w)]
+        for lr, h in g.groupby("lr"):
+            m = h.groupby("step").accuracy.mean()
+            ax.plot(m.index, m.values, "-", color=colors[lr], lw=1.2, label=f"lr {lr:g}")
+        _accuracy_axis(ax, "test accuracy")
+        ax.set_title(f"{f}, pdeg {p}, depth {T}, width {w}", fontsize=7)
+        ax.set_xlabel("Adam steps")
+        ax.legend(fontsize=5, loc="lower right", frameon=False)
+    for ax in axes.ravel()[len(groups):]:
+        ax.set_visible(False)
+    return ps.finish(fig, "Training curves: test accuracy along the run per learning rate (Figs. 4 and 5 nets)")
 
 
 def samples_figure(table: pd.DataFrame) -> plt.Figure:
@@ -84,3 +132,31 @@ def samples_figure(table: pd.DataFrame) -> plt.Figure:
         ax.set_xticks([])
         ax.set_yticks([])
     return ps.finish(fig, "Samples of the fractal distributions (blue positive, orange negative)")
+
+
+def realdata_figure(table: pd.DataFrame, title: str) -> plt.Figure:
+    """Fig. 7: best test accuracy of the CNNs vs width, one line per depth, the rate beside each point; and vs depth."""
+    fig, axes = ps.panels(2, width=5.0, height=4.6)
+    depths = sorted(table.depth.unique())
+    colors = dict(zip(depths, sns.color_palette("viridis", len(depths))))
+    b = best(table, ["depth", "width"])
+    ax = axes[0]
+    for T in depths:
+        g = b[b.depth == T].sort_values("width")
+        ax.plot(g.width, g.best_accuracy, "-o", color=colors[T], ms=4, label=f"depth {T}")
+        for r in g.itertuples():
+            ax.annotate(f"{r.lr:g}", (r.width, r.best_accuracy), textcoords="offset points", xytext=(2, 3), fontsize=4.5, color=colors[T])
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("width (channels per layer; numbers: the best rate)")
+    ax.set_ylabel("best test accuracy along the run")
+    ax.set_ylim(0.0, 1.01)
+    ax.axhline(0.1, color="grey", lw=1, ls=":")
+    ps.legend_below(ax, ncol=4)
+    ax = axes[1]
+    per_depth = b.groupby("depth").best_accuracy.max()
+    ax.plot(per_depth.index, per_depth.values, "-o", color="tab:red")
+    ax.set_xlabel("depth (convolutional layers)")
+    ax.set_ylabel("best over widths and rates")
+    ax.set_ylim(0.0, 1.01)
+    ax.set_xticks(depths)
+    return ps.finish(fig, title)

@@ -24,7 +24,7 @@ from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
 from .distributions import level_weights
 
 STUDY = "fractals"
-FIGURES = ("fig4", "fig5", "fig6", "tables", "samples")
+FIGURES = ("fig4", "fig5", "fig6", "tables", "training_curves", "fig7", "samples")
 
 
 def section(config: dict) -> dict:
@@ -44,15 +44,37 @@ def check(sec: dict, config: dict) -> None:
     for name in ("fig4", "fig6", "tables"):
         if name in sec and not sec[name]["depths"]:
             raise ConfigError(f"config error at {where}.{name}.depths: empty")
+    f7 = sec.get("fig7")
+    if f7 is not None:
+        from .images import ImageDataError, check_cifar_folder
+
+        if f7["dataset"] == "cifar10":
+            if not f7.get("cifar10_dir"):
+                raise ConfigError(f"config error at {where}.fig7.cifar10_dir: dataset cifar10 needs the folder of your local copy "
+                                  "of CIFAR-10's binary version (data_batch_1.bin ... test_batch.bin); nothing is downloaded")
+            try:
+                check_cifar_folder(f7["cifar10_dir"])
+            except ImageDataError as e:
+                raise ConfigError(f"config error at {where}.fig7.cifar10_dir: {e}") from None
+        size = 8 if f7["dataset"] == "digits" else (f7["crop"] if f7["augment"] else 32)
+        if f7["augment"] and f7["crop"] > 32:
+            raise ConfigError(f"config error at {where}.fig7.crop: {f7['crop']} exceeds CIFAR-10's 32 pixels")
+        if f7["augment"] and f7["dataset"] == "digits":
+            raise ConfigError(f"config error at {where}.fig7.augment: crop-and-flip augmentation is for cifar10 (a flipped digit is another digit)")
+        if f7["dataset"] == "digits" and not 10 <= f7["n_test"] <= 1787:
+            raise ConfigError(f"config error at {where}.fig7.n_test: digits has 1797 images; hold out 10 ... 1787, got {f7['n_test']}")
+        if size < 4:
+            raise ConfigError(f"config error at {where}.fig7: images of side {size} leave no pixel after the two pools")
 
 
 def figures(config: dict) -> list[str]:
     s = section(config)
-    return [f for f in FIGURES if f in s or f == "samples"]
+    has = {"training_curves": "fig4" in s or "fig5" in s, "samples": True}
+    return [f for f in FIGURES if f in s or has.get(f, False)]
 
 
 def claims_inputs(config: dict) -> list[str]:
-    return [f for f in ("fig4", "fig5", "fig6", "tables") if f in section(config)]
+    return [f for f in ("fig4", "fig5", "fig6", "tables", "fig7") if f in section(config)]
 
 
 def _distributions(sec: dict) -> list[tuple[str, str, int, list[int]]]:
@@ -70,6 +92,18 @@ def _distributions(sec: dict) -> list[tuple[str, str, int, list[int]]]:
         out += [("tables", f, e["fractal_depth"], [e["coarse_pdeg"], e["fine_pdeg"]]) for f in e["fractals"]]
     out += [("samples", s["fractal"], s["fractal_depth"], [s["pdeg"]]) for s in sec["samples"]["show"]]
     return out
+
+
+@dataclass(frozen=True)
+class ImagesJob(Job):
+    dataset: str = field(metadata={"pattern": "digits|cifar10"})
+
+
+@dataclass(frozen=True)
+class CnnJob(Job):
+    dataset: str = field(metadata={"pattern": "digits|cifar10"})
+    depth: int
+    width: int
 
 
 @dataclass(frozen=True)
@@ -98,6 +132,9 @@ def _unique(jobs: list) -> list:
 
 def _nets(sec: dict, key: str) -> list[TrainJob]:
     """The (fractal, n, pdeg, depth, width) nets one figure or table needs."""
+    if key == "training_curves":  # the deepest nets of Fig. 4 and every net of Fig. 5
+        fig4 = [j for j in _nets(sec, "fig4") if j.depth == max(sec["fig4"]["depths"])] if "fig4" in sec else []
+        return _unique(fig4 + _nets(sec, "fig5"))
     e = sec.get(key)
     if e is None:
         return []
@@ -175,26 +212,93 @@ class TrainSpec(Spec):
 
 
 @dataclass(frozen=True)
+class ImagesSpec(Spec):
+    STUDY = STUDY
+    STAGE = "images"
+    job: ImagesJob
+    cifar10_dir: str | None  # the local copy of CIFAR-10's binary version (cifar10 only)
+    n_train: int  # the first n training images (0: all of them: 1347 digits, 50 000 CIFAR-10 images)
+    n_test: int  # digits: held out by a seeded split; cifar10: the first n test images (0: all 10 000)
+    seed: int
+
+    @classmethod
+    def jobs(cls, config: dict) -> list[ImagesJob]:
+        f7 = section(config).get("fig7")
+        return [ImagesJob(f7["dataset"])] if f7 else []
+
+    @classmethod
+    def from_config(cls, config: dict, job: ImagesJob) -> "ImagesSpec":
+        f7 = section(config)["fig7"]
+        return cls(job=job, cifar10_dir=str(f7["cifar10_dir"]) if job.dataset == "cifar10" else None,
+                   n_train=f7["n_train"], n_test=f7["n_test"], seed=config["seed"])
+
+    def memory(self) -> dict[str, int]:
+        n = (self.n_train or 50000) + (self.n_test or 10000) if self.job.dataset == "cifar10" else 1797
+        side = 32 if self.job.dataset == "cifar10" else 8
+        return {f"studies.{STUDY}.fig7.dataset": 4 * n * 3 * side * side * mem.F64}
+
+
+@dataclass(frozen=True)
+class CnnSpec(Spec):
+    STUDY = STUDY
+    STAGE = "cnn"
+    job: CnnJob
+    data: ImagesSpec
+    kernel: int
+    lrs: tuple[float, ...]
+    seeds: tuple[int, ...]
+    epochs: int
+    batch_size: int
+    check_every: int
+    augment: bool
+    crop: int
+
+    @classmethod
+    def jobs(cls, config: dict) -> list[CnnJob]:
+        f7 = section(config).get("fig7")
+        return [CnnJob(f7["dataset"], T, w) for T in sorted(f7["depths"]) for w in sorted(f7["widths"])] if f7 else []
+
+    @classmethod
+    def from_config(cls, config: dict, job: CnnJob) -> "CnnSpec":
+        f7 = section(config)["fig7"]
+        return cls(job=job, data=ImagesSpec.from_config(config, ImagesJob(job.dataset)), kernel=f7["kernel"],
+                   lrs=tuple(float(v) for v in sorted(f7["lrs"])), seeds=tuple(f7["seeds"]), epochs=f7["epochs"],
+                   batch_size=f7["batch_size"], check_every=f7["check_every"], augment=f7["augment"],
+                   crop=f7["crop"] if f7["augment"] else 0)
+
+    def inputs(self) -> dict[str, Ref]:
+        return {"data": Ref("images", ImagesJob(self.job.dataset))}
+
+    def memory(self) -> dict[str, int]:
+        side = 32 if self.job.dataset == "cifar10" else 8
+        acts = self.batch_size * self.job.width * side * side * self.job.depth * 4 * mem.F32
+        return {f"studies.{STUDY}.fig7.widths": self.data.memory()[f"studies.{STUDY}.fig7.dataset"] + acts}
+
+
+@dataclass(frozen=True)
 class FigureSpec(Spec):
     STUDY = STUDY
     STAGE = "figure"
     job: FigureJob
     nets: tuple[TrainJob, ...]  # the trained nets the figure reads
+    cnns: tuple[CnnJob, ...]  # fig7's CNNs
     samples: tuple[DataJob, ...]  # the data sets the samples figure draws
     points: int  # samples drawn per panel
-    pdegs: tuple[int, ...]  # fig5: the curves in the config's order
+    steps_per_epoch: int  # Adam steps per epoch of the fractal nets (the training curves' x axis)
 
     @classmethod
     def from_config(cls, config: dict, job: FigureJob) -> "FigureSpec":
         s = section(config)
+        steps = s["data"]["n_train"] // s["training"]["batch_size"]
         if job.figure == "samples":
             shown = _unique([DataJob(x["fractal"], x["fractal_depth"], x["pdeg"]) for x in s["samples"]["show"]])
-            return cls(job=job, nets=(), samples=tuple(shown), points=s["samples"]["points"], pdegs=())
-        pdegs = tuple(s["fig5"]["pdegs"]) if job.figure == "fig5" else ()
-        return cls(job=job, nets=tuple(_nets(s, job.figure)), samples=(), points=0, pdegs=pdegs)
+            return cls(job=job, nets=(), cnns=(), samples=tuple(shown), points=s["samples"]["points"], steps_per_epoch=steps)
+        if job.figure == "fig7":
+            return cls(job=job, nets=(), cnns=tuple(CnnSpec.jobs(config)), samples=(), points=0, steps_per_epoch=steps)
+        return cls(job=job, nets=tuple(_nets(s, job.figure)), cnns=(), samples=(), points=0, steps_per_epoch=steps)
 
     def inputs(self) -> dict[str, Ref]:
-        refs = [Ref("train", j) for j in self.nets] + [Ref("data", j) for j in self.samples]
+        refs = [Ref("train", j) for j in self.nets] + [Ref("cnn", j) for j in self.cnns] + [Ref("data", j) for j in self.samples]
         return {"/".join([r.stage, *(str(v) for v in r.job.values().values())]): r for r in refs}
 
 
@@ -205,7 +309,7 @@ class ClaimsSpec(Spec):
     job: ClaimsJob
     near_perfect: float
     near_chance: float
-    fig5_depth: int | None
+    m4_margin: float  # M4: a one-layer CNN within this much of the best net
     scale_note: str
 
     @classmethod
@@ -213,7 +317,11 @@ class ClaimsSpec(Spec):
         s = section(config)
         t, d = s["training"], s["data"]
         steps = t["max_epochs"] * (d["n_train"] // t["batch_size"])
-        return cls(job=job, near_perfect=0.95, near_chance=0.6, fig5_depth=s["fig5"]["depth"] if "fig5" in s else None,
-                   scale_note=f"Scale: {d['n_train']} training / {d['n_test']} test examples, Adam lr {sorted(t['lrs'])}, batch "
-                              f"{t['batch_size']}, {t['max_epochs']} epochs = {steps} steps (paper: 1e6), test accuracy every "
-                              f"{t['check_every']} epochs, best along the run reported; seeds {list(t['seeds'])}.")
+        f7 = s.get("fig7")
+        real = (f"; Fig. 7: {f7['dataset']} CNNs, depths {sorted(f7['depths'])} x widths {sorted(f7['widths'])}, "
+                f"{f7['kernel']}x{f7['kernel']} kernels, Adam lr {sorted(f7['lrs'])}, {f7['epochs']} epochs, seeds {list(f7['seeds'])}"
+                if f7 else "")
+        return cls(job=job, near_perfect=0.95, near_chance=0.6, m4_margin=float(f7["margin"]) if f7 else 0.0,
+                   scale_note=f"Scale: {d['n_train']} training / {d['n_test']} test examples, Adam lr {sorted(t['lrs'])} (the best "
+                              f"reported), batch {t['batch_size']}, {t['max_epochs']} epochs = {steps} steps (paper: 1e6), test "
+                              f"accuracy every {t['check_every']} epochs, best along the run; seeds {list(t['seeds'])}{real}.")

@@ -11,11 +11,28 @@ from depthlab import plotstyle as ps
 YLABEL = {"regression": "test error $\\varepsilon_g$ (MSE)", "classification": "misclassification rate"}
 
 
+def _mark_divergences(ax, part: pd.DataFrame, agg: pd.DataFrame, color) -> None:
+    """A red ring and 'k/S div.' at every depth where some seed diverged (its mean is over the others); at the axis
+    bottom where every seed diverged."""
+    if "diverged" not in part:
+        return
+    per = part.groupby("depth").diverged.agg(["sum", "size"])
+    for L, r in per[per["sum"] > 0].iterrows():
+        if L in agg.index:
+            ax.plot([L], [agg.loc[L, "mean"]], "o", mfc="none", mec="red", ms=9, mew=1.2)
+            ax.annotate(f"{int(r['sum'])}/{int(r['size'])} div.", (L, agg.loc[L, "mean"]), textcoords="offset points",
+                        xytext=(4, -9), fontsize=5, color="red")
+        else:
+            ax.annotate(f"all {int(r['size'])} diverged", (L, 0.02), xycoords=ax.get_xaxis_transform(), fontsize=5, color="red",
+                        ha="center")
+
+
 def depth_figure(table: pd.DataFrame, title: str, task: str = "regression"):
     """Test error vs depth, one panel per (k, g); local/global as colours.
 
-    NN at its cross-validated lr: solid, mean +- std over seeds, the chosen lr written
-    at each point.  NTK: dashed.  NNGP (random-features kernel): dash-dot.
+    NN at its cross-validated lr: solid, mean +- std over the seeds that did not diverge, the chosen lr written
+    at each point, a red ring with the count where some seed diverged.  NTK: dashed.  NNGP (random-features
+    kernel): dash-dot.
     """
     by_noise = table.noise.nunique() > 1  # Fig. 4: one panel per target family, one colour per noise level
     key = ["k", "g", "locality"] if by_noise else ["k", "g"]
@@ -32,6 +49,7 @@ def depth_figure(table: pd.DataFrame, title: str, task: str = "regression"):
             for L, lr in part.groupby("depth").lr.first().items():
                 if L in agg.index:
                     ax.annotate(f"{lr:.2g}", (L, agg.loc[L, "mean"]), textcoords="offset points", xytext=(3, 4), fontsize=5, color=color)
+            _mark_divergences(ax, part, agg, color)
             kern = part.groupby("depth", as_index=False)[["ntk_test_error", "nngp_test_error"]].first()
             ax.plot(kern.depth, kern.ntk_test_error, ps.NTK, marker="x", color=color, label=f"NTK {name}")
             ax.plot(kern.depth, kern.nngp_test_error, ps.NNGP, marker="+", color=color, alpha=0.6, label=f"NNGP {name}")

@@ -28,7 +28,7 @@ def sawtooth_table(inputs: list[StoreInput]) -> pd.DataFrame:
         rows.append({"level": int(L), "arch": "construction", "kind": "construction", "depth": int(L), "width": 2,
                      "n_params": n_params(1, 2, int(L)), "lr": np.nan, "seed": -1, "test_mse": float(con.max_abs_error.values[i]) ** 2,
                      "max_abs_error": float(con.max_abs_error.values[i]), "train_loss": np.nan, "pieces": int(con.pieces.values[i]),
-                     "best": True, "mse_bound": 0.0, "diverged": False})
+                     "best": True, "mse_bound": 0.0, "crossing_bound": 0.0, "window_bound": 0.0, "diverged": False})
     for inp in _by_job(inputs, "sawtooth"):
         ds, arch = inp.data, inp.job.arch
         best = int(ds.best)
@@ -39,7 +39,8 @@ def sawtooth_table(inputs: list[StoreInput]) -> pd.DataFrame:
                              "width": int(ds.attrs["width"]), "n_params": int(ds.attrs["n_params"]), "lr": float(lr), "seed": int(sd),
                              "test_mse": float(ds.test_mse.values[i, j]), "max_abs_error": np.nan,
                              "train_loss": float(ds.train_loss.values[i, j]), "pieces": int(ds.pieces.values[i, j]),
-                             "best": i * S + j == best, "mse_bound": float(ds.mse_bound), "diverged": bool(ds.diverged.values[i, j])})
+                             "best": i * S + j == best, "mse_bound": float(ds.mse_bound), "crossing_bound": float(ds.crossing_bound),
+                             "window_bound": float(ds.window_bound), "diverged": bool(ds.diverged.values[i, j])})
     return pd.DataFrame(rows)
 
 
@@ -65,7 +66,9 @@ def radial_table(inputs: list[StoreInput]) -> pd.DataFrame:
         for j, sd in enumerate(ds.seed.values):
             rows.append({"target": job.target, "dist": job.dist, "d": job.d, "budget": job.budget, "depth": job.depth,
                          "width": int(ds.width), "n_params": int(ds.attrs["n_params"]), "best_lr": float(ds.best_lr),
-                         "seed": int(sd), "test_mse": float(ds.test_mse.values[j]), "test_nmse": float(ds.test_nmse.values[j])})
+                         "seed": int(sd), "test_mse": float(ds.test_mse.values[j]), "test_nmse": float(ds.test_nmse.values[j]),
+                         "diverged": bool(ds.diverged.values[j]), "r0": float(ds.attrs["r0"]),
+                         "r0_density_ratio": float(ds.attrs["r0_density_ratio"]), "r0_inside": float(ds.attrs["r0_inside"])})
     return pd.DataFrame(rows)
 
 

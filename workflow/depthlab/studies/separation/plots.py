@@ -27,7 +27,8 @@ def _arch_label(arch: str, g: pd.DataFrame) -> str:
 
 
 def error_figure(table: pd.DataFrame) -> plt.Figure:
-    """Best (by training loss) test MSE vs L per architecture; the shallow nets' lower bound (1/12)(1 - w / 2^(L-1))."""
+    """Best (by training loss) test MSE vs L per architecture; the shallow nets' lower bound for w + 1 pieces (the larger
+    of the crossing-count and window bounds, positive while w + 1 < 2^L)."""
     fig, axes = ps.panels(1, width=6.5, height=5.2)
     ax = axes[0]
     archs = sorted(table.arch.unique())

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def make_data(spec: "RadialDataSpec", inputs: dict, ctx=None) -> xr.Dataset:
     t, q, d = spec.job.target, spec.job.dist, spec.job.d
     quant, half = spec.es_quantile, spec.shell_halfwidth
-    r0 = radial.median_radius(d, q, quant, half)
+    r0, density_ratio, inside = radial.target_radius(d, q, quant, half)
     x = radial.sample(spec.n_train, d, q, rng(spec.seed, "radial", d, 0), quant, half)
     xt = radial.sample(spec.n_test, d, q, rng(spec.seed, "radial", d, 1), quant, half)
     return xr.Dataset(
@@ -27,6 +27,7 @@ def make_data(spec: "RadialDataSpec", inputs: dict, ctx=None) -> xr.Dataset:
             "x_test": (("test_sample", "feature"), xt),
             "y_test": (("test_sample",), radial.target(xt, t, r0)),
         },
-        attrs={"target": t, "distribution": q, "d": d, "r0": r0,
+        attrs={"target": t, "distribution": q, "d": d, "r0": r0, "r0_density_ratio": density_ratio, "r0_inside": inside,
+               "median_radius": radial.median_radius(d, q, quant, half),
                "es_quantile": quant if quant is not None else "n/a", "shell_halfwidth": half if half is not None else "n/a"},
     )

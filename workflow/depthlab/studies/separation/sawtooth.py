@@ -7,16 +7,17 @@ Construction: Delta(z) = 2 relu(z) - 4 relu(z - 1/2) for z in [0, 1], so a depth
 ReLU net (hidden units relu(z), relu(z - 1/2) per layer, the 2, -4 folded into the next
 layer's weights) equals Delta^L exactly on [0, 1].
 
-Lower bound (the crossing-count argument of the depth-separation survey, made quantitative):
-a function g with p linear pieces on [0, 1] has p - 1 breakpoints, so at least
-2^(L-1) - (p - 1) teeth of Delta^L contain none and are matched by one affine function each.
-The best affine fit of a tent over its width w has mean squared error w / 12 (the constant
-1/2: the tent's values are uniform on [0, 1], variance 1/12) and mean absolute error w / 4,
-so under x ~ U[0, 1]:
+Lower bounds on the error of a function g with p linear pieces on [0, 1] (x ~ U[0, 1]); a one-hidden-layer
+net of width w has at most p = w + 1 pieces.  Two bounds, the larger is used, and both are positive exactly
+when p < 2^L, i.e. when g has fewer pieces than Delta^L (one condition, stated the same in the claims):
 
-    MSE(g, Delta^L) >= (1/12) max(0, 1 - (p - 1) / 2^(L-1)),   L1 >= (1/4) max(0, 1 - (p - 1) / 2^(L-1)).
-
-A one-hidden-layer net of width w has at most w + 1 pieces.
+* crossing count (the depth-separation survey's argument, made quantitative): g has p - 1 breakpoints, so at
+  least 2^(L-1) - (p - 1) teeth of Delta^L contain none and are matched by one affine function each; the best
+  affine fit of a tent over its width has MSE width/12 (mean absolute error width/4), so
+  MSE >= (1/12) max(0, 1 - (p - 1)/2^(L-1)) and L1 >= (1/4) max(0, 1 - (p - 1)/2^(L-1));
+* windows (positive up to p = 2^L - 1): disjoint windows of width 2^-L around the 2^L - 1 interior kinks of
+  Delta^L; g has no kink in at least 2^L - p of them, and on each the best affine fit to the tent (height 1/2
+  over the half-width) costs 1/48 in mean squared error, so MSE >= max(0, 1 - p/2^L)/48.
 """
 
 from __future__ import annotations
@@ -95,9 +96,19 @@ def pieces(params: Params, m: int = 0, lo: float = 0.0, hi: float = 1.0, rtol: f
     return len(keep), breaks
 
 
-def mse_bound(p: np.ndarray | int, level: int) -> np.ndarray:
-    """Lower bound on the MSE (x ~ U[0, 1]) of any function with p linear pieces against Delta^L."""
+def crossing_bound(p: np.ndarray | int, level: int) -> np.ndarray:
+    """The crossing-count lower bound on the MSE against Delta^L of a function with p pieces (positive for p <= 2^(L-1))."""
     return np.maximum(0.0, 1.0 - (np.asarray(p, dtype=np.float64) - 1.0) / 2.0 ** (level - 1)) / 12.0
+
+
+def window_bound(p: np.ndarray | int, level: int) -> np.ndarray:
+    """The window lower bound on the MSE against Delta^L of a function with p pieces (positive for p < 2^L)."""
+    return np.maximum(0.0, 1.0 - np.asarray(p, dtype=np.float64) / 2.0**level) / 48.0
+
+
+def mse_bound(p: np.ndarray | int, level: int) -> np.ndarray:
+    """The larger of the two lower bounds: positive exactly when p < 2^L."""
+    return np.maximum(crossing_bound(p, level), window_bound(p, level))
 
 
 def l1_bound(p: np.ndarray | int, level: int) -> np.ndarray:

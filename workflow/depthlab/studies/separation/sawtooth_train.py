@@ -13,7 +13,7 @@ from depthlab.core.mlp import init_params, predict
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes
 
-from .sawtooth import construction, mse_bound, pieces, sawtooth
+from .sawtooth import construction, crossing_bound, mse_bound, pieces, sawtooth, window_bound
 from .training import settings
 
 if TYPE_CHECKING:
@@ -56,7 +56,10 @@ def run_sawtooth(spec: "SawtoothSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
             "prediction": (("lr", "seed", "plot_point"), grid.grid(predict(res.params, xp))),
             "best": ((), best, {"description": "flat index (lr * seeds + seed) of the model with the lowest training loss"}),
             "mse_bound": ((), float(mse_bound(width + 1, L)) if depth == 1 else 0.0,
-                          {"description": "lower bound on the MSE of any net of this shape (one hidden layer: at most w + 1 pieces)"}),
+                          {"description": "lower bound on the MSE of any net of this shape (one hidden layer: at most w + 1 pieces): "
+                                          "the larger of the crossing-count and window bounds, positive when w + 1 < 2^L"}),
+            "crossing_bound": ((), float(crossing_bound(width + 1, L)) if depth == 1 else 0.0),
+            "window_bound": ((), float(window_bound(width + 1, L)) if depth == 1 else 0.0),
         },
         coords={"lr": lrs, "seed": seeds_cfg, "level": L},
         attrs={"kind": kind, "depth": depth, "width": width, "n_params": spec.n_params},

@@ -322,4 +322,5 @@ class ClaimsSpec(Spec):
                               f"lrs {sorted(sw['lrs'])} x seeds {list(sw['seeds'])}; radial d = {sorted(r['dims'])}, "
                               f"depths {sorted(r['depths'])}, budgets {sorted(r['budgets'])}, N = {r['n_train']}, "
                               f"{r['training']['max_epochs']} epochs, Eldan-Shamir radius truncated at its {r['es_quantile']} quantile, "
-                              f"shell radius U[{1 - r['shell_halfwidth']:g}, {1 + r['shell_halfwidth']:g}], r0 = median radius.")
+                              f"shell radius U[{1 - r['shell_halfwidth']:g}, {1 + r['shell_halfwidth']:g}]; r0: the shell's median radius, "
+                              f"the Eldan-Shamir law's lobe maximum nearest its median.")

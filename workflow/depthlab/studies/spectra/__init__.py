@@ -17,6 +17,7 @@ STUDY = Study(
         Stage("eigen", S.EigenSpec, ".eigen:run_eigen", path="eigen/{kernel}/d{d}.zarr"),
         Stage("krr_data", S.KrrDataSpec, ".krr_data:make_krr_data", path="krr/data.zarr"),
         Stage("krr", S.KrrSpec, ".learning:run_krr", path="krr/{kernel}/L{depth}.zarr"),
+        Stage("theory", S.TheorySpec, ".theory:run_theory", path="theory/{kernel}/L{depth}.zarr"),
         Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),
         Stage("claims", S.ClaimsSpec, ".claims:check", kind="claims"),
     ),

@@ -109,14 +109,21 @@ def mercer_eigenvalues(kappa: Callable[[np.ndarray], np.ndarray], d: int, k_max:
     return Spectrum(mu=mu, mu_check=mu_check, rel_diff=rel, floor=floor, reliable=reliable)
 
 
-def decay_fit(mu: np.ndarray, reliable: np.ndarray, parity: int, k_min: int) -> tuple[float, int, int, int]:
-    """Least-squares slope of log mu_k vs log k over the reliable, positive k >= k_min of one parity.
+def decay_fit(mu: np.ndarray, reliable: np.ndarray, parity: int, k_min: int, shift: float = 0.0) -> tuple[float, int, int, int]:
+    """Least-squares slope of log mu_k vs log(k + shift) over the reliable, positive k >= k_min of one parity.
 
-    Returns (slope, k_lo, k_hi, points); slope is NaN with fewer than 3 points.
+    With ``shift`` = (d - 2)/2 (:func:`fit_shift`) the fit has no leading finite-k bias: the Gegenbauer
+    normalisation makes mu_k behave like (k + (d - 2)/2)^(-(d + 2 nu - 1)) to leading order, so a plain log k fit
+    (shift 0) reads too shallow by about d / (2k).  Returns (slope, k_lo, k_hi, points); NaN with fewer than 3 points.
     """
     k = np.arange(len(mu))
     ok = (k >= max(k_min, 1)) & (k % 2 == parity) & reliable & (mu > 0)
     if ok.sum() < 3:
         return float("nan"), -1, -1, int(ok.sum())
-    slope = np.polyfit(np.log(k[ok]), np.log(mu[ok]), 1)[0]
+    slope = np.polyfit(np.log(k[ok] + shift), np.log(mu[ok]), 1)[0]
     return float(slope), int(k[ok].min()), int(k[ok].max()), int(ok.sum())
+
+
+def fit_shift(d: int) -> float:
+    """(d - 2)/2: the shift of k that removes the leading finite-k bias of the decay fit (SPEC §3)."""
+    return (d - 2) / 2

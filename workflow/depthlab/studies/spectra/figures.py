@@ -40,7 +40,8 @@ def slope_table(inputs: list[StoreInput]) -> pd.DataFrame:
         for i, L in enumerate(ds.depth.values):
             for j, parity in enumerate(ds.parity.values):
                 rows.append({"kernel": ds.attrs["kernel"], "d": int(ds.attrs["d"]), "depth": int(L), "parity": str(parity),
-                             "slope": float(ds.slope.values[i, j]), "theory_slope": float(ds.theory_slope),
+                             "slope": float(ds.slope.values[i, j]), "slope_log_k": float(ds.slope_log_k.values[i, j]),
+                             "theory_slope": float(ds.theory_slope),
                              "fit_k_lo": int(ds.fit_k_lo.values[i, j]), "fit_k_hi": int(ds.fit_k_hi.values[i, j]),
                              "fit_points": int(ds.fit_points.values[i, j]),
                              "reliable_k_max": int(np.flatnonzero(ds.reliable.values[i]).max(initial=-1))})
@@ -48,14 +49,19 @@ def slope_table(inputs: list[StoreInput]) -> pd.DataFrame:
 
 
 def krr_table(inputs: list[StoreInput]) -> pd.DataFrame:
-    """One row per (kernel, depth, trial, n): the best test MSE over the ridge grid, and the kernel's fitted rate."""
+    """One row per (kernel, depth, trial, n): the best test MSE over the ridge grid, the kernel's fitted rate, and the
+    eigenlearning prediction of the best-over-ridge test MSE from the kernel's own spectrum (claim B3)."""
+    theory = {(i.job.kernel, i.job.depth): i.data for i in inputs if i.stage == "theory"}
     rows = []
-    for ds in _stores(inputs):
+    for inp in sorted((i for i in inputs if i.stage == "krr"), key=lambda i: (i.job.kernel, i.job.depth)):
+        ds = inp.data
+        th = theory.get((inp.job.kernel, inp.job.depth))
+        pred = dict(zip(th.n.values.tolist(), th.predicted_best_mse.values.tolist())) if th is not None else {}
         for t in ds.trial.values:
             for i, n in enumerate(ds.n.values):
                 rows.append({"kernel": ds.attrs["kernel"], "depth": int(ds.attrs["depth"]), "trial": int(t), "n": int(n),
                              "best_mse": float(ds.best_mse.values[t, i]), "best_ridge": float(ds.best_ridge.values[t, i]),
-                             "rate": float(ds.rate)})
+                             "rate": float(ds.rate), "predicted_best_mse": float(pred.get(int(n), np.nan))})
     return pd.DataFrame(rows)
 
 

@@ -94,11 +94,14 @@ def krr_figure(table: pd.DataFrame) -> plt.Figure:
     for (kern, L), g in table.groupby(["kernel", "depth"]):
         agg = g.groupby("n").best_mse.agg(["mean", "std"]).fillna({"std": 0.0})
         label = f"{LABEL.get(kern, kern)}, {_layers(kern, L)}: rate {g.rate.iloc[0]:.3f}"
-        ax.errorbar(agg.index, agg["mean"], yerr=agg["std"], fmt=style[kern], marker="o", ms=3, color="k" if kern == "laplace" else colors[L],
-                    capsize=2, label=label)
+        color = "k" if kern == "laplace" else colors[L]
+        ax.errorbar(agg.index, agg["mean"], yerr=agg["std"], fmt=style[kern], marker="o", ms=3, color=color, capsize=2, label=label)
+        if "predicted_best_mse" in g and g.predicted_best_mse.notna().any():
+            pred = g.groupby("n").predicted_best_mse.first()
+            ax.plot(pred.index, pred.values, ":", marker="x", ms=4, lw=1.5, color=color, alpha=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("training-set size n")
+    ax.set_xlabel("training-set size n (dotted with crosses: predicted from the kernel's spectrum)")
     ax.set_ylabel("test MSE at the best ridge")
     ps.legend_below(ax, ncol=1)
     return ps.finish(fig, "Kernel ridge regression on the sphere, bump target: learning curves per depth (Bietti & Bach)")
