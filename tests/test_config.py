@@ -170,7 +170,7 @@ def test_a_misspelled_stage_or_figure_is_an_error_naming_the_known_ones(smoke):
         mu.jobs(cfg, "trian")
     with pytest.raises(KeyError, match=r"no figure 'fig9' in this config; figures: fig1, fig2, fig3, fig4, fig5, fig6"):
         mu.spec(cfg, "figure", {"figure": "fig9"})
-    with pytest.raises(KeyError, match=r"unknown study 'mori'; known studies: fractals, mori_ueda"):
+    with pytest.raises(KeyError, match=r"unknown study 'mori'; known studies: acceleration, fractals, mori_ueda"):
         get_study("mori")
 
 
