@@ -50,3 +50,59 @@ def test_r1_holds_when_the_shallow_error_grows_faster_and_fails_otherwise():
     assert radial_claims(radial(0.1, 0.02))[0].holds is True
     v = radial_claims(radial(0.02, 0.1))[0]
     assert v.holds is False and "density at r0 / its maximum: d=2: 1.00" in v.evidence
+
+
+def es16_table(one, two):
+    rows = [{"budget": 1000, "depth": depth, "d": d, "seed": 0, "test_nmse": v, "shells": int(np.ceil(2 * np.sqrt(d))), "diverged": False}
+            for depth, curve in ((1, one), (2, two)) for d, v in zip((2, 8, 32), curve)]
+    return pd.DataFrame(rows)
+
+
+def test_r2_holds_when_only_the_shallow_error_reaches_the_variance():
+    from depthlab.studies.separation.claims import es16_claims
+
+    assert es16_claims(es16_table([0.5, 0.8, 0.97], [0.2, 0.4, 0.6]), 0.1)[0].holds is True
+    assert es16_claims(es16_table([0.5, 0.8, 0.85], [0.2, 0.4, 0.6]), 0.1)[0].holds is False, "shallow not at the variance"
+    assert es16_claims(es16_table([0.5, 0.8, 0.97], [0.2, 0.4, 0.95]), 0.1)[0].holds is False, "deep at the variance too"
+
+
+def learner_table(learner, net, fixed=(0.9, 0.9, 0.9)):
+    rows = []
+    for d, v, n, f in zip((2, 8, 32), learner, net, fixed):
+        base = {"dist": "shell", "d": d, "seed": 0, "lr": 0.5, "diverged": False}
+        rows += [{**base, "model": "learner", "width": 4 * d, "width_rule": "4d", "n_params": 4 * d * d + 32, "test_nmse": v},
+                 {**base, "model": "reduced", "width": 4 * d, "width_rule": "4d", "n_params": 4 * d * d + 32, "test_nmse": v},
+                 {**base, "model": "learner", "width": 8, "width_rule": "8", "n_params": 8 * d + 32, "test_nmse": f},
+                 {**base, "model": "1 hidden layer", "width": 3, "width_rule": "equal parameters", "n_params": 4 * d * d + 32, "test_nmse": n}]
+    return pd.DataFrame(rows)
+
+
+def test_r3_holds_when_the_learner_is_small_at_every_d_and_the_shallow_net_is_not():
+    from depthlab.studies.separation.claims import learner_claims
+
+    ok = learner_claims(learner_table([0.05, 0.1, 0.15], [0.3, 0.6, 0.9]), 0.2)
+    assert [v.holds for v in ok] == [True, True]
+    assert "contrast, fixed m = 8" in ok[0].evidence
+    bad = learner_claims(learner_table([0.05, 0.1, 0.4], [0.3, 0.6, 0.9]), 0.2)
+    assert [v.holds for v in bad] == [False, False], "the learner is not small at d = 32, so it does not win there either"
+    assert [v.holds for v in learner_claims(learner_table([0.05, 0.1, 0.15], [0.1, 0.1, 0.1]), 0.2)] == [True, False]
+
+
+def curves_table(dev_path, alpha, reduced):
+    rows = []
+    for d in (2, 8):
+        for step, dev, a, r in zip((0, 10, 20), dev_path, alpha, reduced):
+            rows.append({"dist": "shell", "d": d, "width": 4 * d, "width_rule": "4d", "seed": 0, "step": step,
+                         "alpha": a, "reduced_alpha": r, "deviation": dev, "test_nmse": 0.1, "reduced_test_nmse": 0.1})
+    return pd.DataFrame(rows)
+
+
+def test_r4_fails_when_the_deviation_compounds_or_alpha_leaves_the_reduced_model():
+    from depthlab.studies.separation.claims import symmetrisation_claims
+
+    ok = symmetrisation_claims(curves_table([0.2, 0.25, 0.15], [1.0, 0.9, 0.8], [1.0, 0.92, 0.85]), 2.0, 0.1)
+    assert [v.holds for v in ok] == [True, True]
+    grows = symmetrisation_claims(curves_table([0.2, 0.3, 0.5], [1.0, 0.9, 0.8], [1.0, 0.92, 0.85]), 2.0, 0.1)
+    assert [v.holds for v in grows] == [False, True]
+    drifts = symmetrisation_claims(curves_table([0.2, 0.25, 0.15], [1.0, 0.9, 0.6], [1.0, 0.92, 0.85]), 2.0, 0.1)
+    assert [v.holds for v in drifts] == [True, False]

@@ -62,3 +62,29 @@ def test_r0_sits_on_a_lobe_maximum_of_the_eldan_shamir_law_near_its_median(d):
     peaks = grid[1:-1][(dens[1:-1] > dens[:-2]) & (dens[1:-1] >= dens[2:])]
     assert abs(r0 - m) <= np.min(np.abs(peaks - m)) + 2 * (grid[1] - grid[0])
     assert radial.target_radius(d, "shell", 0.95, 0.5) == (1.0, 1.0, 0.5)
+
+
+@pytest.mark.parametrize("d", [4, 16])
+def test_es16_shells_are_balanced_and_the_target_has_its_analytic_moments(d):
+    """N equal-mass shells between the 5 % and 95 % radii: sampled inputs land in each with probability 0.9 / N, and g has
+    mean 0.9 mean(eps) and variance 0.9 - mean^2 (its moments from the shell masses alone)."""
+    n_shells = radial.es16_shell_count(d, 2.0)
+    assert n_shells == int(np.ceil(2 * np.sqrt(d)))
+    edges = radial.es16_shells(d, n_shells, 0.95)
+    assert np.all(np.diff(edges) > 0)
+    signs = np.random.default_rng(d).choice([-1.0, 1.0], n_shells)
+    n = 200_000
+    x = radial.sample(n, d, "eldan_shamir", np.random.default_rng(7), 0.95, 0.5)
+    r = np.linalg.norm(x, axis=1)
+    counts = np.histogram(r, bins=edges)[0] / n
+    se = np.sqrt(0.9 / n_shells / n)
+    np.testing.assert_allclose(counts, 0.9 / n_shells, atol=5 * se)
+    g = radial.es16_target(x, edges, signs)
+    assert set(np.unique(g)) <= {-1.0, 0.0, 1.0}
+    mean, var = radial.es16_moments(signs)
+    assert mean == pytest.approx(0.9 * signs.mean())
+    assert abs(g.mean() - mean) < 5 * np.sqrt(0.9 / n)
+    assert abs(g.var() - var) < 5 * np.sqrt(0.9 / n)
+    # and the balance check can fail: another dimension's shells are not equal-mass here
+    other = np.histogram(r, bins=radial.es16_shells(4 * d, n_shells, 0.95))[0] / n
+    assert np.abs(other - 0.9 / n_shells).max() > 10 * se

@@ -11,7 +11,7 @@ from . import specs as S
 
 STUDY = Study(
     name="separation",
-    title="Depth separation: the sawtooth and radial targets",
+    title="Depth separation: the sawtooth, radial targets, the ES16 function and a 3-layer learner",
     stages=(
         Stage("sawtooth_data", S.SawtoothDataSpec, ".sawtooth_data:make_data", path="sawtooth/data.zarr"),
         Stage("construction", S.ConstructionSpec, ".construction:make_construction", path="sawtooth/construction.zarr"),
@@ -19,6 +19,7 @@ STUDY = Study(
         Stage("radial_data", S.RadialDataSpec, ".radial_data:make_data", path="radial/{target}/{dist}/d{d}/data.zarr"),
         Stage("radial", S.RadialSpec, ".radial_train:run_radial", path="radial/{target}/{dist}/d{d}/P{budget}/depth{depth}.zarr",
               gpu=True),
+        Stage("learner", S.LearnerSpec, ".learner_train:run_learner", path="learner/{dist}/d{d}/m{width}.zarr", gpu=True),
         Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),
         Stage("claims", S.ClaimsSpec, ".claims:check", kind="claims"),
     ),

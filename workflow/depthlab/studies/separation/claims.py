@@ -16,6 +16,18 @@ Criteria (fixed here, printed in the report):
   than that of depth-2 nets (3-layer): the slope of the mean normalised test MSE against log2 d is larger at depth 1
   than at depth 2.  Reported whichever way it goes, with the radial density at r0 relative to its maximum per d (the
   Eldan-Shamir law oscillates: r0 sits on the lobe maximum nearest its median, SPEC §4).
+* R2, per budget, on the ES16 shell target: the depth-1 nets' mean nMSE (test MSE / Var(g)) at the largest d is at
+  least 1 - ``near_variance`` (the error has reached the target's variance), while the depth-2 nets' mean nMSE stays
+  below 1 - ``near_variance`` at every d.
+* R3, per input law and poly(d) width rule (m = k d): the learner's final test nMSE (mean over seeds) is at most
+  ``learner_small`` at every d.  And per input law: the 1-hidden-layer nets with the parameter count of the learner at
+  its first poly(d) width fail where it does not: at the largest d their mean nMSE exceeds ``learner_small`` while the
+  learner's is at most ``learner_small``.  The
+  fixed-width contrast and the reduced model's errors are printed beside.
+* R4, per input law and width rule, at every d: (a) the deviation |F/alpha - |x|| / ||x|| does not compound: its
+  maximum over training is at most ``deviation_growth`` times its value at the start (where it is the sampling error
+  of m random neurons, about sqrt(pi - 1) / sqrt(m) for large d); (b) alpha_t of the finite net follows the reduced
+  model's: max_t |alpha_t - alpha_t^reduced| / alpha_t^reduced <= ``alpha_gap`` (every seed).
 """
 
 from __future__ import annotations
@@ -106,10 +118,95 @@ def radial_claims(table: pd.DataFrame) -> list[Verdict]:
     return out
 
 
+def _curve(g: pd.DataFrame, col: str = "test_nmse") -> pd.Series:
+    return g[~g.diverged].groupby("d")[col].mean().sort_index()
+
+
+def _fmt(curve: pd.Series) -> str:
+    return ", ".join(f"d={int(d)}: {v:.3g}" for d, v in curve.items())
+
+
+def es16_claims(table: pd.DataFrame, near: float) -> list[Verdict]:
+    out = []
+    for P, g in table.groupby("budget"):
+        if not {1, 2} <= set(g.depth):
+            continue
+        one, two = _curve(g[g.depth == 1]), _curve(g[g.depth == 2])
+        ok = None
+        if len(one) and len(two):
+            ok = bool(one.iloc[-1] >= 1 - near and (two < 1 - near).all() and len(two) == g.d.nunique())
+        shells = g.groupby("d").shells.first()
+        ev = (f"nMSE depth 1: {_fmt(one)}; depth 2: {_fmt(two)}; shells N: " + ", ".join(f"d={d}: {n}" for d, n in shells.items())
+              + f"; judged: depth 1 >= {1 - near:g} at d = {int(one.index[-1]) if len(one) else 'n/a'}, depth 2 < {1 - near:g} at every d")
+        n_div = int(g.diverged.sum())
+        if n_div:
+            ev += f"; {n_div} of {len(g)} nets diverged (left out)"
+        out.append(Verdict("R2", "ES16 target: the 1-hidden-layer error reaches the target's variance as d grows while the "
+                                 "2-hidden-layer error stays below it", "es16_error", f"P = {P}", ok, ev))
+    return out
+
+
+def learner_claims(table: pd.DataFrame, small: float) -> list[Verdict]:
+    out = []
+    for q, part in table.groupby("dist"):
+        learner = part[part.model == "learner"]
+        fixed = {int(w): _curve(g) for w, g in learner[~learner.width_rule.str.endswith("d")].groupby("width")}
+        contrast = "; ".join(f"contrast, fixed m = {w}: {_fmt(c)}" for w, c in fixed.items())
+        poly = [r for r in learner.width_rule.unique() if r.endswith("d")]
+        for rule in sorted(poly, key=lambda r: int(r[:-1])):
+            g = learner[learner.width_rule == rule]
+            curve, red = _curve(g), _curve(part[(part.model == "reduced") & (part.width_rule == rule)])
+            out.append(Verdict("R3", f"the 3-layer learner at poly(d) width reaches a small test error (nMSE <= {small:g}) at every d",
+                               "learner_error", f"{q}, m = {rule}", bool((curve <= small).all()),
+                               f"learner nMSE {_fmt(curve)}; reduced model {_fmt(red)}" + (f"; {contrast}" if contrast else "")))
+        nets = part[part.model == "1 hidden layer"]
+        if len(nets) and poly:
+            first = sorted(poly, key=lambda r: int(r[:-1]))[0]
+            curve, mine = _curve(nets), _curve(learner[learner.width_rule == first])
+            budget = ", ".join(f"d={int(d)}: {int(n)}" for d, n in nets.groupby("d").n_params.first().items())
+            out.append(Verdict("R3", f"1-hidden-layer nets with the learner's parameter count fail where it does not (nMSE > {small:g} at "
+                                     "the largest d)", "learner_error", f"{q}, parameters of m = {first}",
+                               bool(curve.iloc[-1] > small and mine.iloc[-1] <= small),
+                               f"1 hidden layer nMSE {_fmt(curve)} (parameters {budget}); learner m = {first}: {_fmt(mine)}"))
+    return out
+
+
+def symmetrisation_claims(curves: pd.DataFrame, growth: float, gap: float) -> list[Verdict]:
+    out = []
+    for (q, rule), part in curves.groupby(["dist", "width_rule"]):
+        dev_rows, gap_rows, dev_ok, gap_ok = [], [], True, True
+        for d, g in part.groupby("d"):
+            m = int(g.width.iloc[0])
+            per_seed = g.sort_values("step").groupby("seed")
+            start = per_seed.deviation.first()
+            peak = per_seed.deviation.max()
+            end = per_seed.deviation.last()
+            ratio = float((peak / start).max())
+            dev_ok &= ratio <= growth
+            dev_rows.append(f"d={d} (m={m}): start {start.mean():.3g} (sqrt(pi-1)/sqrt(m) = {np.sqrt(np.pi - 1) / np.sqrt(m):.3g}), "
+                            f"end {end.mean():.3g}, max/start {ratio:.2f}")
+            rel = float((np.abs(g.alpha - g.reduced_alpha) / g.reduced_alpha.abs()).max())
+            gap_ok &= rel <= gap
+            final = g[g.step == g.step.max()]
+            gap_rows.append(f"d={d}: max gap {rel:.3g}, final alpha {final.alpha.mean():.3g} vs reduced {final.reduced_alpha.mean():.3g}")
+        label = f"{q}, m = {rule}" if rule.endswith("d") else f"{q}, m = {rule} (fixed)"
+        out.append(Verdict("R4", f"the deviation |F/alpha - |x|| / ||x|| does not compound (max over training <= x{growth:g} its start)",
+                           "learner_alpha", label, bool(dev_ok), "; ".join(dev_rows)))
+        out.append(Verdict("R4", f"alpha_t of the finite net follows the reduced model's (relative gap <= {gap:g})", "learner_alpha", label,
+                           bool(gap_ok), "; ".join(gap_rows)))
+    return out
+
+
 def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
     verdicts = []
     if "sawtooth_error" in tables:
         verdicts += sawtooth_claims(tables["sawtooth_error"], spec.found_mse)
     if "radial_error" in tables:
         verdicts += radial_claims(tables["radial_error"])
+    if "es16_error" in tables:
+        verdicts += es16_claims(tables["es16_error"], spec.near_variance)
+    if "learner_error" in tables:
+        verdicts += learner_claims(tables["learner_error"], spec.learner_small)
+    if "learner_alpha" in tables:
+        verdicts += symmetrisation_claims(tables["learner_alpha"], spec.deviation_growth, spec.alpha_gap)
     return verdicts, [spec.scale_note, *NOTES]

@@ -72,11 +72,85 @@ def radial_table(inputs: list[StoreInput]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def es16_table(inputs: list[StoreInput]) -> pd.DataFrame:
+    """The radial table of the ES16 nets, with the target's shell count and analytic variance per d."""
+    tab = radial_table(inputs)
+    tab["shells"] = [int(i.data.attrs["shells"]) for i in _by_job(inputs, "radial") for _ in i.data.seed.values]
+    tab["analytic_variance"] = [float(i.data.attrs["analytic_variance"]) for i in _by_job(inputs, "radial") for _ in i.data.seed.values]
+    return tab
+
+
+def learner_table(inputs: list[StoreInput]) -> pd.DataFrame:
+    """Final test nMSE per (dist, d, model, seed): the learner at each width, its reduced model, and the 1-hidden-layer
+    nets with the learner's parameter count (R3)."""
+    rows = []
+    for inp in _by_job(inputs, "learner"):
+        ds = inp.data
+        for j, sd in enumerate(ds.seed.values):
+            base = {"dist": ds.attrs["dist"], "d": int(ds.attrs["d"]), "width": int(ds.attrs["width"]), "width_rule": ds.attrs["width_rule"],
+                    "n_params": int(ds.attrs["n_params"]), "seed": int(sd), "lr": float(ds.attrs["lr"]), "diverged": False}
+            rows.append({**base, "model": "learner", "test_nmse": float(ds.test_nmse.values[j, -1])})
+            rows.append({**base, "model": "reduced", "test_nmse": float(ds.reduced_test_nmse.values[j, -1])})
+    for inp in _by_job(inputs, "radial"):
+        ds, job = inp.data, inp.job
+        for j, sd in enumerate(ds.seed.values):
+            rows.append({"dist": job.dist, "d": job.d, "width": int(ds.width), "width_rule": "equal parameters",
+                         "n_params": int(ds.attrs["n_params"]), "seed": int(sd), "lr": float(ds.best_lr), "diverged": bool(ds.diverged.values[j]),
+                         "model": "1 hidden layer", "test_nmse": float(ds.test_nmse.values[j])})
+    return pd.DataFrame(rows)
+
+
+def learner_curves(inputs: list[StoreInput]) -> pd.DataFrame:
+    """alpha of the finite net and of the reduced model, the deviation and both test errors per recorded step."""
+    rows = []
+    for inp in _by_job(inputs, "learner"):
+        ds = inp.data
+        for j, sd in enumerate(ds.seed.values):
+            for c, step in enumerate(ds.check_step.values):
+                rows.append({"dist": ds.attrs["dist"], "d": int(ds.attrs["d"]), "width": int(ds.attrs["width"]),
+                             "width_rule": ds.attrs["width_rule"], "seed": int(sd), "step": int(step),
+                             "alpha": float(ds.alpha.values[j, c]), "reduced_alpha": float(ds.reduced_alpha.values[j, c]),
+                             "deviation": float(ds.deviation.values[j, c]), "test_nmse": float(ds.test_nmse.values[j, c]),
+                             "reduced_test_nmse": float(ds.reduced_test_nmse.values[j, c])})
+    return pd.DataFrame(rows)
+
+
+def profile_table(inputs: list[StoreInput]) -> pd.DataFrame:
+    """F(u)/alpha on great circles at the start and after training (seed 0 of each run), a few d."""
+    runs = _by_job(inputs, "learner")
+    dims = sorted({int(i.data.attrs["d"]) for i in runs})
+    shown = sorted({dims[0], dims[len(dims) // 2], dims[-1]})
+    rows = []
+    for inp in runs:
+        ds = inp.data
+        if int(ds.attrs["d"]) not in shown:
+            continue
+        for when in ("start", "end"):
+            prof = ds[f"{when}_profile"].values[0]
+            for p in range(prof.shape[0]):
+                rows += [{"dist": ds.attrs["dist"], "d": int(ds.attrs["d"]), "width": int(ds.attrs["width"]),
+                          "width_rule": ds.attrs["width_rule"], "when": when, "plane": p, "angle": float(a), "F_over_alpha": float(v)}
+                         for a, v in zip(ds.angle.values, prof[p])]
+    return pd.DataFrame(rows)
+
+
 def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
     name = spec.job.figure
     if name == "radial_error":
         tab = radial_table(inputs)
         return plots.radial_figure(tab), tab
+    if name == "es16_error":
+        tab = es16_table(inputs)
+        return plots.es16_figure(tab), tab
+    if name == "learner_error":
+        tab = learner_table(inputs)
+        return plots.learner_error_figure(tab), tab
+    if name == "learner_alpha":
+        tab = learner_curves(inputs)
+        return plots.learner_alpha_figure(tab), tab
+    if name == "learner_first_layer":
+        tab = profile_table(inputs)
+        return plots.first_layer_figure(tab), tab
     tab = sawtooth_table(inputs)
     if name == "sawtooth_error":
         return plots.error_figure(tab), tab

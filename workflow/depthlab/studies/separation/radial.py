@@ -28,7 +28,7 @@ import numpy as np
 from scipy.special import gammaln, jv
 
 DISTRIBUTIONS = ("eldan_shamir", "shell")
-TARGETS = ("relu", "ball")
+TARGETS = ("relu", "ball", "es16")
 
 
 def unit_volume_radius(d: int) -> float:
@@ -127,3 +127,36 @@ def target(x: np.ndarray, name: str, r0: float) -> np.ndarray:
     if name == "ball":
         return (norm <= r0).astype(np.float64)
     raise ValueError(f"target must be one of {TARGETS}, got {name!r}")
+
+
+# ---- the ES16 hard function (lecture notes §5.1, Lemma 5) ---------------------------------------------------------
+
+ES16_MASS = (0.05, 0.95)  # the shells tile the radii between these quantiles of the (truncated) Eldan-Shamir law
+
+
+def es16_shell_count(d: int, per_sqrt_d: float) -> int:
+    """N = ceil(per_sqrt_d * sqrt(d)) shells: N grows with d (the stated rule)."""
+    return int(np.ceil(per_sqrt_d * np.sqrt(d)))
+
+
+def es16_shells(d: int, n_shells: int, quantile: float) -> np.ndarray:
+    """Edges [N + 1] of N shells of equal probability between the 5 % and 95 % radii of the Eldan-Shamir law: thin
+    where the law has its mass."""
+    grid, cdf = es_radius_table(d, quantile)
+    return np.interp(np.linspace(*ES16_MASS, n_shells + 1), cdf, grid)
+
+
+def es16_target(x: np.ndarray, edges: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """g(x) = sum_i eps_i 1{|x| in [edges_i, edges_{i+1})}: random signs on thin radial shells, 0 elsewhere."""
+    norm = np.linalg.norm(x, axis=1)
+    i = np.searchsorted(edges, norm, side="right") - 1
+    inside = (i >= 0) & (i < len(signs))
+    return np.where(inside, signs[np.clip(i, 0, len(signs) - 1)], 0.0)
+
+
+def es16_moments(signs: np.ndarray) -> tuple[float, float]:
+    """(E g, Var g) of the shell target: each shell holds probability (0.95 - 0.05)/N, so E g = 0.9 mean(eps) and
+    E g^2 = 0.9."""
+    mass = ES16_MASS[1] - ES16_MASS[0]
+    mean = mass * float(np.mean(signs))
+    return mean, mass - mean * mean

@@ -20,14 +20,26 @@ def make_data(spec: "RadialDataSpec", inputs: dict, ctx=None) -> xr.Dataset:
     r0, density_ratio, inside = radial.target_radius(d, q, quant, half)
     x = radial.sample(spec.n_train, d, q, rng(spec.seed, "radial", d, 0), quant, half)
     xt = radial.sample(spec.n_test, d, q, rng(spec.seed, "radial", d, 1), quant, half)
+    extra, attrs = {}, {}
+    if t == "es16":
+        n = radial.es16_shell_count(d, spec.es16_shells_per_sqrt_d)
+        edges = radial.es16_shells(d, n, quant)
+        signs = rng(spec.seed, "es16_signs", d).choice([-1.0, 1.0], n)
+        y, yt = radial.es16_target(x, edges, signs), radial.es16_target(xt, edges, signs)
+        extra = {"shell_edges": (("edge",), edges), "shell_signs": (("shell",), signs)}
+        mean, var = radial.es16_moments(signs)
+        attrs = {"shells": n, "analytic_mean": mean, "analytic_variance": var}
+    else:
+        y, yt = radial.target(x, t, r0), radial.target(xt, t, r0)
     return xr.Dataset(
         {
             "x_train": (("train_sample", "feature"), x),
-            "y_train": (("train_sample",), radial.target(x, t, r0)),
+            "y_train": (("train_sample",), y),
             "x_test": (("test_sample", "feature"), xt),
-            "y_test": (("test_sample",), radial.target(xt, t, r0)),
+            "y_test": (("test_sample",), yt),
+            **extra,
         },
-        attrs={"target": t, "distribution": q, "d": d, "r0": r0, "r0_density_ratio": density_ratio, "r0_inside": inside,
+        attrs={"target": t, "distribution": q, "d": d, "r0": r0, "r0_density_ratio": density_ratio, "r0_inside": inside, **attrs,
                "median_radius": radial.median_radius(d, q, quant, half),
                "es_quantile": quant if quant is not None else "n/a", "shell_halfwidth": half if half is not None else "n/a"},
     )

@@ -49,5 +49,6 @@ def run_radial(spec: "RadialSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dat
         },
         coords={"seed": seeds_cfg, "depth": L, "width": h, "d": d},
         attrs={"n_params": spec.n_params, "target_variance": var, "r0": data.attrs["r0"],
-               "r0_density_ratio": data.attrs["r0_density_ratio"], "r0_inside": data.attrs["r0_inside"]},
+               "r0_density_ratio": data.attrs["r0_density_ratio"], "r0_inside": data.attrs["r0_inside"],
+               **{k: data.attrs[k] for k in ("shells", "analytic_mean", "analytic_variance") if k in data.attrs}},
     )

@@ -25,7 +25,8 @@ from depthlab.core.shapes import layer_sizes, n_params, width_for_params
 from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
 
 STUDY = "separation"
-FIGURES = ("sawtooth_error", "sawtooth_pieces", "sawtooth_functions", "radial_error")
+FIGURES = ("sawtooth_error", "sawtooth_pieces", "sawtooth_functions", "radial_error", "es16_error", "learner_error",
+           "learner_alpha", "learner_first_layer")
 ARCH = re.compile(r"^(deep|shallow|construct)-w([0-9]+)$")
 
 
@@ -36,13 +37,15 @@ def section(config: dict) -> dict:
 def check(sec: dict, config: dict) -> None:
     where = f"studies.{STUDY}"
     r = sec["radial"]
+    es_depths = r["es16"]["depths"] if "es16" in r else []
     for d in r["dims"]:
-        for L in r["depths"]:
-            for P in r["budgets"]:
-                try:
-                    width_for_params(d=d, depth=L, budget=P)
-                except ValueError as e:
-                    raise ConfigError(f"config error at {where}.radial.budgets: {e}") from None
+        for key, depths in (("depths", r["depths"]), ("es16.depths", es_depths)):
+            for L in depths:
+                for P in r["budgets"]:
+                    try:
+                        width_for_params(d=d, depth=L, budget=P)
+                    except ValueError as e:
+                        raise ConfigError(f"config error at {where}.radial.budgets (with radial.{key}): {e}") from None
     lo, hi = r["search"]["log10_lr_bounds"]
     if not lo < hi:
         raise ConfigError(f"config error at {where}.radial.search.log10_lr_bounds: need low < high, got [{lo}, {hi}]")
@@ -51,11 +54,37 @@ def check(sec: dict, config: dict) -> None:
 
 
 def figures(config: dict) -> list[str]:
-    return list(FIGURES)
+    r = section(config)["radial"]
+    off = set() if "es16" in r else {"es16_error"}
+    off |= set() if "learner" in r else {"learner_error", "learner_alpha", "learner_first_layer"}
+    return [f for f in FIGURES if f not in off]
 
 
 def claims_inputs(config: dict) -> list[str]:
-    return ["sawtooth_error", "radial_error"]
+    return [f for f in ("sawtooth_error", "radial_error", "es16_error", "learner_error", "learner_alpha") if f in figures(config)]
+
+
+def learner_widths(r: dict, d: int) -> list[int]:
+    """The learner's first-layer widths at d: k d for each k of widths_per_d (poly(d)), then the fixed widths (not)."""
+    lr = r["learner"]
+    return list(dict.fromkeys([k * d for k in lr["widths_per_d"]] + list(lr["fixed_widths"])))
+
+
+def learner_rule(r: dict, d: int, m: int) -> str:
+    """How the width m was chosen at d: "4d" for k d (the first k of widths_per_d that gives m), else "m" itself (a
+    fixed width, say "8")."""
+    k = next((k for k in r["learner"]["widths_per_d"] if k * d == m), None)
+    return f"{k}d" if k is not None else str(m)
+
+
+def matched_budget(r: dict, d: int) -> int:
+    """R3's budget at d: the learner's parameter count at its first poly(d) width."""
+    return learner_params(r, d, r["learner"]["widths_per_d"][0] * d)
+
+
+def learner_params(r: dict, d: int, m: int) -> int:
+    """The learner's parameter count: m d (first layer) + 2 m2 (the second layer's weights and biases)."""
+    return m * d + 2 * r["learner"]["second_width"]
 
 
 def archs(config: dict) -> list[str]:
@@ -90,14 +119,14 @@ class SawtoothJob(Job):
 
 @dataclass(frozen=True)
 class RadialDataJob(Job):
-    target: str = field(metadata={"pattern": "relu|ball"})
+    target: str = field(metadata={"pattern": "relu|ball|es16"})
     dist: str = field(metadata={"pattern": "eldan_shamir|shell"})
     d: int
 
 
 @dataclass(frozen=True)
 class RadialJob(Job):
-    target: str = field(metadata={"pattern": "relu|ball"})
+    target: str = field(metadata={"pattern": "relu|ball|es16"})
     dist: str = field(metadata={"pattern": "eldan_shamir|shell"})
     d: int
     budget: int
@@ -210,19 +239,26 @@ class RadialDataSpec(Spec):
     n_test: int
     es_quantile: float | None
     shell_halfwidth: float | None
+    es16_shells_per_sqrt_d: float | None  # the ES16 target: N = ceil(this * sqrt(d)) shells
     seed: int
 
     @classmethod
     def jobs(cls, config: dict) -> list[RadialDataJob]:
         r = section(config)["radial"]
-        return [RadialDataJob(t, q, d) for t in sorted(r["targets"]) for q in sorted(r["distributions"]) for d in sorted(r["dims"])]
+        jobs = [RadialDataJob(t, q, d) for t in sorted(r["targets"]) for q in sorted(r["distributions"]) for d in sorted(r["dims"])]
+        if "learner" in r:  # the learner trains on ReLU(1 - |x|/r0) on both laws
+            jobs += [RadialDataJob("relu", q, d) for q in sorted(r["distributions"]) for d in sorted(r["dims"])]
+        if "es16" in r:
+            jobs += [RadialDataJob("es16", "eldan_shamir", d) for d in sorted(r["dims"])]
+        return list(dict.fromkeys(jobs))
 
     @classmethod
     def from_config(cls, config: dict, job: RadialDataJob) -> "RadialDataSpec":
         r = section(config)["radial"]
         return cls(job=job, n_train=r["n_train"], n_test=r["n_test"],
                    es_quantile=float(r["es_quantile"]) if job.dist == "eldan_shamir" else None,
-                   shell_halfwidth=float(r["shell_halfwidth"]) if job.dist == "shell" else None, seed=config["seed"])
+                   shell_halfwidth=float(r["shell_halfwidth"]) if job.dist == "shell" else None,
+                   es16_shells_per_sqrt_d=float(r["es16"]["shells_per_sqrt_d"]) if job.target == "es16" else None, seed=config["seed"])
 
     def memory(self) -> dict[str, int]:
         return {f"studies.{STUDY}.radial.n_train": mem.data(self.n_train + self.n_test, self.job.d)}
@@ -257,8 +293,14 @@ class RadialSpec(Spec):
     @classmethod
     def jobs(cls, config: dict) -> list[RadialJob]:
         r = section(config)["radial"]
-        return [RadialJob(j.target, j.dist, j.d, P, L) for j in RadialDataSpec.jobs(config)
+        jobs = [RadialJob(t, q, d, P, L) for t in sorted(r["targets"]) for q in sorted(r["distributions"]) for d in sorted(r["dims"])
                 for P in sorted(r["budgets"]) for L in sorted(r["depths"])]
+        if "es16" in r:  # R2: the ES16 target on the Eldan-Shamir density, 1 vs 2 hidden layers
+            jobs += [RadialJob("es16", "eldan_shamir", d, P, L) for d in sorted(r["dims"]) for P in sorted(r["budgets"])
+                     for L in sorted(r["es16"]["depths"])]
+        if "learner" in r:  # R3: one hidden layer with the parameter count of the learner at its first poly(d) width
+            jobs += [RadialJob("relu", q, d, matched_budget(r, d), 1) for q in sorted(r["distributions"]) for d in sorted(r["dims"])]
+        return list(dict.fromkeys(jobs))
 
     @classmethod
     def from_config(cls, config: dict, job: RadialJob) -> "RadialSpec":
@@ -285,21 +327,77 @@ class RadialSpec(Spec):
 
 
 @dataclass(frozen=True)
+class LearnerJob(Job):
+    dist: str = field(metadata={"pattern": "eldan_shamir|shell"})
+    d: int
+    width: int  # m, first-layer neurons
+
+
+@dataclass(frozen=True)
+class LearnerSpec(Spec):
+    STUDY = STUDY
+    STAGE = "learner"
+    job: LearnerJob
+    data: RadialDataSpec
+    width_rule: str  # "4d" (k d, poly(d)) or "8" (a fixed width that does not grow with d)
+    second_width: int  # m2
+    lr: float  # the mean-field rate: each neuron moves by lr times its gradient times its layer's width
+    steps: int  # full-batch gradient steps
+    check_every: int
+    seeds: tuple[int, ...]
+    directions: int  # great circles on which F/alpha is drawn
+    profile_points: int
+
+    @classmethod
+    def jobs(cls, config: dict) -> list[LearnerJob]:
+        r = section(config)["radial"]
+        if "learner" not in r:
+            return []
+        return [LearnerJob(q, d, m) for q in sorted(r["distributions"]) for d in sorted(r["dims"]) for m in learner_widths(r, d)]
+
+    @classmethod
+    def from_config(cls, config: dict, job: LearnerJob) -> "LearnerSpec":
+        r = section(config)["radial"]
+        lr = r["learner"]
+        return cls(job=job, data=RadialDataSpec.from_config(config, RadialDataJob("relu", job.dist, job.d)),
+                   width_rule=learner_rule(r, job.d, job.width), second_width=lr["second_width"], lr=float(lr["lr"]), steps=lr["steps"], check_every=lr["check_every"],
+                   seeds=tuple(lr["seeds"]), directions=lr["directions"], profile_points=lr["profile_points"])
+
+    def inputs(self) -> dict[str, Ref]:
+        return {"data": Ref("radial_data", RadialDataJob("relu", self.job.dist, self.job.d))}
+
+    def memory(self) -> dict[str, int]:
+        n = max(self.data.n_train, self.data.n_test)
+        return {f"studies.{STUDY}.radial.learner.widths_per_d": 6 * len(self.seeds) * n * self.job.width * mem.F32
+                + self.data.memory()[f"studies.{STUDY}.radial.n_train"]}
+
+
+@dataclass(frozen=True)
 class FigureSpec(Spec):
     STUDY = STUDY
     STAGE = "figure"
     job: FigureJob
     sawtooth: tuple[SawtoothJob, ...]  # the sawtooth figures' nets (with the construction)
-    radial: tuple[RadialJob, ...]  # the radial figure's nets
+    radial: tuple[RadialJob, ...]  # the radial figures' nets
+    learners: tuple[LearnerJob, ...]  # the learner figures' runs
 
     @classmethod
     def from_config(cls, config: dict, job: FigureJob) -> "FigureSpec":
+        r = section(config)["radial"]
+        radial = RadialSpec.jobs(config)
         if job.figure == "radial_error":
-            return cls(job=job, sawtooth=(), radial=tuple(RadialSpec.jobs(config)))
-        return cls(job=job, sawtooth=tuple(SawtoothSpec.jobs(config)), radial=())
+            return cls(job=job, sawtooth=(), radial=tuple(j for j in radial if j.target in r["targets"] and j.budget in r["budgets"]),
+                       learners=())
+        if job.figure == "es16_error":
+            return cls(job=job, sawtooth=(), radial=tuple(j for j in radial if j.target == "es16"), learners=())
+        if job.figure.startswith("learner"):
+            matched = tuple(j for j in radial if j.target == "relu" and j.depth == 1 and j.budget == matched_budget(r, j.d)) \
+                if job.figure == "learner_error" else ()
+            return cls(job=job, sawtooth=(), radial=matched, learners=tuple(LearnerSpec.jobs(config)))
+        return cls(job=job, sawtooth=tuple(SawtoothSpec.jobs(config)), radial=(), learners=())
 
     def inputs(self) -> dict[str, Ref]:
-        refs = [Ref("radial", j) for j in self.radial]
+        refs = [Ref("radial", j) for j in self.radial] + [Ref("learner", j) for j in self.learners]
         if self.sawtooth:
             refs += [Ref("construction", Single())] + [Ref("sawtooth", j) for j in self.sawtooth]
         return {"/".join([r.stage, *(str(v) for v in r.job.values().values())]): r for r in refs}
@@ -311,16 +409,26 @@ class ClaimsSpec(Spec):
     STAGE = "claims"
     job: ClaimsJob
     found_mse: float
+    near_variance: float  # R2: a 1-hidden-layer nMSE within this of 1 counts as "at the variance"
+    learner_small: float  # R3: a test nMSE at or below this counts as "small"
+    deviation_growth: float  # R4: the deviation's maximum over training at most this multiple of its start
+    alpha_gap: float  # R4: alpha of the finite net within this relative gap of the reduced model's
     scale_note: str
 
     @classmethod
     def from_config(cls, config: dict, job: ClaimsJob) -> "ClaimsSpec":
         sw, r = section(config)["sawtooth"], section(config)["radial"]
-        return cls(job=job, found_mse=1e-3 / 12,
+        lr = r.get("learner")
+        es = r.get("es16")
+        extra = ((f"; ES16 target: N = ceil({es['shells_per_sqrt_d']:g} sqrt(d)) equal-mass shells between the 5 % and 95 % radii, "
+                  f"depths {sorted(es['depths'])}" if es else "")
+                 + (f"; learner: m = {lr['widths_per_d']} x d and fixed {lr['fixed_widths']}, m2 = {lr['second_width']}, mean-field "
+                    f"rate {lr['lr']:g}, {lr['steps']} full-batch steps, seeds {list(lr['seeds'])}" if lr else ""))
+        return cls(job=job, found_mse=1e-3 / 12, near_variance=0.1, learner_small=0.2, deviation_growth=2.0, alpha_gap=0.1,
                    scale_note=f"Scale: sawtooth L = {sorted(sw['levels'])}, deep widths {sorted(sw['deep_widths'])}, "
                               f"N = {sw['n_train']}, {sw['training']['optimizer']} {sw['training']['max_epochs']} epochs, "
                               f"lrs {sorted(sw['lrs'])} x seeds {list(sw['seeds'])}; radial d = {sorted(r['dims'])}, "
                               f"depths {sorted(r['depths'])}, budgets {sorted(r['budgets'])}, N = {r['n_train']}, "
                               f"{r['training']['max_epochs']} epochs, Eldan-Shamir radius truncated at its {r['es_quantile']} quantile, "
                               f"shell radius U[{1 - r['shell_halfwidth']:g}, {1 + r['shell_halfwidth']:g}]; r0: the shell's median radius, "
-                              f"the Eldan-Shamir law's lobe maximum nearest its median.")
+                              f"the Eldan-Shamir law's lobe maximum nearest its median{extra}.")

@@ -1,0 +1,137 @@
+"""The 3-layer mean-field learner of Ren, Zhou & Ge (2023) for f*(x) = ReLU(1 - |x|/r0) (lecture notes §5.2), and its
+reduced (infinite-width) model.
+
+First layer, m 2-homogeneous neurons:   F(x) = (1/m) sum_i |v_i| sigma(v_i . x)
+Second layer, m2 neurons (no output weights, the notes' form):   f(x) = (1/m2) sum_j sigma(w_j F(x) + b_j)
+Loss: L = (1/2) E_x (f*(x) - f(x))^2 over the training set.
+
+Mean-field gradient descent moves every neuron by its own gradient times its layer's width (v_i <- v_i - eta m dL/dv_i,
+(w_j, b_j) <- (w_j, b_j) - eta m2 dL/d(w_j, b_j)): the time-rescaled gradient flow of the neurons' distribution, so
+each neuron moves O(eta) per step whatever the width.
+
+Symmetrisation.  For a spherically symmetric first layer, E_v[|v| sigma(v.x)] = E|v|^2 E_{u ~ S^(d-1)}[sigma(u_1)] |x|,
+so in the infinite-width limit F(x) = alpha |x| with
+
+    alpha = C_d mean_i |v_i|^2,   C_d = E[max(0, u_1)] = Gamma(d/2) / (2 sqrt(pi) Gamma((d+1)/2))   (:func:`c_d`),
+
+which is also how alpha of a finite net is defined here (the notes' alpha).  Under the flow of a symmetric layer,
+d|v|^2/dt = 4 |v| E_x[S(x) sigma(v.x)] (sigma'(z) z = sigma(z)), S(x) = (f* - f)(x) (1/m2) sum_j sigma'(w_j F + b_j) w_j,
+so alpha obeys one scalar equation, dalpha/dt = 4 C_d alpha E_x[S(x) |x|]: the reduced model replaces F by exactly
+alpha |x| and moves alpha by that equation (stepped with the same eta, see :func:`reduced_step`) and the second layer
+as the net's.
+The deviation of the finite first layer from its symmetrisation is |F/alpha - |x|| / ||x|| (L2 over the test inputs).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def c_d(d: int) -> float:
+    """E[max(0, u_1)] for u uniform on the unit sphere S^(d-1)."""
+    return math.exp(math.lgamma(d / 2) - math.lgamma((d + 1) / 2)) / (2 * math.sqrt(math.pi))
+
+
+def first_layer(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """F(x) for every model: V [M, m, d], X [n, d] -> [M, n]."""
+    pre = torch.einsum("nd,Mmd->Mnm", X, V)
+    return (V.norm(dim=2).unsqueeze(1) * torch.relu(pre)).mean(2)
+
+
+def second_layer(F: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """f = (1/m2) sum_j sigma(w_j F + b_j): F [M, n], w, b [M, m2] -> [M, n]."""
+    return torch.relu(F.unsqueeze(2) * w.unsqueeze(1) + b.unsqueeze(1)).mean(2)
+
+
+def loss(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """(1/2) mean (f* - f)^2 per model, [M]."""
+    return 0.5 * ((y - f) ** 2).mean(1)
+
+
+def net_grads(V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor):
+    """The loss and its gradients in closed form (backpropagation written out), per model:
+    returns (L [M], dL/dV [M, m, d], dL/dw [M, m2], dL/db [M, m2]).
+
+    With r = f - y, z_nj = w_j F_n + b_j and g_n = dL/dF_n = (1/n) r_n (1/m2) sum_j sigma'(z_nj) w_j:
+    dL/dw_j = (1/n) sum_n r_n sigma'(z_nj) F_n / m2,   dL/db_j = (1/n) sum_n r_n sigma'(z_nj) / m2,
+    dL/dv_i = (1/m) [ (v_i/|v_i|) sum_n g_n sigma(v_i.x_n) + |v_i| sum_n g_n sigma'(v_i.x_n) x_n ]."""
+    n, m, m2 = X.shape[0], V.shape[1], w.shape[1]
+    pre = torch.einsum("nd,Mmd->Mnm", X, V)  # [M, n, m]
+    rp = torch.relu(pre)
+    norm = V.norm(dim=2)  # [M, m]
+    F = torch.bmm(rp, norm.unsqueeze(2)).squeeze(2) / m  # [M, n]
+    z = F.unsqueeze(2) * w.unsqueeze(1) + b.unsqueeze(1)  # [M, n, m2]
+    on = (z > 0).to(z.dtype)
+    r = (z * on).mean(2) - y  # f - y
+    gb = (r.unsqueeze(2) * on).sum(1) / (n * m2)
+    gw = ((r * F).unsqueeze(2) * on).sum(1) / (n * m2)
+    g = r * (on * w.unsqueeze(1)).sum(2) / (n * m2)  # dL/dF_n
+    a = torch.bmm(g.unsqueeze(1), rp).squeeze(1)  # sum_n g_n sigma(v_i.x_n), [M, m]
+    G = (pre > 0).to(pre.dtype) * g.unsqueeze(2)  # g_n sigma'(v_i.x_n), [M, n, m]
+    B = torch.bmm(G.transpose(1, 2), X.expand(V.shape[0], n, X.shape[1]))  # sum_n g_n sigma'(v_i.x_n) x_n
+    gV = (V / norm.clamp_min(torch.finfo(V.dtype).tiny).unsqueeze(2) * a.unsqueeze(2) + norm.unsqueeze(2) * B) / m
+    return 0.5 * (r * r).mean(1), gV, gw, gb
+
+
+def net_step(V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor, lr: float) -> torch.Tensor:
+    """One mean-field gradient step of every neuron, in place; returns the loss before the step [M]."""
+    L, gV, gw, gb = net_grads(V, w, b, X, y)
+    V.sub_(lr * V.shape[1] * gV)
+    w.sub_(lr * w.shape[1] * gw)
+    b.sub_(lr * b.shape[1] * gb)
+    return L
+
+
+def reduced_grads(alpha: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor):
+    """The reduced model's loss (F = alpha |x|) and its gradients in closed form: (L [M], dL/dalpha [M], dL/dw, dL/db).
+    dL/dalpha = -E[S(x) |x|] with S the notes' S(x) = (f* - f)(x) (1/m2) sum_j sigma'(w_j F + b_j) w_j."""
+    n, m2 = X.shape[0], w.shape[1]
+    rad = X.norm(dim=1)  # [n]
+    F = alpha.unsqueeze(1) * rad
+    z = F.unsqueeze(2) * w.unsqueeze(1) + b.unsqueeze(1)
+    f = torch.relu(z).mean(2)
+    r = f - y
+    on = (z > 0).to(z.dtype)
+    gw = torch.einsum("Mn,Mnj,Mn->Mj", r, on, F) / (n * m2)
+    gb = torch.einsum("Mn,Mnj->Mj", r, on) / (n * m2)
+    galpha = (r * torch.einsum("Mnj,Mj->Mn", on, w) / m2 * rad).mean(1)
+    return 0.5 * (r * r).mean(1), galpha, gw, gb
+
+
+def reduced_step(alpha: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor, lr: float,
+                 d: int) -> torch.Tensor:
+    """One step of the reduced model, in place: alpha <- alpha exp(-eta 4 C_d dL/dalpha), the exact solution over the step
+    of dalpha/dt = 4 C_d alpha E[S |x|] (= -4 C_d alpha dL/dalpha) with the gradient held fixed, so alpha keeps its sign
+    as C_d mean |v_i|^2 does (the explicit Euler step can flip it at a large rate); the second layer moves as the net's
+    (mean-field scaled).  alpha [M]; returns the loss before the step [M]."""
+    L, ga, gw, gb = reduced_grads(alpha, w, b, X, y)
+    alpha.mul_(torch.exp(-lr * 4 * c_d(d) * ga))
+    w.sub_(lr * w.shape[1] * gw)
+    b.sub_(lr * b.shape[1] * gb)
+    return L
+
+
+def alpha_of(V: torch.Tensor) -> torch.Tensor:
+    """alpha = C_d mean_i |v_i|^2 of every model, [M]."""
+    return c_d(V.shape[2]) * (V * V).sum(2).mean(1)
+
+
+def deviation(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """|F/alpha - |x|| / ||x|| (L2 over the rows of X), per model [M]: the first layer against its symmetrisation."""
+    r = X.norm(dim=1)
+    F = first_layer(V, X)
+    return (F / alpha_of(V).unsqueeze(1) - r).norm(dim=1) / r.norm()
+
+
+def init(M: int, m: int, m2: int, d: int, gen: torch.Generator, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A spherically symmetric first layer, v_i ~ N(0, I / (d C_d)) so that alpha = C_d E|v|^2 = 1 in expectation
+    (F ~ |x| at the start); second layer w_j, b_j ~ N(0, 1)."""
+    V = torch.randn(M, m, d, generator=gen, dtype=dtype) / math.sqrt(d * c_d(d))
+    return V, torch.randn(M, m2, generator=gen, dtype=dtype), torch.randn(M, m2, generator=gen, dtype=dtype)
+
+
+def n_params(m: int, m2: int, d: int) -> int:
+    """m d (the first layer's neurons, no biases) + 2 m2 (the second layer's weights and biases)."""
+    return m * d + 2 * m2
