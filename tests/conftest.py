@@ -46,11 +46,14 @@ def root() -> Path:
 def smoke_run(tmp_path_factory) -> SmokeRun:
     """config/smoke.yaml, every study, run once for the whole session and only read: a test that changes results
     works on ``smoke_run.copy(...)``.  At the end of the session every file of it must be as it was built."""
-    work = tmp_path_factory.mktemp("smoke")
+    reuse = os.environ.get("DEPTHLAB_TEST_SMOKE_WORK")  # a contributor's shortcut: a smoke run built before, reused
+    work = Path(reuse) if reuse else tmp_path_factory.mktemp("smoke")
     cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
     cfg_path = work / "smoke.yaml"
-    cfg_path.write_text(yaml.safe_dump(cfg))
-    smk(work, "--configfile", str(cfg_path))
+    if not reuse or not (work / "results").is_dir():
+        work.mkdir(parents=True, exist_ok=True)
+        cfg_path.write_text(yaml.safe_dump(cfg))
+        smk(work, "--configfile", str(cfg_path))
     import depthlab.config as dlc
 
     run = SmokeRun(work, dlc.validate(cfg), cfg_path)  # validated: defaults filled in, as the workflow sees it

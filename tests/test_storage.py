@@ -77,8 +77,9 @@ def test_png_pixel_hash_ignores_chunks_but_sees_pixels():
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])
     a = render.figure_png(fig)
-    b = render.figure_png(fig, {"depthlab-provenance": "x"})
+    b = render.png_with_text(a, {"depthlab-provenance": "x \u2192 \u00e9"})
     assert a != b and st.png_pixels_hash(a) == st.png_pixels_hash(b)
+    assert st.png_text(b, "depthlab-provenance") == "x \u2192 \u00e9", "the chunk reads back (PIL checks its CRC)"
     ax.plot([0, 1], [1, 0])
     assert st.png_pixels_hash(render.figure_png(fig)) != st.png_pixels_hash(a)
     assert render.figure_png(fig) == render.figure_png(fig), "no timestamps: identical bytes on a rerun"

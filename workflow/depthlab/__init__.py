@@ -30,6 +30,7 @@ _EXPORTS = {
     "core.device": ["resolve_device", "set_threads"],
     "core.seeds": ["seed"],
     "studies": ["get_study"],
+    "results": ["open_results", "list_results", "ResultsError"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

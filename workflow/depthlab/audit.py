@@ -9,7 +9,8 @@ Walks the lineage of what a reader sees, back to the data sets, and checks:
   - a claims report's markdown and JSON hash to what was recorded, and each figure
     table it read is the one on disk;
   - a store's arrays hash to its recorded ``content_hash``, its attributes equal the
-    recorded ones, and each record's ``record_hash`` matches its own fields;
+    recorded ones, its consolidated metadata (the copy a plain ``xr.open_zarr`` reads)
+    equals each array's own metadata, and each record's ``record_hash`` matches its own fields;
   - every consumer recorded the input's current content and record hashes (the hash
     chain: rewriting one record without every record downstream of it, up to the
     figure, is detected);
@@ -148,6 +149,15 @@ def audit_store(a: Audit, rel: str, depth: int, expect: dict | None) -> None:
                           f"(hash {str(rec.get('content_hash'))[:16]}): modified after it was made")
     if storage.plain_attrs(ds.attrs) != rec.get("attrs"):
         a.fail(depth + 1, f"{rel}: its attributes differ from those recorded when it was written")
+    try:
+        bad = storage.consolidated_mismatches(p)
+    except (OSError, ValueError, AttributeError) as e:
+        bad = [f"unreadable ({type(e).__name__})"]
+    if bad is None:
+        a.note(depth + 1, f"{rel}: written without consolidated metadata (an older depthlab): plain xr.open_zarr warns on it")
+    elif bad:
+        a.fail(depth + 1, f"{rel}: its consolidated metadata (what xr.open_zarr reads) differs from the arrays' own for: "
+                          f"{', '.join(bad)}")
     if rec.get("path") != rel:
         a.fail(depth + 1, f"{rel}: its record says it was written as {rec.get('path')}")
     if expect is not None:

@@ -94,9 +94,10 @@ def run_figure(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
     fig, table = fn(spec, figure_inputs(study, inputs))
     record = _record(study, spec, stem, results, inputs, "cpu")
     record["csv_sha256"] = storage.write_text(render.table_csv(table), stem.with_suffix(".csv"))
-    record["png_pixels_sha256"] = storage.png_pixels_hash(render.figure_png(fig))
+    png = render.figure_png(fig)
+    record["png_pixels_sha256"] = storage.png_pixels_hash(png)
     blob = prov.canonical_json(prov.embedded(record))
-    storage.write_bytes(render.figure_png(fig, {"depthlab-provenance": blob}), stem.with_suffix(".png"))
+    storage.write_bytes(render.png_with_text(png, {render.PROVENANCE_KEY: blob}), stem.with_suffix(".png"))
     record["pdf_sha256"] = storage.write_bytes(render.figure_pdf(fig, blob), stem.with_suffix(".pdf"))
     storage.write_json(storage.finish_record(record), stem.with_suffix(".provenance.json"))
     log.info("wrote %s.{png,pdf,csv,provenance.json}", stem)
@@ -114,13 +115,13 @@ def run_claims(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
     """Claims stage: <dir>/claims.{md,json,provenance.json} from the study's figure tables."""
     import pandas as pd
 
-    from . import claims
+    from . import render
 
     verdicts, notes = fn(spec, {name: pd.read_csv(p) for name, p in inputs.items()})
     record = _record(study, spec, out, results, {}, "cpu")
     record["inputs"] = {name: _file_input(p, results) for name, p in sorted(inputs.items())}
-    record["json_sha256"] = storage.write_json([v.as_dict() for v in verdicts], out.with_suffix(".json"))
-    record["md_sha256"] = storage.write_text(claims.render(study.title, verdicts, notes), out)
+    record["json_sha256"] = storage.write_text(render.verdicts_json(verdicts), out.with_suffix(".json"))
+    record["md_sha256"] = storage.write_text(render.claims_markdown(study.title, verdicts, notes), out)
     storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
     log.info("wrote %s (%d verdicts)", out, len(verdicts))
 
@@ -162,8 +163,11 @@ def snapshot(args: argparse.Namespace) -> None:
     """The config a run used (validated, defaults filled in), as YAML."""
     import yaml
 
-    head = "# The config this run used (validated, defaults filled in). `device` is left out: each store records where it ran.\n"
-    storage.write_text(head + yaml.safe_dump(json.loads(args.config_json), sort_keys=True), args.output)
+    head = ("# The config this run used (validated, defaults filled in): a valid config that reruns the same jobs.\n"
+            "# `device` is written as auto whatever the run asked for: it is no rerun trigger, and each store records\n"
+            "# the device it ran on.\n")
+    data = {**json.loads(args.config_json), "device": "auto"}
+    storage.write_text(head + yaml.safe_dump(data, sort_keys=True), args.output)
 
 
 def _load_or_exit(path: str) -> dict:
@@ -192,6 +196,16 @@ def audit(args: argparse.Namespace) -> None:
         raise SystemExit(1)
     notes = f"; {len(result.notes)} note(s) above" if result.notes else ""
     print(f"\naudit OK: {len(result.seen)} file(s) checked, every recorded hash matches what is on disk{notes}")
+
+
+def ls(args: argparse.Namespace) -> None:
+    from .results import ResultsError, list_results
+
+    try:
+        print(list_results(args.results))
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def fingerprint(args: argparse.Namespace) -> None:
@@ -236,6 +250,9 @@ def main(argv: list[str] | None = None) -> None:
     v = sub.add_parser("validate", help="validate a config file")
     v.add_argument("config")
     v.set_defaults(func=validate)
+    ls_ = sub.add_parser("ls", help="per study and stage: jobs, their coordinates, size on disk; whether each figure is up to date")
+    ls_.add_argument("results", nargs="?", default="results", help="a results folder (default: results)")
+    ls_.set_defaults(func=ls)
     f = sub.add_parser("fingerprint", help="list the modules a stage's code fingerprint covers")
     f.add_argument("study")
     f.add_argument("stage")

@@ -27,6 +27,7 @@ jobs it touches) and its SHA-256 is the ``config_hash`` recorded in the store.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import re
 from pathlib import Path
@@ -116,7 +117,13 @@ FillingValidator = jsonschema.validators.extend(StrictValidator, {"properties": 
 
 
 def load_schema(name: str = "config") -> dict:
-    """The top-level schema, its ``studies`` keys those of the study registry; or a study's own schema by name."""
+    """The top-level schema, its ``studies`` keys those of the study registry; or a study's own schema by name.
+    Parsed once per process (a fresh copy each call: callers may change it)."""
+    return copy.deepcopy(_parsed_schema(name))
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_schema(name: str) -> dict:
     from .studies import get_study, names
 
     if name != "config":
@@ -184,8 +191,9 @@ def _no_control(value: Any, path: tuple = ()) -> None:
         raise ConfigError(f"config error at {key(path)}: {value!r} contains a control character; values are plain text")
 
 
-def validate(config: Any) -> dict:
-    """Validate a whole config in place (see the module docstring); returns it with every default filled in."""
+def validate(config: Any, memory: bool = True) -> dict:
+    """Validate a whole config in place (see the module docstring); returns it with every default filled in.
+    ``memory=False`` skips the check that the largest job fits this machine (reading another machine's results)."""
     from .studies import get_study
 
     if not isinstance(config, dict):
@@ -199,7 +207,8 @@ def validate(config: Any) -> dict:
         study = get_study(name)
         check_schema(section, load_schema(name), ("studies", name), fill=True)
         study.check(section, config)
-    _check_memory(config)
+    if memory:
+        _check_memory(config)
     return config
 
 

@@ -22,10 +22,14 @@ when p < 2^L, i.e. when g has fewer pieces than Delta^L (one condition, stated t
 
 from __future__ import annotations
 
-import numpy as np
-import torch
+from typing import TYPE_CHECKING
 
-from depthlab.core.mlp import Params
+import numpy as np
+
+if TYPE_CHECKING:  # torch is imported where a net is built: the figures read the bounds without it
+    import torch
+
+    from depthlab.core.mlp import Params
 
 
 def triangle(x: np.ndarray) -> np.ndarray:
@@ -40,8 +44,11 @@ def sawtooth(x: np.ndarray, level: int) -> np.ndarray:
     return y
 
 
-def construction(level: int, dtype: torch.dtype = torch.float64) -> Params:
-    """Stacked (M = 1) parameters of the depth-L, width-2 net equal to Delta^L on [0, 1]."""
+def construction(level: int, dtype: "torch.dtype | None" = None) -> "Params":
+    """Stacked (M = 1) parameters of the depth-L, width-2 net equal to Delta^L on [0, 1] (float64 by default)."""
+    import torch
+
+    dtype = torch.float64 if dtype is None else dtype
     fold = torch.tensor([[2.0, 2.0], [-4.0, -4.0]], dtype=dtype)  # [in = 2 units, out = 2 units]: z -> (z, z)
     bias = torch.tensor([[0.0, -0.5]], dtype=dtype)
     params = [(torch.tensor([[[1.0, 1.0]]], dtype=dtype), bias[None].clone())]  # x -> (relu(x), relu(x - 1/2))
@@ -51,7 +58,7 @@ def construction(level: int, dtype: torch.dtype = torch.float64) -> Params:
     return params
 
 
-def pieces(params: Params, m: int = 0, lo: float = 0.0, hi: float = 1.0, rtol: float = 1e-9) -> tuple[int, np.ndarray]:
+def pieces(params: "Params", m: int = 0, lo: float = 0.0, hi: float = 1.0, rtol: float = 1e-9) -> tuple[int, np.ndarray]:
     """Exact number of linear pieces on [lo, hi] of model m of a stack of 1-D-input ReLU nets, from its weights.
 
     Propagates the partition of [lo, hi] on which every unit of the current layer is affine:
