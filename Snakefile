@@ -19,6 +19,16 @@ include: "workflow/rules/stores.smk"
 include: "workflow/rules/report.smk"
 
 
+# One run per results folder, whatever the working directory (depthlab.lock): taken when jobs start, held until exit.
+onstart:
+    import depthlab.lock
+
+    try:
+        depthlab.lock.acquire(R)
+    except depthlab.lock.ResultsInUse as e:
+        sys.exit(f"depthlab: {e}")
+
+
 rule all:
     default_target: True
     input:

@@ -8,8 +8,11 @@ Everything is measured in one run on one machine and printed as ratios:
   to train an ensemble), on the same models, in model-epochs per second and as a fraction of
   the measured matmul peak; SGD + MSE at the Mori & Ueda shapes, Adam + hinge at the fractal ones;
 * NTK: kernel regression (Gram, Cholesky, test predictions) for every depth 1..10 against
-  the bare float64 Choleskys it cannot avoid, at the same N, each in a fresh process (peak RSS);
-  and the previous torch recursion (the CUDA path) beside the fused CPU one at N = 5000;
+  the bare float64 Choleskys it cannot avoid, at the same N, each in a fresh process (peak RSS),
+  with both sides on 1 thread and again on 2 threads: torch, the BLAS library (threadpoolctl)
+  and numba are all pinned in each process, and the threads each library reports are printed
+  and written to the JSON; and the previous torch recursion (the CUDA path) beside the fused CPU
+  one at N = 5000;
 * pipeline: one job's start-up and a Snakemake dry run of the default config.
 
 Speeds are reported, never asserted (shared, noisy machines).
@@ -201,9 +204,29 @@ def trainer_case(name: str, d: int, n: int, sizes: list[int], M: int, steps: int
 # ---- NTK --------------------------------------------------------------------------------
 
 
-def _ntk_child(kind: str, n: int, n_test: int, d: int, depths: list[int], q: mp.Queue) -> None:
-    torch.set_num_threads(1)
-    from depthlab.core import kernel_regression as K
+def pin_threads(n: int) -> dict:
+    """Pin torch, every BLAS/OpenMP pool (threadpoolctl) and numba to ``n`` threads; returns what each reports.
+    numba is imported first: a library loaded after the limits were set would not be pinned."""
+    try:
+        import numba
+    except ImportError:
+        numba = None
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    torch.set_num_threads(n)
+    if numba is not None:
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    threadpool_limits(n)
+    out = {"torch": torch.get_num_threads(), "numba": numba.get_num_threads() if numba is not None else None}
+    for pool in threadpool_info():
+        out[f"{pool['user_api']}:{pool['internal_api']}"] = pool["num_threads"]
+    return out
+
+
+def _ntk_child(kind: str, n: int, n_test: int, d: int, depths: list[int], threads: int, q: mp.Queue) -> None:
+    from depthlab.core import kernel_regression as K  # imports numba and the BLAS first, so that pinning reaches them
+
+    pinned = pin_threads(threads)
 
     x = sample_inputs(n, d, 0)
     y = target(x, 2, "local")
@@ -229,21 +252,23 @@ def _ntk_child(kind: str, n: int, n_test: int, d: int, depths: list[int], q: mp.
             out.setdefault("factor_seconds", 0.0)
             out["factor_seconds"] += time.perf_counter() - t0
             assert info == 0
-    out.update({"seconds": time.perf_counter() - t, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20})
+    out.update({"seconds": time.perf_counter() - t, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+                "threads": pinned})
     q.put(out)
 
 
-def ntk_case(kind: str, n: int, n_test: int, d: int, depths: list[int]) -> dict:
+def ntk_case(kind: str, n: int, n_test: int, d: int, depths: list[int], threads: int = 1) -> dict:
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    p = ctx.Process(target=_ntk_child, args=(kind, n, n_test, d, depths, q))
+    p = ctx.Process(target=_ntk_child, args=(kind, n, n_test, d, depths, threads, q))
     p.start()
     res = q.get()
     p.join()
     row = {"impl": kind, "n_train": n, "n_test": n_test, "depths": f"1..{max(depths)}", **res}
     secs = res.get("factor_seconds", res["seconds"])
-    print(f"  NTK {kind:<9} N={n:<6} N_test={n_test:<7} depths 1..{max(depths)}: {secs:8.1f}s  peak RSS {res['peak_rss_gib']:.2f} GiB",
-          flush=True)
+    shown = ", ".join(f"{k} {v}" for k, v in res["threads"].items())
+    print(f"  NTK {kind:<9} N={n:<6} N_test={n_test:<7} depths 1..{max(depths)}: {secs:8.1f}s  peak RSS {res['peak_rss_gib']:.2f} GiB"
+          f"  threads: {shown}", flush=True)
     return row
 
 
@@ -280,11 +305,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--skip-trainer", action="store_true")
     args = ap.parse_args(argv)
     set_threads()
+    main_threads = pin_threads(1)  # the trainer cases: one thread for torch, BLAS and numba alike
     dev = resolve_device(args.device)
     print(f"depthlab bench on {describe(dev)} ({platform.processor() or platform.machine()}), quick={args.quick}")
     peak = matmul_peak(dev, 512 if args.quick else 2048)
     print(f"  float32 matmul peak (measured): {peak / 1e9:.1f} GFLOP/s")
-    out: dict = {"device": describe(dev), "quick": args.quick, "matmul_peak_gflops": peak / 1e9, "trainer": [], "ntk": []}
+    print(f"  threads of this process (trainer cases): {', '.join(f'{k} {v}' for k, v in main_threads.items())}")
+    out: dict = {"device": describe(dev), "quick": args.quick, "matmul_peak_gflops": peak / 1e9, "trainer": [], "ntk": [],
+                 "threads_trainer": main_threads}
     if not args.skip_trainer:
         cpu = dev.type == "cpu"
         if args.quick:
@@ -311,20 +339,23 @@ def main(argv: list[str] | None = None) -> None:
                 out[f"trainer_speedup_vs_plain_{tag}"] = float(np.mean([r["speedup_vs_plain"] for r in rows]))
                 out[f"trainer_speedup_vs_torch_func_{tag}"] = float(np.mean([r["speedup_vs_torch_func"] for r in rows]))
     if not args.skip_ntk:
-        print("NTK regression (Gram + Cholesky + predictions, every depth; one CPU thread, a fresh process each):")
+        print("NTK regression (Gram + Cholesky + predictions, every depth; a fresh process each, both sides pinned to the "
+              "same threads: torch, BLAS and numba):")
         depths = list(range(1, 4)) if args.quick else list(range(1, 11))
         sizes = [(300, 1000)] if args.quick else [(5000, 100_000), (20000, 100_000)]
-        for n, nt in sizes:
-            ours = ntk_case("fused", n, nt, 100, depths)
-            chol = ntk_case("cholesky", n, nt, 100, depths)
-            ratio = ours["seconds"] / chol["factor_seconds"]
-            out["ntk"] += [ours, chol]
-            tag = "quick" if args.quick else f"n{n}"
-            out[f"ntk_seconds_{tag}"] = ours["seconds"]
-            out[f"ntk_cholesky_seconds_{tag}"] = chol["factor_seconds"]
-            out[f"ntk_over_cholesky_{tag}"] = ratio
-            out["ntk_peak_rss_gib"] = ours["peak_rss_gib"]
-            print(f"  N={n}: NTK total / bare Choleskys = {ratio:.2f} (goal <= 1.3); peak RSS {ours['peak_rss_gib']:.2f} GiB (goal <= 8)")
+        for threads in (1, 2):
+            for n, nt in sizes:
+                ours = ntk_case("fused", n, nt, 100, depths, threads)
+                chol = ntk_case("cholesky", n, nt, 100, depths, threads)
+                ratio = ours["seconds"] / chol["factor_seconds"]
+                out["ntk"] += [ours, chol]
+                tag = ("quick" if args.quick else f"n{n}") + f"_{threads}thread"
+                out[f"ntk_seconds_{tag}"] = ours["seconds"]
+                out[f"ntk_cholesky_seconds_{tag}"] = chol["factor_seconds"]
+                out[f"ntk_over_cholesky_{tag}"] = ratio
+                out["ntk_peak_rss_gib"] = max(out.get("ntk_peak_rss_gib", 0.0), ours["peak_rss_gib"])
+                print(f"  N={n}, {threads} thread(s) each side: NTK total / bare Choleskys = {ratio:.2f} (goal <= 1.3); "
+                      f"peak RSS {ours['peak_rss_gib']:.2f} GiB (goal <= 8)")
         n, nt = (300, 1000) if args.quick else (5000, 100_000)
         before = ntk_case("torch", n, nt, 100, depths)
         out["ntk"].append(before)

@@ -13,10 +13,18 @@ def test_bench_quick_runs_and_writes_json(tmp_path, root):
                        capture_output=True, text=True, timeout=600, env=tool_env())
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(out.read_text())
-    for key in ("trainer_speedup_vs_plain", "trainer_speedup_vs_torch_func", "ntk_seconds_quick", "ntk_cholesky_seconds_quick",
-                "ntk_over_cholesky_quick", "ntk_peak_rss_gib", "ntk_speedup_vs_previous", "matmul_peak_gflops", "pipeline"):
+    for key in ("trainer_speedup_vs_plain", "trainer_speedup_vs_torch_func", "ntk_seconds_quick_1thread",
+                "ntk_cholesky_seconds_quick_1thread", "ntk_over_cholesky_quick_1thread", "ntk_over_cholesky_quick_2thread",
+                "ntk_peak_rss_gib", "ntk_speedup_vs_previous", "matmul_peak_gflops", "pipeline", "threads_trainer"):
         assert key in data, key
+    # every side states its threads, and pinning took: one thread per library in the 1-thread runs
+    for row in data["ntk"]:
+        want = 1 if row in data["ntk"][:2] else None
+        assert row["threads"]["torch"] >= 1
+        if want == 1:
+            assert all(v in (1, None) for v in row["threads"].values()), row["threads"]
+    assert all(v in (1, None) for v in data["threads_trainer"].values()), data["threads_trainer"]
     for row in data["trainer"]:
         assert min(row["batched_model_epochs_per_s"], row["plain_model_epochs_per_s"], row["torch_func_model_epochs_per_s"]) > 0
     assert {r["optimizer"] for r in data["trainer"]} == {"sgd", "adam"}
-    assert "vs torch.func" in p.stdout and "goal <= 1.3" in p.stdout
+    assert "vs torch.func" in p.stdout and "goal <= 1.3" in p.stdout and "threads: torch 1" in p.stdout

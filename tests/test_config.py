@@ -91,6 +91,21 @@ CASES = [
     ("huge block", lambda c: mu_(c)["ntk"].update(block=10**7), r"ntk.block: 10000000 is greater than the maximum of 1000000"),
     ("huge epochs", lambda c: mu_(c)["training"].update(max_epochs=10**9), r"training.max_epochs: 1000000000 is greater than the maximum"),
     ("bad memory limit", lambda c: c.update(max_memory_gib=-1), r"config error at max_memory_gib: -1 is not valid under any of the given schemas"),
+    # issue 26: each of these used to pass validate and then fail, crash or hang at run time
+    ("target named 1", lambda c: fig2(c)["targets"].update({1: fig2(c)["targets"].pop("2-local")}),
+     r"config error at studies.mori_ueda.figures.fig2.targets.1: the key 1 is a int, but keys are names: quote it \('1'\)"),
+    ("target named true", lambda c: fig2(c)["targets"].update({True: fig2(c)["targets"].pop("2-local")}),
+     r"config error at studies.mori_ueda.figures.fig2.targets.True: the key True is a bool"),
+    ("depth 1e9", lambda c: fig2(c).update(depths=[1, 10**9]), r"figures.fig2.depths.1: 1000000000 is greater than the maximum of 100"),
+    ("seed count huge", lambda c: fig2(c).update(seeds=[0, 2**40]), r"figures.fig2.seeds.1: 1099511627776 is greater than the maximum"),
+    ("k huge", lambda c: local2(c).update(k=10**9), r"targets.2-local.k: 1000000000 is greater than the maximum"),
+    ("300-character target name", lambda c: fig2(c)["targets"].update({"t" * 300: fig2(c)["targets"].pop("2-local")}),
+     r"config error at studies.mori_ueda.figures.fig2.targets: the key 'tttt.*is 300 bytes long; .* limits to 255 bytes"),
+    ("results is an option", lambda c: c.update(results="-r"), r"config error at results: '-r' starts with '-'"),
+    ("braces in results", lambda c: c.update(results="res{figure}"), r"config error at results: 'res\{figure\}' holds braces"),
+    ("results is a file", lambda c: c.update(results=str(ROOT / "README.md")), r"config error at results: .*README.md' names an existing file"),
+    ("results too long", lambda c: c.update(results="/".join(["r" * 200] * 20)), r"config error at results: .* bytes as an absolute path"),
+    ("results name too long", lambda c: c.update(results="r" * 300), r"config error at results: .* has a component of 300 bytes"),
 ]
 
 
@@ -226,3 +241,44 @@ def test_config_readme_documents_every_key():
         walk(schema)
     missing = sorted(k for k in keys if f"`{k}`" not in text)
     assert not missing, f"config/README.md does not document: {missing}"
+
+
+def test_alias_bombs_and_self_reference_stop_while_loading_and_merge_keys_work(tmp_path):
+    levels = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]'] + [
+        f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]  # 9^12 values once expanded
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("results: r\nbomb:\n" + "\n".join("  " + line for line in levels) + "\n")
+    with pytest.raises(dlc.ConfigError, match=r"the YAML expands to more than 100000 values through its aliases"):
+        dlc.read_yaml(bomb)
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("a: &a [1, *a]\n")
+    with pytest.raises(dlc.ConfigError, match="refers to itself"):
+        dlc.read_yaml(loop)
+    # YAML 1.1 merge keys (PyYAML accepts them): a base mapping reused with one value overridden
+    text = "defaults: &d\n  results: r\n  seed: 3\nmine:\n  <<: *d\n  seed: 4\n"
+    m = tmp_path / "m.yaml"
+    m.write_text(text)
+    assert dlc.read_yaml(m)["mine"] == {"results": "r", "seed": 4}
+    m.write_text("mine:\n  seed: 1\n  seed: 2\n")
+    with pytest.raises(dlc.ConfigError, match="duplicate key 'seed'"):
+        dlc.read_yaml(m)
+
+
+def test_every_integer_in_every_schema_has_a_maximum():
+    """Counts, depths, seeds and sizes are bounded before any job: a depth of 1e9 is a config error, not a hang."""
+    from depthlab.config import load_schema
+
+    def walk(node, path, out):
+        if isinstance(node, dict):
+            if node.get("type") == "integer" and "maximum" not in node and "enum" not in node:
+                out.append(".".join(path))
+            for k, v in node.items():
+                walk(v, path + [str(k)], out)
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, path + [str(i)], out)
+
+    missing = []
+    for name in ["config", *STUDIES]:
+        walk(load_schema(name), [name], missing)
+    assert not missing, missing

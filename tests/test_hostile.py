@@ -187,3 +187,261 @@ def test_the_audit_catches_the_tampering_and_names_the_culprit(copy_run, tamper)
     target, culprit = tamper(copy_run)
     problems = audit(target).problems
     assert any(culprit in p for p in problems), problems
+
+
+# ---- an audit that checks meaning, and survives hostile folders (issue 26, items 3 and 7) ----------------------------
+
+FIG = "mori_ueda/figures/fig2"
+STORE = "mori_ueda/fig2/train/2-local/L1.zarr"
+
+
+def _png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
+    out, i = [], 8
+    while i < len(data):
+        n = int.from_bytes(data[i:i + 4], "big")
+        out.append((data[i + 4:i + 8], data[i:i + 12 + n]))
+        i += 12 + n
+    return out
+
+
+def _pdf_escape(text: str) -> bytes:
+    return re.sub(rb"([\\()])", rb"\\\1", text.encode("latin-1"))
+
+
+def _reembed(r: Path, rec: dict) -> dict:
+    """Rewrite a figure's PNG text and PDF Subject to carry ``rec`` and its provenance file to match: a careful forger."""
+    from depthlab import render
+    from depthlab.provenance import embedded
+
+    stem = r / FIG
+    old = json.loads(stem.with_suffix(".provenance.json").read_text())
+    png = stem.with_suffix(".png").read_bytes()
+    bare = png[:8] + b"".join(raw for kind, raw in _png_chunks(png) if kind != b"iTXt")
+    blob = canonical_json(embedded(rec))
+    stem.with_suffix(".png").write_bytes(render.png_with_text(bare, {render.PROVENANCE_KEY: blob}))
+    pdf = stem.with_suffix(".pdf").read_bytes()
+    was = _pdf_escape(canonical_json(embedded(old)))
+    assert was in pdf, "the PDF's Subject is written as assumed"
+    stem.with_suffix(".pdf").write_bytes(pdf.replace(was, _pdf_escape(blob)))
+    rec = _rehash({**rec, "pdf_sha256": st.file_hash(stem.with_suffix(".pdf"))})
+    stem.with_suffix(".provenance.json").write_text(json.dumps(rec))
+    return rec
+
+
+def test_a_forged_chain_fails_naming_the_figure_whose_table_no_longer_follows(copy_run):
+    """A store value changed and every hash above it rewritten consistently (store, figure record, PNG, PDF): only the
+    re-derivation of the table from the stores can tell, and it does."""
+    assert not audit(copy_run / f"{FIG}.png").problems
+    store = copy_run / STORE
+    err = zarr.open_array(str(store / "test_error"), mode="r+")
+    err[...] = err[...] * 0.5  # the net looks twice as good
+    rec = _rehash({**st.read_record(store), "content_hash": st.content_hash(st.read_store(store))})
+    _set_record(store, rec)
+    fig = json.loads((copy_run / f"{FIG}.provenance.json").read_text())
+    name = next(k for k, v in fig["inputs"].items() if v["path"] == STORE)
+    fig["inputs"][name].update(content_hash=rec["content_hash"], record_hash=rec["record_hash"])
+    _reembed(copy_run, fig)
+    problems = audit(copy_run / f"{FIG}.png").problems
+    assert len(problems) == 1 and f"{FIG}: its table no longer follows from its stores" in problems[0], problems
+
+
+def test_the_pdf_record_and_every_png_frame_are_checked(copy_run):
+    from PIL import Image
+
+    rec = json.loads((copy_run / f"{FIG}.provenance.json").read_text())
+    forged = json.loads(json.dumps(rec))
+    forged["device"] = "forged"
+    pdf = (copy_run / f"{FIG}.pdf").read_bytes()
+    (copy_run / f"{FIG}.pdf").write_bytes(pdf.replace(_pdf_escape(canonical_json({k: v for k, v in rec.items() if k not in
+                                                      ("pdf_sha256", "record_hash", "created")})),
+                                                      _pdf_escape(canonical_json({**{k: v for k, v in rec.items() if k not in
+                                                      ("pdf_sha256", "record_hash", "created")}, "device": "forged"}))))
+    (copy_run / f"{FIG}.provenance.json").write_text(json.dumps(_rehash({**rec, "pdf_sha256": st.file_hash(copy_run / f"{FIG}.pdf")})))
+    problems = audit(copy_run / f"{FIG}.png").problems
+    assert any("fig2.pdf: its embedded provenance (the PDF's Subject) does not match" in p for p in problems), problems
+    shutil.copy(copy_run / f"{FIG}.pdf", copy_run / "x.pdf")
+    # a second frame appended to the PNG (an APNG): first-frame pixels and text unchanged
+    png = copy_run / f"{FIG}.png"
+    with Image.open(png) as im:
+        text, first = dict(im.text), im.convert("RGBA")
+    second = first.copy()
+    second.paste((255, 0, 0, 255), (0, 0, 50, 50))
+    from PIL import PngImagePlugin
+    info = PngImagePlugin.PngInfo()
+    for k, v in text.items():
+        info.add_itxt(k, v)
+    first.save(png, format="PNG", save_all=True, append_images=[second], pnginfo=info, default_image=False)
+    problems = audit(png).problems
+    assert any("fig2.png: an animated PNG with 2 frames" in p for p in problems), problems
+
+
+def _nested(r: Path) -> tuple[Path, str]:
+    (r / f"{FIG}.provenance.json").write_text("[" * 200_000 + "]" * 200_000)
+    return r / f"{FIG}.png", "fig2.provenance.json: unreadable"
+
+
+def _a_list(r: Path) -> tuple[Path, str]:
+    (r / f"{FIG}.provenance.json").write_text("[1, 2]")
+    return r / f"{FIG}.png", "fig2.provenance.json: not a provenance record (a JSON list)"
+
+
+def _empty(r: Path) -> tuple[Path, str]:
+    (r / f"{FIG}.provenance.json").write_text("{}")
+    return r / f"{FIG}.png", "fig2.provenance.json: not a provenance record (a JSON dict, empty)"
+
+
+def _corrupt_zarr_json(r: Path) -> tuple[Path, str]:
+    (r / STORE / "zarr.json").write_text('{"zarr_format": 3, "node_type": "gro')
+    return r / f"{FIG}.png", f"{STORE}: unreadable (StoreError: "
+
+
+def _fifo_csv(r: Path) -> tuple[Path, str]:
+    (r / f"{FIG}.csv").unlink()
+    os.mkfifo(r / f"{FIG}.csv")
+    return r / f"{FIG}.png", f"{FIG}.csv: not a regular file"
+
+
+def _fifo_chunk(r: Path) -> tuple[Path, str]:
+    chunk = next(p for p in (r / STORE / "test_error").rglob("*") if p.is_file() and p.name != "zarr.json")
+    chunk.unlink()
+    os.mkfifo(chunk)
+    return r / f"{FIG}.png", "a FIFO, socket or device file, not data"
+
+
+def _pickle_codec(r: Path) -> tuple[Path, str]:
+    meta_path = r / STORE / "test_error" / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["codecs"] = [{"name": "numcodecs.pickle", "configuration": {"protocol": 5}}] + meta["codecs"]
+    meta_path.write_text(json.dumps(meta))
+    return r / f"{FIG}.png", "numcodecs.pickle, which unpickles data; depthlab never unpickles"
+
+
+def _bad_used_config(r: Path) -> tuple[Path, str]:
+    used = r / "config.used.yaml"
+    used.write_text(used.read_text().replace("results: ", "resuls: ", 1))
+    return r / f"{FIG}.png", "config.used.yaml: not a valid config (config error at <top level>: Additional properties"
+
+
+HOSTILE = [_nested, _a_list, _empty, _corrupt_zarr_json, _fifo_csv, _fifo_chunk, _pickle_codec, _bad_used_config]
+
+
+@pytest.mark.parametrize("make", HOSTILE, ids=[f.__name__.strip("_") for f in HOSTILE])
+def test_the_audit_names_a_hostile_file_and_never_hangs_or_crashes(copy_run, make, tmp_path):
+    """Each case through the CLI, under a time limit: exit 1, the file named, no traceback."""
+    target, needle = make(copy_run)
+    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(target)], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    assert needle in p.stderr, p.stderr[-3000:]
+    assert "Traceback" not in p.stderr + p.stdout
+
+
+def test_a_store_linked_from_outside_the_results_folder_is_reported_and_fails_strict(copy_run, tmp_path):
+    outside = tmp_path / "elsewhere" / "L1.zarr"
+    outside.parent.mkdir()
+    shutil.move(copy_run / STORE, outside)
+    (copy_run / STORE).symlink_to(outside, target_is_directory=True)
+    a = audit(copy_run / f"{FIG}.png")
+    assert not a.problems and any(f"{STORE}: a symlink leading outside the results folder" in n for n in a.notes), a.notes
+    a = au.run(str(copy_run / f"{FIG}.png"), None, strict=True)
+    assert any(f"{STORE}: a symlink leading outside the results folder" in p for p in a.problems), a.problems
+
+
+def test_a_file_made_from_another_config_than_config_used_is_a_note(copy_run):
+    used = copy_run / "config.used.yaml"
+    cfg = yaml.safe_load(used.read_text())
+    cfg["seed"] = cfg["seed"] + 1
+    used.write_text(yaml.safe_dump(cfg))
+    a = audit(copy_run / f"{FIG}.png")
+    assert not a.problems and any("made by a different config (differs in: data" in n and "config.used.yaml" in n for n in a.notes)
+    assert au.run(str(copy_run / f"{FIG}.png"), None, strict=True).problems
+
+
+# ---- one run per results folder; stale temporaries only of dead writers (issue 26, item 5) --------------------------
+
+
+def test_a_second_run_on_the_same_results_folder_from_another_directory_fails_naming_the_holder(tmp_path):
+    """A run holds <results>/.depthlab.lock whatever its working directory; a second run (another working directory,
+    so Snakemake's own lock does not see it) stops before any job, naming the holder; once it is gone, a run goes."""
+    import depthlab.lock as lock
+
+    results = tmp_path / "shared_results"
+    cfg = {"results": str(results), "device": "cpu", "seed": 0, "studies": {"tiny": {"sizes": [5]}}}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    env = {"DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")}
+    holder = subprocess.Popen([sys.executable, "-c", f"import sys, time; sys.path.insert(0, {str(ROOT / 'workflow')!r}); "
+                               f"import depthlab.lock as l; l.acquire({str(results)!r}); print('held', flush=True); "
+                               "time.sleep(120)"], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        (tmp_path / "b").mkdir()
+        p = smk(tmp_path / "b", "--configfile", str(path), env=env, check=False)
+        out = p.stdout + p.stderr
+        assert p.returncode != 0 and "is in use by another run" in out and f"pid {holder.pid} " in out, out[-3000:]
+        assert not (results / "tiny").exists(), "no job may run while another run holds the folder"
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "pid" in lock.holder_of(results / lock.LOCK_NAME)
+    smk(tmp_path / "b", "--configfile", str(path), env=env)  # the lock died with its process: no clean-up needed
+    assert (results / "tiny" / "figures" / "means.png").exists()
+
+
+def test_stale_temporaries_are_removed_only_for_dead_writers_and_by_exact_name(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        out = tmp_path / "x.zarr"
+        stale = tmp_path / f"x.zarr.tmp-{dead.pid}"
+        running = tmp_path / f"x.zarr.tmp-{live.pid}"
+        sibling = tmp_path / f"x.zarr.tmp-{dead.pid}.zarr"  # a finished store that happens to share the prefix
+        other = tmp_path / "x.zarr.tmp-notapid"
+        for d in (stale, running, sibling, other):
+            d.mkdir()
+            (d / "zarr.json").write_text("{}")
+        assert st.remove_stale(out) == [stale]
+        assert not stale.exists() and running.exists() and sibling.exists() and other.exists()
+    finally:
+        live.kill()
+        live.wait()
+    assert st.remove_stale(out) == [running]  # its writer is gone now
+
+
+# ---- a full disk (issue 26, item 8) ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MiB tmpfs (root only: mount); skipped where mounting is not allowed."""
+    where = tmp_path / "small"
+    where.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(where)], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({p.stderr.strip()[:100]}); needs root")
+    yield where
+    subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def test_a_job_that_runs_out_of_space_says_so_in_its_log_and_in_snakemakes_output(tmp_path, small_disk):
+    results = small_disk / "results"
+    cfg = {"results": str(results), "device": "cpu", "seed": 0, "studies": {"tiny": {"sizes": [5, 1_000_000]}}}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    p = smk(tmp_path, "--configfile", str(path), env={"DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")},
+            check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0
+    log = results / "logs" / "tiny" / "draws" / "n1000000.log"
+    assert "No space left on device while writing" in log.read_text(), log.read_text()[-2000:]
+    assert "No space left on device while writing" in out, out[-4000:]  # Snakemake prints the failed job's log
+    assert "Traceback" not in log.read_text()
+    assert (results / "tiny" / "draws" / "n5.zarr" / "zarr.json").exists(), "a finished store stays"
+    assert not list(results.rglob("*.tmp-*")), "the half-written store is removed (its space freed)"
+    assert not (results / "tiny" / "draws" / "n1000000.zarr").exists()
+    # free space (the tmpfs grows) and rerun: only the failed job runs, and it finishes
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    p = smk(tmp_path, "--configfile", str(path), env={"DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")})
+    assert (results / "tiny" / "draws" / "n1000000.zarr" / "zarr.json").exists()
+    assert "tiny_draws" in p.stdout + p.stderr and "n5.zarr" not in (p.stdout + p.stderr).split("Job stats")[0]

@@ -352,3 +352,13 @@ def test_a_study_is_one_folder(smoke_run, tmp_path):
     # without the study on the search path the config names an unknown study: refused before any job, naming the known ones
     p = smk(run.work, "--configfile", str(cfg_path), "--dry-run", check=False)
     assert p.returncode != 0 and "'tiny' was unexpected" in p.stdout + p.stderr
+
+
+def test_config_used_is_a_config_that_reruns_nothing_and_audits(smoke_run, tmp_path):
+    """results/config.used.yaml is a valid config giving every job the spec it ran with: a dry run with it has nothing
+    to do, and the audit against it passes."""
+    used = smoke_run.results / "config.used.yaml"
+    p = smk(smoke_run.work, "--configfile", str(used), "--dry-run")
+    assert planned(p) == Counter(), p.stdout[-3000:]
+    p = audit(tmp_path, str(smoke_run.results / "mori_ueda/figures/fig2.png"), "--configfile", str(used), "--strict")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]

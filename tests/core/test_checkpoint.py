@@ -43,11 +43,11 @@ x = sample_inputs({N}, {D}, 0); y = target(x, 2, "local")
 sizes = layer_sizes({D}, {WIDTH}, {DEPTH})
 if {search}:
     search_lr(x, y, sizes, "glorot_uniform", SearchSettings(folds=2, log10_lr_bounds=(-3.0, -1.0), init_points=2, rounds=2,
-              candidates_per_round=2), TrainSettings(loss=MSE(), optimizer=SGD(), **{settings}), checkpoint=FileCheckpoint({ckpt!r}))
+              candidates_per_round=2), TrainSettings(loss=MSE(), optimizer=SGD(), **{settings}), checkpoint=FileCheckpoint({ckpt!r}, code={code!r}))
 else:
     M = {M}
     train(x, y, np.tile(np.arange({N}), (M, 1)), np.array({lrs}), init_params(sizes, np.arange(M)), np.arange(M) + 7,
-          TrainSettings(loss=MSE(), optimizer=SGD(), **{settings}), checkpoint=FileCheckpoint({ckpt!r}))
+          TrainSettings(loss=MSE(), optimizer=SGD(), **{settings}), checkpoint=FileCheckpoint({ckpt!r}, code={code!r}))
 """
 
 
@@ -59,10 +59,10 @@ def problem():
 SIZES = layer_sizes(D, WIDTH, DEPTH)
 
 
-def start_and_kill(ckpt: Path, sig: int, search: bool, wait_for: str) -> None:
+def start_and_kill(ckpt: Path, sig: int, search: bool, wait_for: str, code_fingerprint: str = "") -> None:
     """Run the training in a child process and kill it with ``sig`` once ``wait_for`` exists."""
     code = SCRIPT.format(workflow=str(ROOT / "workflow"), N=N, D=D, DEPTH=DEPTH, WIDTH=WIDTH, settings=SETTINGS,
-                         ckpt=str(ckpt), M=len(LRS), lrs=LRS, search=search)
+                         ckpt=str(ckpt), M=len(LRS), lrs=LRS, search=search, code=code_fingerprint)
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     target = Path(wait_for)
@@ -97,6 +97,62 @@ def test_killed_training_resumes_to_the_uninterrupted_result(tmp_path, sig):
     np.testing.assert_array_equal(ref.history, res.history)
     np.testing.assert_array_equal(ref.epochs, res.epochs)
     np.testing.assert_array_equal(ref.converged, res.converged)
+
+
+class EditedSGD(SGD):
+    """The optimiser after a one-line edit (the step now also shrinks every weight by 1e-3): other code."""
+
+    def step(self, params, state, x, y, lr, loss):
+        out = super().step(params, state, x, y, lr, loss)
+        with torch.no_grad():
+            for W, _ in params:
+                W.mul_(1 - 1e-3)
+        return out
+
+
+def test_a_checkpoint_from_other_code_is_ignored_and_the_run_starts_afresh(tmp_path, caplog):
+    """Kill under the old code, edit the optimiser, resume: a fresh start equal to an uninterrupted run of the new code."""
+    x, y = problem()
+    M = len(LRS)
+    args = (x, y, np.tile(np.arange(N), (M, 1)), np.array(LRS), init_params(SIZES, np.arange(M)), np.arange(M) + 7)
+    ckpt = tmp_path / "run.ckpt"
+    start_and_kill(ckpt, signal.SIGKILL, search=False, wait_for=str(ckpt), code_fingerprint="old-code-fp")
+    assert 0 < int(torch.load(ckpt, weights_only=True)["epoch"]) < SETTINGS["max_epochs"]
+    messages = []
+    with caplog.at_level("WARNING", logger="depthlab"):
+        res = train(*args, TrainSettings(loss=MSE(), optimizer=EditedSGD(), **SETTINGS),
+                    checkpoint=FileCheckpoint(ckpt, code="new-code-fp"), progress=messages.append)
+    assert not any(m.startswith("resumed") for m in messages)
+    line = " ".join(r.getMessage() for r in caplog.records)
+    assert "old-code-fp" in line and "new-code-fp" in line, line
+    new = train(*args, TrainSettings(loss=MSE(), optimizer=EditedSGD(), **SETTINGS))
+    old = train(*args, TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS))
+    np.testing.assert_array_equal(res.history, new.history)
+    for (Wa, _), (Wb, _) in zip(new.params, res.params):
+        torch.testing.assert_close(Wa, Wb, rtol=0, atol=0)
+    assert not np.array_equal(new.history, old.history)  # the edit matters, so the test can tell the two apart
+
+
+def test_run_store_tags_its_checkpoint_with_the_stage_code_fingerprint(tmp_path, monkeypatch):
+    """The CLI hands each stage a checkpoint carrying that stage's code fingerprint (the one its store records)."""
+    from depthlab import cli
+    from depthlab import config as cfg
+    from depthlab import provenance as prov
+    from depthlab.studies import get_study
+
+    seen = {}
+    config = cfg.load(ROOT / "config" / "smoke.yaml")
+    study = get_study("separation")
+    stage = study.stage("radial_data")
+    spec = study.spec(config, stage.name, study.jobs(config, stage.name)[0])
+    monkeypatch.setattr(cli.storage, "write_store", lambda ds, out, rec: seen.update(record=rec))
+
+    def fn(spec, inputs, ctx):
+        seen["code"] = ctx.checkpoint.code
+        return None
+
+    cli.run_store(study, spec, fn, {}, tmp_path / "x.zarr", str(tmp_path), "cpu", 1)
+    assert seen["code"] == prov.code_fingerprint(stage.fingerprint_modules) == seen["record"]["code_fingerprint"]
 
 
 def test_stale_checkpoint_is_ignored(tmp_path):

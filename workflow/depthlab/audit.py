@@ -14,8 +14,19 @@ Walks the lineage of what a reader sees, back to the data sets, and checks:
   - every consumer recorded the input's current content and record hashes (the hash
     chain: rewriting one record without every record downstream of it, up to the
     figure, is detected);
+  - each figure's table **follows from its stores**: the study's own ``make_table`` (no
+    plotting) re-derives it from the input stores and it must equal the CSV (a store
+    changed with every hash above it rewritten is caught here); the PNG has one frame;
   - with ``--configfile``: each file was made from exactly the spec that config gives
-    its job (looked up from the ``{study, stage, job}`` it records, not its path).
+    its job (looked up from the ``{study, stage, job}`` it records, not its path);
+  - ``config.used.yaml`` (the config the last run recorded) is a valid config; a file
+    made from another config than it is a note (a failure with ``--strict``).
+
+*Hostile folders*: nothing in the results folder is trusted.  A bad file (corrupt JSON
+or zarr metadata, a record that is a list, empty or absurdly nested) is a failure naming
+it, never a traceback; FIFOs, sockets and device files are never opened; a store naming
+a pickling codec is refused before zarr reads it; a symlink leading outside the results
+folder is a note (a failure with ``--strict``).
 
 *History* (a note; a failure only with ``--strict``): a file made by another code
 version is reported with both versions and whether the fingerprint of the code its
@@ -30,6 +41,8 @@ folder audits the same from any working directory.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +59,7 @@ class Audit:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
+    used: dict | None = None  # <results>/config.used.yaml, validated
 
     def say(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -59,6 +73,45 @@ class Audit:
             return self.fail(depth, text + " (--strict)")
         self.notes.append(text)
         self.say(depth, f"note: {text}")
+
+
+MAX_JSON_BYTES = 64 * 2**20
+
+
+def _show(a: Audit, path: Path) -> str:
+    try:
+        return str(path.relative_to(a.root)) if path.is_relative_to(a.root) else str(path)
+    except ValueError:
+        return str(path)
+
+
+def _outside(a: Audit, depth: int, path: Path) -> None:
+    """A note (a failure with --strict) when ``path`` is or passes through a symlink leading outside the results folder."""
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):
+        return
+    root = a.root.resolve()
+    if not real.is_relative_to(root):
+        a.note(depth, f"{_show(a, path)}: a symlink leading outside the results folder (to {real})", strict_fails=True)
+
+
+def _regular(a: Audit, depth: int, path: Path) -> bool:
+    """True if ``path`` is a regular file (after symlinks); a failure naming it otherwise.  Never opens the file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        a.fail(depth, f"{_show(a, path)}: missing")
+        return False
+    except OSError as e:
+        a.fail(depth, f"{_show(a, path)}: cannot be read ({e.strerror})")
+        return False
+    if not stat.S_ISREG(mode):
+        a.fail(depth, f"{_show(a, path)}: not a regular file (a directory, FIFO, socket or device): not opened")
+        return False
+    if os.path.islink(path):
+        _outside(a, depth, path)
+    return True
 
 
 def _root_of(path: Path, rel: str) -> Path | None:
@@ -98,29 +151,45 @@ def _check_code(a: Audit, depth: int, rel: str, rec: dict) -> None:
 
 
 def _check_config(a: Audit, depth: int, rel: str, rec: dict) -> None:
-    if a.config is None:
+    """With --configfile: a failure unless made from that config.  Without: a note (strict: failure) unless made from
+    the results folder's config.used.yaml."""
+    config = a.config if a.config is not None else a.used
+    if config is None:
         return
     from .studies import get_study
 
+    def problem(text: str) -> None:
+        if a.config is not None:
+            a.fail(depth, f"{rel}: {text}")
+        else:
+            a.note(depth, f"{rel}: {text} (compared with config.used.yaml: a later run used another config?)", strict_fails=True)
+
     try:
-        if rec["study"] not in a.config["studies"]:
+        if rec["study"] not in config["studies"]:
             raise KeyError(rec["study"])
-        want = get_study(rec["study"]).spec(a.config, rec["stage"], rec["job"]).to_dict()
-    except (KeyError, TypeError, ValueError):
-        a.fail(depth, f"{rel}: not part of the given config (study {rec.get('study')}, stage {rec.get('stage')}, job {rec.get('job')})")
+        want = get_study(rec["study"]).spec(config, rec["stage"], rec["job"]).to_dict()
+    except (KeyError, TypeError, ValueError, AttributeError):
+        problem(f"not part of the config (study {rec.get('study')}, stage {rec.get('stage')}, job {rec.get('job')})")
         return
     if prov.spec_hash(want) != rec.get("config_hash"):
-        have = rec.get("spec", {})
+        have = rec.get("spec", {}) if isinstance(rec.get("spec"), dict) else {}
         diff = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
-        a.fail(depth, f"{rel}: made by a different config (differs in: {', '.join(diff)})")
+        problem(f"made by a different config (differs in: {', '.join(diff)})")
 
 
 def audit_store(a: Audit, rel: str, depth: int, expect: dict | None) -> None:
     """Audit the store at root/rel; ``expect`` is what its consumer recorded of it (content and record hash)."""
+    if not isinstance(rel, str) or not rel:
+        a.fail(depth, f"a record names an input store with no valid path ({rel!r})")
+        return
     p = a.root / rel
     if rel in a.seen:  # a shared input (a data set feeds many jobs): only the consumer's record needs checking again
         if expect is not None and p.exists():
-            rec = storage.read_record(p)
+            try:
+                rec = storage.read_record(p)
+            except Exception as e:
+                a.fail(depth, f"{rel}: unreadable ({type(e).__name__}: {e})")
+                return
             for k in ("content_hash", "record_hash"):
                 if rec.get(k) != expect.get(k):
                     a.fail(depth, f"{rel}: a consumer recorded {k} {str(expect.get(k))[:16]}, the store now has {str(rec.get(k))[:16]}")
@@ -131,11 +200,17 @@ def audit_store(a: Audit, rel: str, depth: int, expect: dict | None) -> None:
         a.fail(depth, f"{rel}: missing")
         return
     try:
+        links = storage.check_store(p)  # no FIFO or device is opened, no pickling codec reaches zarr
         ds = storage.read_store(p)
         rec = storage.read_record(p)
+        if not isinstance(rec, dict):
+            raise ValueError(f"its provenance record is a {type(rec).__name__}, not a JSON object")
     except Exception as e:  # an unreadable store is reported, never crashes the audit
         a.fail(depth, f"{rel}: unreadable ({type(e).__name__}: {e})")
         return
+    for link in [p] + links:
+        if link.is_symlink():
+            _outside(a, depth, link)
     on_disk = storage.content_hash(ds)
     spec = rec.get("spec", {})
     a.say(depth, f"{rel}  [{rec.get('study')}/{rec.get('stage')} {prov.canonical_json(rec.get('job'))}]")
@@ -172,20 +247,96 @@ def audit_store(a: Audit, rel: str, depth: int, expect: dict | None) -> None:
 
 
 def _load_json(a: Audit, depth: int, path: Path) -> dict | None:
+    """A provenance JSON object, or None with a failure naming the file (missing, special, huge, corrupt, not an object)."""
+    if not _regular(a, depth, path):
+        return None
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        a.fail(depth, f"{path}: missing")
+        if os.stat(path).st_size > MAX_JSON_BYTES:
+            raise ValueError(f"larger than {MAX_JSON_BYTES >> 20} MiB")
+        rec = json.loads(path.read_bytes())
+    except RecursionError:
+        a.fail(depth, f"{_show(a, path)}: unreadable (nested too deeply to be a provenance record)")
+        return None
     except (OSError, ValueError) as e:
-        a.fail(depth, f"{path}: unreadable ({e})")
-    return None
+        a.fail(depth, f"{_show(a, path)}: unreadable ({type(e).__name__}: {str(e)[:200]})")
+        return None
+    if not isinstance(rec, dict) or not rec:
+        a.fail(depth, f"{_show(a, path)}: not a provenance record (a JSON {type(rec).__name__}{', empty' if not rec else ''})")
+        return None
+    return rec
 
 
 def _same_file(a: Audit, depth: int, path: Path, recorded: str | None, what: str) -> None:
-    if not path.exists():
-        a.fail(depth, f"{path.relative_to(a.root) if path.is_relative_to(a.root) else path}: missing")
-    elif storage.file_hash(path) != recorded:
-        a.fail(depth, f"{path.relative_to(a.root)}: {what} differs from the one recorded when it was made (edited or replaced)")
+    if not _regular(a, depth, path):
+        return
+    if storage.file_hash(path) != recorded:
+        a.fail(depth, f"{_show(a, path)}: {what} differs from the one recorded when it was made (edited or replaced)")
+
+
+def _first_difference(csv: str, derived: str) -> str | None:
+    """None if the two CSV texts hold the same table (numbers equal to the CSV's printed precision); else where not."""
+    if csv == derived:
+        return None
+    import io
+
+    import numpy as np
+    import pandas as pd
+
+    try:
+        have, want = pd.read_csv(io.StringIO(csv)), pd.read_csv(io.StringIO(derived))
+    except Exception as e:
+        return f"the CSV cannot be parsed ({type(e).__name__})"
+    if list(have.columns) != list(want.columns) or have.shape != want.shape:
+        return f"columns/shape {list(have.columns)} {have.shape} in the CSV, {list(want.columns)} {want.shape} re-derived"
+    for col in have.columns:
+        x, y = have[col].to_numpy(), want[col].to_numpy()
+        if x.dtype.kind in "fiu" and y.dtype.kind in "fiu":
+            bad = ~np.isclose(x.astype(float), y.astype(float), rtol=2e-6, atol=0, equal_nan=True)
+        else:
+            bad = x.astype(str) != y.astype(str)
+        if bad.any():
+            i = int(np.argmax(bad))
+            return f"row {i}, column {col}: {x[i]} in the CSV, {y[i]} from the stores"
+    return None
+
+
+def _rederive_table(a: Audit, depth: int, stem_rel: str, stem: Path, rec: dict) -> None:
+    """Re-derive the figure's table from its input stores with the study's own make_table and compare with the CSV."""
+    from . import render
+    from .studies import get_study
+    from .study import StoreInput
+
+    csv = stem.with_suffix(".csv")
+    try:
+        study = get_study(rec["study"])
+        stage = study.stage(rec["stage"])
+        make_table = stage.table_function()
+        if make_table is None:
+            a.note(depth, f"{stem_rel}: study {rec['study']} has no make_table, so its table was not re-derived", strict_fails=True)
+            return
+        spec = study.spec_from_dict(rec["spec"])
+        inputs = []
+        for _, inp in sorted(rec.get("inputs", {}).items()):
+            p = a.root / inp["path"]
+            r = storage.read_record(p)
+            inputs.append(StoreInput(r["stage"], study.stage(r["stage"]).job(r["job"]), storage.read_store(p)))
+        derived = render.table_csv(make_table(spec, inputs))
+    except Exception as e:
+        a.fail(depth, f"{stem_rel}: its table could not be re-derived from its stores ({type(e).__name__}: {str(e)[:200]})")
+        return
+    if not _regular(a, depth, csv):
+        return
+    diff = _first_difference(csv.read_text(errors="replace"), derived)
+    if diff is None:
+        a.say(depth, f"table re-derived from its {len(inputs)} store(s): equals {csv.name}")
+        return
+    now = prov.code_fingerprint(stage.fingerprint_modules)
+    if now == rec.get("code_fingerprint"):
+        a.fail(depth, f"{stem_rel}: its table no longer follows from its stores (re-derived with the figure's own code, "
+                      f"{diff})")
+    else:
+        a.note(depth, f"{stem_rel}: the table re-derived with the checkout's figure code differs ({diff}); the figure was "
+                      "made by other figure code", strict_fails=True)
 
 
 def audit_figure(a: Audit, stem_rel: str, depth: int, expect_record: str | None = None) -> None:
@@ -200,24 +351,43 @@ def audit_figure(a: Audit, stem_rel: str, depth: int, expect_record: str | None 
         a.fail(depth + 1, f"{stem_rel}: the claims report recorded another provenance for this figure (record hash "
                           f"{expect_record[:16]}, now {str(rec.get('record_hash'))[:16]})")
     _same_file(a, depth + 1, stem.with_suffix(".csv"), rec.get("csv_sha256"), "the table")
-    _same_file(a, depth + 1, stem.with_suffix(".pdf"), rec.get("pdf_sha256"), "the PDF")
-    png = stem.with_suffix(".png")
-    if not png.exists():
-        a.fail(depth + 1, f"{stem_rel}.png: missing")
-    else:
+    embedded = prov.canonical_json(prov.embedded(rec))
+    pdf = stem.with_suffix(".pdf")
+    _same_file(a, depth + 1, pdf, rec.get("pdf_sha256"), "the PDF")
+    if pdf.exists() and _regular(a, depth + 1, pdf):
         try:
+            subject = storage.pdf_subject(pdf)
+        except Exception as e:
+            a.fail(depth + 1, f"{stem_rel}.pdf: its embedded provenance is unreadable ({type(e).__name__}: {e})")
+        else:
+            if subject != embedded:
+                a.fail(depth + 1, f"{stem_rel}.pdf: its embedded provenance (the PDF's Subject) does not match "
+                                  f"{stem.name}.provenance.json")
+    png = stem.with_suffix(".png")
+    if _regular(a, depth + 1, png):
+        try:
+            frames = storage.png_frames(png)
             pixels, text = storage.png_pixels_hash(png), storage.png_text(png, "depthlab-provenance")
         except Exception as e:
-            a.fail(depth + 1, f"{stem_rel}.png: unreadable ({e})")
+            a.fail(depth + 1, f"{stem_rel}.png: unreadable ({type(e).__name__}: {e})")
         else:
+            if frames != 1:
+                a.fail(depth + 1, f"{stem_rel}.png: an animated PNG with {frames} frames (depthlab writes one)")
             if pixels != rec.get("png_pixels_sha256"):
                 a.fail(depth + 1, f"{stem_rel}.png: its pixels differ from the image that was made")
-            if text != prov.canonical_json(prov.embedded(rec)):
+            if text != embedded:
                 a.fail(depth + 1, f"{stem_rel}.png: its embedded provenance does not match {stem.name}.provenance.json")
     _check_code(a, depth + 1, stem_rel, rec)
     _check_config(a, depth + 1, stem_rel, rec)
-    for name, inp in sorted(rec.get("inputs", {}).items()):
-        audit_store(a, inp["path"], depth + 1, inp)
+    inputs = rec.get("inputs", {})
+    if not isinstance(inputs, dict) or not all(isinstance(v, dict) for v in inputs.values()):
+        a.fail(depth + 1, f"{stem_rel}: its record's inputs are malformed")
+        return
+    before = len(a.problems)
+    for name, inp in sorted(inputs.items()):
+        audit_store(a, inp.get("path"), depth + 1, inp)
+    if len(a.problems) == before:  # the stores are sound: does the table follow from them?
+        _rederive_table(a, depth + 1, stem_rel, stem, rec)
 
 
 def audit_claims(a: Audit, rel: str, depth: int, expect_record: str | None = None) -> None:
@@ -236,12 +406,36 @@ def audit_claims(a: Audit, rel: str, depth: int, expect_record: str | None = Non
     if rec.get("study") != "*":
         _check_code(a, depth + 1, rel, rec)
         _check_config(a, depth + 1, rel, rec)
-    for name, inp in sorted(rec.get("inputs", {}).items()):
+    inputs = rec.get("inputs", {})
+    if not isinstance(inputs, dict) or not all(isinstance(v, dict) and isinstance(v.get("path"), str) for v in inputs.values()):
+        a.fail(depth + 1, f"{rel}: its record's inputs are malformed")
+        return
+    for name, inp in sorted(inputs.items()):
         _same_file(a, depth + 1, a.root / inp["path"], inp.get("sha256"), "the input file")
         if rec.get("study") == "*":
             audit_claims(a, inp["path"].removesuffix(".json") + ".md", depth + 1, inp.get("record_hash"))
         else:
             audit_figure(a, inp["path"].removesuffix(".csv"), depth + 1, inp.get("record_hash"))
+
+
+def _audit_used_config(a: Audit) -> None:
+    """<results>/config.used.yaml: a valid config (what reruns the same jobs); files are compared with it."""
+    from . import config as cfg
+
+    path = a.root / "config.used.yaml"
+    if not path.exists() and not path.is_symlink():
+        a.note(0, "config.used.yaml: missing (the run that made these files did not record its config)")
+        return
+    if not _regular(a, 0, path):
+        return
+    try:
+        a.used = cfg.validate(cfg.read_yaml(path), memory=False)
+    except cfg.ConfigError as e:
+        a.fail(0, f"config.used.yaml: not a valid config ({e})")
+    except Exception as e:
+        a.fail(0, f"config.used.yaml: unreadable ({type(e).__name__}: {str(e)[:200]})")
+    else:
+        a.say(0, "config.used.yaml: a valid config; each file is compared with the spec it gives its job")
 
 
 def run(target: str, config: dict | None, strict: bool = False) -> Audit:
@@ -264,8 +458,13 @@ def run(target: str, config: dict | None, strict: bool = False) -> Audit:
         if not rec_path.exists():
             a.fail(0, f"{rec_path}: missing (is {target} a depthlab figure, claims report or store?)")
             return a
-        rec = json.loads(rec_path.read_text())
+        rec = _load_json(a, 0, rec_path)
+        if rec is None:
+            return a
         rel = rec.get("path", "")
+        if not isinstance(rel, str) or not rel:
+            a.fail(0, f"{rec_path}: its record names no path")
+            return a
         kind = "figure" if rec.get("stage") == "figure" else "claims"
         p = p.with_suffix(".md") if kind == "claims" else p
     root = _root_of(p, rel)
@@ -274,6 +473,7 @@ def run(target: str, config: dict | None, strict: bool = False) -> Audit:
         return a
     a.root = root
     a.say(0, f"results folder {root}")
+    _audit_used_config(a)
     {"store": lambda: audit_store(a, rel, 0, None), "figure": lambda: audit_figure(a, rel, 0),
      "claims": lambda: audit_claims(a, rel, 0)}[kind]()
     return a

@@ -3,7 +3,11 @@
 A job killed by SIGTERM, SIGKILL or a SLURM time limit leaves ``<store>.ckpt``
 (and children such as ``<store>.ckpt.round1``); the next run of the same job
 resumes from it.  A checkpoint is used only if its fingerprint equals the
-resuming run's (same data, rates, seeds, shapes and settings).  One that cannot
+resuming run's (same data, rates, seeds, shapes and settings) and its code
+fingerprint equals the resuming stage's (``code``: the fingerprint of the modules
+the stage runs), so a job killed under old code and resumed under edited code
+starts afresh instead of continuing the old trainer's state; the log line names
+both fingerprints.  One that cannot
 be read, that holds anything but tensors, or that lacks a fingerprint is ignored
 with a warning, never trusted: ``torch.load(weights_only=True)`` refuses
 arbitrary pickled objects.
@@ -21,23 +25,30 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("depthlab")
 _FP = "fingerprint"
+_CODE = "code_fingerprint"
+
+
+def _as_bytes(text: str) -> "torch.Tensor":
+    import torch
+
+    return torch.frombuffer(bytearray(text.encode()), dtype=torch.uint8) if text else torch.zeros(0, dtype=torch.uint8)
 
 
 class FileCheckpoint:
     """Implements the trainer's Checkpoint protocol (load / save) on one file, plus named children."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, code: str = ""):
         self.path = Path(path)
+        self.code = code  # the code fingerprint of the stage that writes and reads this checkpoint
 
     def child(self, name: str) -> "FileCheckpoint":
-        return FileCheckpoint(self.path.with_name(f"{self.path.name}.{name}"))
+        return FileCheckpoint(self.path.with_name(f"{self.path.name}.{name}"), self.code)
 
     def save(self, fingerprint: str, tensors: dict[str, "torch.Tensor"]) -> None:
         import torch
 
         tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
-        fp = torch.frombuffer(bytearray(fingerprint.encode()), dtype=torch.uint8)
-        torch.save({**tensors, _FP: fp}, tmp)
+        torch.save({**tensors, _FP: _as_bytes(fingerprint), _CODE: _as_bytes(self.code)}, tmp)
         os.replace(tmp, self.path)  # atomic: a kill mid-write leaves the previous checkpoint intact
 
     def load(self, fingerprint: str) -> dict[str, "torch.Tensor"] | None:
@@ -48,10 +59,15 @@ class FileCheckpoint:
         try:
             state = torch.load(self.path, weights_only=True, map_location="cpu")
             stored = bytes(state.pop(_FP).tolist()).decode()
+            code = bytes(state.pop(_CODE).tolist()).decode() if _CODE in state else "(none recorded)"
             if not all(isinstance(v, torch.Tensor) for v in state.values()):
                 raise TypeError("holds something other than tensors")
         except Exception as e:  # unreadable, malformed or missing the fingerprint: ignored, never trusted
             log.warning("ignoring unusable checkpoint %s (%s: %s)", self.path, type(e).__name__, e)
+            return None
+        if code != self.code:
+            log.warning("ignoring checkpoint %s: it was made by other code (code fingerprint %s; this run's is %s), "
+                        "so training starts afresh", self.path, code, self.code)
             return None
         if stored != fingerprint:
             log.warning("ignoring checkpoint %s: it was made by a different run (other data, rates, seeds or settings)", self.path)

@@ -45,12 +45,13 @@ class StageContext:
     checkpoint: Any  # depthlab.checkpoint.FileCheckpoint, or None
 
 
-def _record(study: "Study", spec: "Spec", output: str | Path, results: str, inputs: dict[str, str], device: str) -> dict:
+def _record(study: "Study", spec: "Spec", output: str | Path, results: str, inputs: dict[str, str], device: str,
+            code: str | None = None) -> dict:
     stage = study.stage(spec.STAGE)
     return {
         "study": spec.STUDY, "stage": spec.STAGE, "job": to_plain(spec.job),
         "path": storage.relpath(output, results), "spec": spec.to_dict(), "config_hash": prov.spec_hash(spec.to_dict()),
-        "code_version": prov.code_version(), "code_fingerprint": prov.code_fingerprint(stage.fingerprint_modules),
+        "code_version": prov.code_version(), "code_fingerprint": code or prov.code_fingerprint(stage.fingerprint_modules),
         "packages": prov.package_versions(), "device": device,
         "inputs": {k: storage.input_record(p, results) for k, p in sorted(inputs.items())},
     }
@@ -71,9 +72,11 @@ def run_store(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str]
     log.info("depthlab %s/%s: %s on %s (%d thread(s))", spec.STUDY, spec.STAGE, output, where, n)
     t0 = time.perf_counter()
     # training state survives a killed job here (SIGTERM, SIGKILL, a SLURM time limit); removed once the store is written
-    ckpt = FileCheckpoint(f"{output}.ckpt")
+    # tagged with the code fingerprint: a checkpoint left by other code is ignored, never continued
+    code = prov.code_fingerprint(study.stage(spec.STAGE).fingerprint_modules)
+    ckpt = FileCheckpoint(f"{output}.ckpt", code=code)
     ds = fn(spec, {k: storage.read_store(p) for k, p in inputs.items()}, StageContext(dev, log.info, ckpt))
-    storage.write_store(ds, output, _record(study, spec, output, results, inputs, where))
+    storage.write_store(ds, output, _record(study, spec, output, results, inputs, where, code))
     ckpt.clear()
     log.info("wrote %s in %.1fs", output, time.perf_counter() - t0)
 
@@ -170,9 +173,9 @@ def snapshot(args: argparse.Namespace) -> None:
     storage.write_text(head + yaml.safe_dump(data, sort_keys=True), args.output)
 
 
-def _load_or_exit(path: str) -> dict:
+def _load_or_exit(path: str, memory: bool = True) -> dict:
     try:
-        return cfg.load(path)
+        return cfg.validate(cfg.read_yaml(path), memory=memory)
     except cfg.ConfigError as e:
         print(e, file=sys.stderr)
         raise SystemExit(2) from None
@@ -186,7 +189,7 @@ def validate(args: argparse.Namespace) -> None:
 def audit(args: argparse.Namespace) -> None:
     from . import audit as au
 
-    config = _load_or_exit(args.configfile) if args.configfile else None
+    config = _load_or_exit(args.configfile, memory=False) if args.configfile else None
     result = au.run(args.target, config, strict=args.strict)
     print("\n".join(result.lines))
     if result.problems:
@@ -258,7 +261,42 @@ def main(argv: list[str] | None = None) -> None:
     f.add_argument("stage")
     f.set_defaults(func=fingerprint)
     args = p.parse_args(argv)
-    args.func(args)
+    try:
+        args.func(args)
+    except Exception as e:
+        if _no_space(e) is None:
+            raise
+        # the disk is full: say so plainly.  The half-written temporary store is gone by now (storage.write_store),
+        # which frees the space this job took, so the line usually reaches the job log, which Snakemake prints
+        # (show-failed-logs).  Finished stores are untouched; a rerun resumes.
+        target = getattr(args, "output", None) or getattr(args, "target", None) or ""
+        if target:  # zarr's writer threads may still have been finishing chunks when the first clean-up ran
+            for _ in range(3):
+                storage.discard_own_tmp(target)
+                time.sleep(0.2)
+        try:
+            log.error("No space left on device while writing %s (%s); free some space and rerun: finished stores are "
+                      "kept and this job starts again", target, _no_space(e))
+        finally:
+            raise SystemExit(NO_SPACE_EXIT) from None
+
+
+NO_SPACE_EXIT = 28  # = ENOSPC
+
+
+def _no_space(e: BaseException | None) -> str | None:
+    """The ENOSPC error in ``e``'s chain (zarr and numpy wrap I/O errors), as text, or None."""
+    import errno
+
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return f"{e.strerror}: {e.filename}" if e.filename else str(e.strerror or e)
+        if "No space left on device" in str(e):
+            return str(e)[:300]
+        e = e.__cause__ or e.__context__
+    return None
 
 
 if __name__ == "__main__":

@@ -6,9 +6,14 @@ is not built.  Validation, in order, stops at the first problem and raises
 :class:`ConfigError` naming the key (dotted path) and what is allowed:
 
 1. YAML: a missing or unparsable file, a duplicate key (PyYAML silently keeps the
-   last one; we refuse).
+   last one; we refuse), aliases that expand beyond ``MAX_YAML_NODES`` nodes or refer
+   to themselves (checked on the parsed node graph before anything is expanded, so an
+   alias bomb cannot hang the loader or Snakemake).  Merge keys (``<<: *base``) work.
 2. Every string and key: no control characters (a newline in a name would pass a
-   ``^...$`` pattern and end up in a file name).
+   ``^...$`` pattern and end up in a file name); keys are text (a target named ``1`` or
+   ``true`` must be quoted); no key longer than a file name may be (255 bytes).
+   ``results`` must not start with ``-``, hold braces (Snakemake wildcards), name an
+   existing file, or make paths longer than the file system allows.
 3. JSON schema (``workflow/schemas/config.schema.yaml`` for the top level, and each study's
    ``schema.yaml`` in its folder for its section; the top level's ``studies`` keys are the studies
    the registry finds), with a strict type checker: an ``integer`` is an int (``2.0`` is refused:
@@ -29,6 +34,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -40,6 +46,9 @@ from .provenance import canonical_json, spec_hash  # noqa: F401  (re-exported: s
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+MAX_YAML_NODES = 100_000  # a real config has a few hundred; aliases may not expand a file beyond this
+NAME_MAX = 255  # bytes in one file name (ext4, xfs, ...): keys become path components
+PATH_MAX = 4096
 
 
 class ConfigError(ValueError):
@@ -60,6 +69,8 @@ class _StrictLoader(yaml.SafeLoader):
 def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict[Any, int] = {}
     for k_node, _ in node.value:
+        if k_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` merges (flatten_mapping below); own keys win
+            continue
         k = loader.construct_object(k_node, deep=deep)
         if k in seen:
             raise ConfigError(f"config error: duplicate key {k!r} (line {k_node.start_mark.line + 1}; first at line "
@@ -71,6 +82,40 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
+def _expanded_size(root: yaml.Node) -> int:
+    """Nodes the document has once every alias is expanded, computed on the node graph (shared nodes counted once per
+    use, memoised), stopping at MAX_YAML_NODES; a self-referring alias is refused."""
+    memo: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        if id(node) in memo:
+            return memo[id(node)]
+        if id(node) in active:
+            raise ConfigError(f"config error: the alias at line {node.start_mark.line + 1} refers to itself; a config is a tree")
+        active.add(id(node))
+        n = 1
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [x for pair in node.value for x in pair]
+        else:
+            children = []
+        for child in children:
+            n += size(child)
+            if n > MAX_YAML_NODES:
+                raise ConfigError(f"config error: the YAML expands to more than {MAX_YAML_NODES} values through its aliases "
+                                  f"(near line {node.start_mark.line + 1}); a config is small: write it out")
+        active.discard(id(node))
+        memo[id(node)] = n
+        return n
+
+    try:
+        return size(root)
+    except RecursionError:
+        raise ConfigError("config error: the YAML is nested too deeply to be a config") from None
+
+
 def read_yaml(path: str | Path) -> Any:
     """Parse a YAML file strictly; a missing or broken file is a one-line ConfigError."""
     p = Path(path)
@@ -80,12 +125,21 @@ def read_yaml(path: str | Path) -> Any:
         raise ConfigError(f"config file {p} does not exist") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"config file {p} cannot be read: {e}") from None
+    loader = _StrictLoader(text)  # a SafeLoader subclass
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node)  # before anything is constructed: an alias bomb stops here
+        return loader.construct_document(node)
+    except RecursionError:
+        raise ConfigError(f"config file {p} is nested too deeply to be a config") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError(f"config file {p} is not valid YAML{where}: {getattr(e, 'problem', None) or e}") from None
+    finally:
+        loader.dispose()
 
 
 # ---- schema -----------------------------------------------------------------------------
@@ -180,15 +234,40 @@ def check_schema(value: Any, schema: dict, prefix: tuple = (), fill: bool = Fals
 def _no_control(value: Any, path: tuple = ()) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
-            if isinstance(k, str) and CONTROL.search(k):
+            if not isinstance(k, str):
+                raise ConfigError(f"config error at {key(path + (k,))}: the key {k!r} is a {type(k).__name__}, but keys are "
+                                  f"names: quote it ('{k}')")
+            if CONTROL.search(k):
                 raise ConfigError(f"config error at {key(path + (k,))!r}: the key contains a control character "
                                   f"({k!r}); keys are plain text")
+            if len(k.encode()) > NAME_MAX:
+                raise ConfigError(f"config error at {key(path)}: the key {k[:40]!r}... is {len(k.encode())} bytes long; a key "
+                                  f"can become a file name, which the file system limits to {NAME_MAX} bytes")
             _no_control(v, path + (k,))
     elif isinstance(value, list):
         for i, v in enumerate(value):
             _no_control(v, path + (i,))
     elif isinstance(value, str) and CONTROL.search(value):
         raise ConfigError(f"config error at {key(path)}: {value!r} contains a control character; values are plain text")
+
+
+def _check_results(results: str) -> None:
+    where = f"config error at results: {results!r}"
+    if not results.strip().rstrip("/"):
+        raise ConfigError(f"{where} is empty or the filesystem root; give a folder such as 'results'")
+    if results.startswith("-"):
+        raise ConfigError(f"{where} starts with '-', which a command would read as an option; write ./{results}")
+    if "{" in results or "}" in results:
+        raise ConfigError(f"{where} holds braces, which Snakemake reads as wildcards; choose a folder name without {{ }}")
+    full = os.path.abspath(results)
+    if len(full.encode()) > PATH_MAX - 512:
+        raise ConfigError(f"{where} is {len(full.encode())} bytes as an absolute path; the stores below it need up to 512 "
+                          f"more and the file system allows {PATH_MAX}")
+    long = [part for part in Path(full).parts if len(part.encode()) > NAME_MAX]
+    if long:
+        raise ConfigError(f"{where} has a component of {len(long[0].encode())} bytes; the file system allows {NAME_MAX}")
+    if os.path.exists(full) and not os.path.isdir(full):
+        raise ConfigError(f"{where} names an existing file, not a folder; choose another folder for the results")
 
 
 def validate(config: Any, memory: bool = True) -> dict:
@@ -200,9 +279,7 @@ def validate(config: Any, memory: bool = True) -> dict:
         raise ConfigError(f"config error: the config must be a mapping of keys to values, got {type(config).__name__}")
     _no_control(config)
     check_schema(config, load_schema("config"), fill=True)
-    if not config["results"].strip().rstrip("/"):
-        raise ConfigError(f"config error at results: {config['results']!r} is empty or the filesystem root; "
-                          "give a folder such as 'results'")
+    _check_results(config["results"])
     for name, section in config["studies"].items():
         study = get_study(name)
         check_schema(section, load_schema(name), ("studies", name), fill=True)

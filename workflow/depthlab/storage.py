@@ -14,7 +14,9 @@ A store's attrs hold its own attributes (``n_params``, ...) and one more,
   inputs                {name: {path, content_hash, record_hash}} of the stores it was made from
   created, record_hash  wall-clock time (not hashed); SHA-256 of everything else
 
-Nothing is ever unpickled: stores are zarr arrays and JSON text.
+Nothing is ever unpickled: stores are zarr arrays and JSON text, and :func:`check_store` refuses a store whose
+metadata names a pickling codec before zarr sees it, whatever numcodecs' settings or the environment say.  It also
+refuses stores holding FIFOs, sockets or device files (reading one would hang or read a device).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
+import stat
 import warnings
 from pathlib import Path
 from typing import Any
@@ -54,7 +58,67 @@ def content_hash(ds: xr.Dataset) -> str:
     return h.hexdigest()
 
 
+class StoreError(ValueError):
+    """A store depthlab refuses to open (a pickling codec, a special file inside it); the message names the file."""
+
+
+_UNSAFE_CODEC = re.compile(r"pickle", re.IGNORECASE)
+_METADATA = {"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"}
+MAX_METADATA_BYTES = 64 * 2**20
+
+
+def _codec_names(meta: Any) -> list[str]:
+    """Every codec/filter/compressor name or id in a zarr metadata document (v2 or v3, consolidated or not)."""
+    out, stack = [], [meta]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("name", "id") and isinstance(v, str):
+                    out.append(v)
+                elif isinstance(v, (dict, list)):
+                    stack.append(v)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return out
+
+
+def check_store(path: str | Path) -> list[Path]:
+    """Refuse (StoreError) a store holding anything but directories and regular files, or metadata that names a
+    pickling codec; returns the symlinks inside it (the audit reports those leading elsewhere).  Never opens a
+    special file: each entry is lstat'ed first."""
+    root = Path(path)
+    st_root = os.stat(root)
+    if not stat.S_ISDIR(st_root.st_mode):
+        raise StoreError(f"{root}: not a directory, so not a zarr store")
+    links = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in dirnames + filenames:
+            f = Path(dirpath, name)
+            mode = os.lstat(f).st_mode
+            if stat.S_ISLNK(mode):
+                links.append(f)
+                mode = os.stat(f).st_mode
+                if stat.S_ISDIR(mode) and name in dirnames:
+                    raise StoreError(f"{f}: a symlinked directory inside a store")
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise StoreError(f"{f}: a FIFO, socket or device file, not data; depthlab does not open it")
+            if name in _METADATA and stat.S_ISREG(mode):
+                if os.stat(f).st_size > MAX_METADATA_BYTES:
+                    raise StoreError(f"{f}: metadata larger than {MAX_METADATA_BYTES >> 20} MiB")
+                try:
+                    meta = json.loads(f.read_bytes())
+                except (ValueError, RecursionError) as e:
+                    raise StoreError(f"{f}: corrupt zarr metadata ({type(e).__name__}: {str(e)[:120]})") from None
+                bad = sorted({c for c in _codec_names(meta) if _UNSAFE_CODEC.search(c)})
+                if bad:
+                    raise StoreError(f"{f}: names the codec {', '.join(bad)}, which unpickles data; depthlab never "
+                                     "unpickles, whatever the environment allows")
+    return links
+
+
 def _open(path: str | Path) -> xr.Dataset:
+    check_store(path)
     with warnings.catch_warnings():
         # Snakemake drops a .snakemake_timestamp file into directory outputs; zarr notes it is not an array
         warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")
@@ -98,11 +162,40 @@ def finish_record(record: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
-def remove_stale(path: str | Path) -> None:
-    """Delete ``<path>.tmp-*`` left by a killed write of this same output (called before each write)."""
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale(path: str | Path) -> list[Path]:
+    """Delete ``<path>.tmp-<pid>`` left by a killed write of this same output (called before each write): exactly
+    that name (not a sibling whose own name starts with ``<path>.tmp-``) and only when process <pid> is gone, so
+    a live writer's temporary is never touched.  Returns what was removed."""
     path = Path(path)
-    for tmp in path.parent.glob(f"{path.name}.tmp-*"):
-        shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+    pattern = re.compile(re.escape(path.name) + r"\.tmp-(\d+)")
+    removed = []
+    for tmp in path.parent.glob(f"{glob_escape(path.name)}.tmp-*"):
+        m = pattern.fullmatch(tmp.name)
+        if m is None or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
+            continue
+        shutil.rmtree(tmp) if tmp.is_dir() and not tmp.is_symlink() else tmp.unlink(missing_ok=True)
+        removed.append(tmp)
+    return removed
+
+
+def discard_own_tmp(path: str | Path) -> None:
+    """Remove this process's ``<path>.tmp-<pid>`` (a write that failed), if any."""
+    tmp = Path(f"{path}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() and not tmp.is_symlink() else tmp.unlink(missing_ok=True)
+
+
+def glob_escape(name: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", name)
 
 
 def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +218,11 @@ def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dic
         # zarr 3 notes that consolidated metadata is outside the v3 spec; xarray and zarr-python read it, and it is what
         # lets a plain xr.open_zarr(store) open without a warning (the audit checks it against the arrays' own metadata)
         warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
-        out.to_zarr(tmp, mode="w", consolidated=True)
+        try:
+            out.to_zarr(tmp, mode="w", consolidated=True)
+        except BaseException:  # a full disk, a kill (SIGTERM raises here): leave no half-written store behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     if path.exists():
         shutil.rmtree(path)
     os.replace(tmp, path)
@@ -156,7 +253,11 @@ def write_bytes(data: bytes, path: str | Path) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
+    try:
+        tmp.write_bytes(data)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     return hashlib.sha256(data).hexdigest()
 
@@ -174,13 +275,25 @@ def file_hash(path: str | Path) -> str:
 
 
 def png_pixels_hash(png: bytes | str | Path) -> str:
-    """SHA-256 of a PNG's decoded pixels (mode, size, RGBA bytes): what a reader sees, whatever its chunks say."""
-    from PIL import Image
+    """SHA-256 of a PNG's decoded pixels, every frame of it (mode, size, RGBA bytes): what a reader sees, whatever its
+    chunks say.  depthlab writes one frame; an animated PNG's extra frames change the hash."""
+    from PIL import Image, ImageSequence
 
     src = io.BytesIO(png) if isinstance(png, bytes) else png
+    h = hashlib.sha256()
     with Image.open(src) as im:
-        im = im.convert("RGBA")
-        return hashlib.sha256(f"{im.mode}|{im.size}|".encode() + im.tobytes()).hexdigest()
+        for n, frame in enumerate(ImageSequence.Iterator(im)):
+            rgba = frame.convert("RGBA")
+            h.update((f"{rgba.mode}|{rgba.size}|" if n == 0 else f"|frame {n}|{rgba.mode}|{rgba.size}|").encode())
+            h.update(rgba.tobytes())
+    return h.hexdigest()
+
+
+def png_frames(png: bytes | str | Path) -> int:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png) if isinstance(png, bytes) else png) as im:
+        return int(getattr(im, "n_frames", 1))
 
 
 def png_text(png: bytes | str | Path, key: str) -> str | None:
@@ -188,3 +301,56 @@ def png_text(png: bytes | str | Path, key: str) -> str | None:
 
     with Image.open(io.BytesIO(png) if isinstance(png, bytes) else png) as im:
         return im.text.get(key)
+
+
+
+def _pdf_literal(data: bytes, start: int) -> bytes:
+    """The bytes of the PDF literal string opening at data[start] == '(' (escapes, octal codes, balanced parentheses)."""
+    out, depth, i = bytearray(), 0, start
+    simple = {ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("b"): 8, ord("f"): 12}
+    while i < len(data):
+        c = data[i]
+        if c == 0x5C:  # backslash
+            i += 1
+            e = data[i]
+            if e in simple:
+                out.append(simple[e])
+            elif 0x30 <= e <= 0x37:
+                j = i
+                while j < min(i + 3, len(data)) and 0x30 <= data[j] <= 0x37:
+                    j += 1
+                out.append(int(data[i:j], 8) & 0xFF)
+                i = j - 1
+            elif e in (10, 13):  # line continuation
+                pass
+            else:
+                out.append(e)
+        elif c == 0x28:
+            depth += 1
+            if depth > 1:
+                out.append(c)
+        elif c == 0x29:
+            depth -= 1
+            if depth == 0:
+                return bytes(out)
+            out.append(c)
+        else:
+            out.append(c)
+        i += 1
+    raise ValueError("unterminated string")
+
+
+def pdf_subject(pdf: bytes | str | Path) -> str | None:
+    """The Subject of a PDF's document info dictionary (the last one: an incremental update wins), or None.
+    Reads the literal string matplotlib writes; UTF-16 strings (with their byte-order mark) are decoded."""
+    data = pdf if isinstance(pdf, bytes) else Path(pdf).read_bytes()
+    at = data.rfind(b"/Subject")
+    if at < 0:
+        return None
+    i = at + len(b"/Subject")
+    while i < len(data) and data[i] in b" \t\r\n":
+        i += 1
+    if i >= len(data) or data[i] != 0x28:
+        raise ValueError("its /Subject is not a literal string")
+    raw = _pdf_literal(data, i)
+    return raw[2:].decode("utf-16-be") if raw.startswith(b"\xfe\xff") else raw.decode("latin-1")

@@ -251,6 +251,11 @@ class Stage:
     def function(self) -> Callable[..., Any]:
         return getattr(importlib.import_module(self.module), self.entry.partition(":")[2])
 
+    def table_function(self) -> Callable[..., Any] | None:
+        """A figure stage's ``make_table(spec, inputs)`` (same module as its entry): the figure's table without plotting,
+        which the audit re-derives from the stores and compares with the CSV.  None if the study does not provide one."""
+        return getattr(importlib.import_module(self.module), "make_table", None) if self.kind == "figure" else None
+
     @property
     def fingerprint_modules(self) -> list[str]:
         """The modules whose code (and what they import) decides this stage's output: a code fingerprint's roots."""

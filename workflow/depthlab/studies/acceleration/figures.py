@@ -80,12 +80,23 @@ def curves_table(inputs: list[StoreInput], best: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
-    name = spec.job.figure
+def make_table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
+    """The figure's table from its input stores (what the CSV holds; the audit re-derives it with this)."""
     table = iterations_table(inputs)
+    if spec.job.figure == "iterations":
+        return table
+    return curves_table(inputs, best_rates(table))
+
+
+def draw(spec: "FigureSpec", tab: pd.DataFrame):
+    name = spec.job.figure
     if name == "iterations":
-        return plots.iterations_figure(table, best_rates(table)), table
-    curves = curves_table(inputs, best_rates(table))
+        return plots.iterations_figure(tab, best_rates(tab))
     if name == "loss_curves":
-        return plots.loss_figure(curves), curves
-    return plots.distance_figure(curves), curves
+        return plots.loss_figure(tab)
+    return plots.distance_figure(tab)
+
+
+def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+    tab = make_table(spec, inputs)
+    return draw(spec, tab), tab

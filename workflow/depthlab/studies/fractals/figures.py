@@ -76,22 +76,35 @@ def cnn_table(inputs: list[StoreInput]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+def make_table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
+    """The figure's table from its input stores (what the CSV holds; the audit re-derives it with this)."""
     name = spec.job.figure
     if name == "samples":
-        tab = samples_table(inputs, spec.points)
-        return plots.samples_figure(tab), tab
+        return samples_table(inputs, spec.points)
     if name == "training_curves":
-        tab = runs_table(inputs, spec.steps_per_epoch)
-        return plots.runs_figure(tab), tab
+        return runs_table(inputs, spec.steps_per_epoch)
     if name == "fig7":
-        tab = cnn_table(inputs)
-        return plots.realdata_figure(tab, f"Malach & Shalev-Shwartz Fig. 7: CNNs on real images ({tab.dataset.iloc[0]})"), tab
-    tab = accuracy_table(inputs)
+        return cnn_table(inputs)
+    return accuracy_table(inputs)
+
+
+def draw(spec: "FigureSpec", tab: pd.DataFrame):
+    name = spec.job.figure
+    if name == "samples":
+        return plots.samples_figure(tab)
+    if name == "training_curves":
+        return plots.runs_figure(tab)
+    if name == "fig7":
+        return plots.realdata_figure(tab, f"Malach & Shalev-Shwartz Fig. 7: CNNs on real images ({tab.dataset.iloc[0]})")
     if name == "fig4":
-        return plots.width_figure(tab, by_params=True, title="Malach & Shalev-Shwartz Fig. 4: coarse 2-D Cantor set"), tab
+        return plots.width_figure(tab, by_params=True, title="Malach & Shalev-Shwartz Fig. 4: coarse 2-D Cantor set")
     if name == "fig6":
-        return plots.width_figure(tab, by_params=False, title="Malach & Shalev-Shwartz Fig. 6: fine Vicsek set"), tab
+        return plots.width_figure(tab, by_params=False, title="Malach & Shalev-Shwartz Fig. 6: fine Vicsek set")
     if name == "fig5":
-        return plots.curves_figure(tab), tab
-    return plots.tables_figure(tab), tab
+        return plots.curves_figure(tab)
+    return plots.tables_figure(tab)
+
+
+def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+    tab = make_table(spec, inputs)
+    return draw(spec, tab), tab

@@ -45,12 +45,21 @@ def table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
-    tab = table(spec, inputs)
+def make_table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
+    """The figure's table from its input stores (what the CSV holds; the audit re-derives it with this)."""
+    return table(spec, inputs)
+
+
+def draw(spec: "FigureSpec", tab: pd.DataFrame):
     name = spec.job.figure
     if spec.kind == "lr_sweep":
         fig = plots.lr_figure(tab, f"Mori & Ueda {name}: test error vs learning rate (NN solid; analytic NTK dashed; "
                                    "the net's own tangent kernel at init dotted)", spec.task)
     else:
         fig = plots.depth_figure(tab, f"Mori & Ueda {name}: test error vs depth (NN solid, NTK dashed, NNGP dash-dot)", spec.task)
-    return fig, tab
+    return fig
+
+
+def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+    tab = make_table(spec, inputs)
+    return draw(spec, tab), tab

@@ -134,29 +134,30 @@ def profile_table(inputs: list[StoreInput]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+_TABLES = {"radial_error": radial_table, "es16_error": es16_table, "learner_error": learner_table,
+           "learner_alpha": learner_curves, "learner_first_layer": profile_table}
+_DRAW = {"radial_error": "radial_figure", "es16_error": "es16_figure", "learner_error": "learner_error_figure",
+         "learner_alpha": "learner_alpha_figure", "learner_first_layer": "first_layer_figure", "sawtooth_error": "error_figure",
+         "sawtooth_pieces": "pieces_figure"}
+
+
+def make_table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
+    """The figure's table from its input stores (what the CSV holds; the audit re-derives it with this)."""
     name = spec.job.figure
-    if name == "radial_error":
-        tab = radial_table(inputs)
-        return plots.radial_figure(tab), tab
-    if name == "es16_error":
-        tab = es16_table(inputs)
-        return plots.es16_figure(tab), tab
-    if name == "learner_error":
-        tab = learner_table(inputs)
-        return plots.learner_error_figure(tab), tab
-    if name == "learner_alpha":
-        tab = learner_curves(inputs)
-        return plots.learner_alpha_figure(tab), tab
-    if name == "learner_first_layer":
-        tab = profile_table(inputs)
-        return plots.first_layer_figure(tab), tab
+    if name in _TABLES:
+        return _TABLES[name](inputs)
     tab = sawtooth_table(inputs)
-    if name == "sawtooth_error":
-        return plots.error_figure(tab), tab
-    if name == "sawtooth_pieces":
-        return plots.pieces_figure(tab), tab
+    if name in _DRAW:
+        return tab
     levels = sorted(tab.level.unique())
     shown = sorted({levels[0], levels[len(levels) // 2], levels[-1]})
-    curves = functions_table(inputs, shown)
-    return plots.functions_figure(curves), curves
+    return functions_table(inputs, shown)
+
+
+def draw(spec: "FigureSpec", tab: pd.DataFrame):
+    return getattr(plots, _DRAW.get(spec.job.figure, "functions_figure"))(tab)
+
+
+def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+    tab = make_table(spec, inputs)
+    return draw(spec, tab), tab

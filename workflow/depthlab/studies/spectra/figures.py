@@ -65,15 +65,27 @@ def krr_table(inputs: list[StoreInput]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+def make_table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
+    """The figure's table from its input stores (what the CSV holds; the audit re-derives it with this)."""
     name = spec.job.figure
     if name == "learning_curves":
-        tab = krr_table(inputs)
-        return plots.krr_figure(tab), tab
+        return krr_table(inputs)
     if name == "slopes":
-        tab = slope_table(inputs)
-        return plots.slope_figure(tab), tab
-    tab = eigen_table(inputs)
+        return slope_table(inputs)
+    return eigen_table(inputs)
+
+
+def draw(spec: "FigureSpec", tab: pd.DataFrame):
+    name = spec.job.figure
+    if name == "learning_curves":
+        return plots.krr_figure(tab)
+    if name == "slopes":
+        return plots.slope_figure(tab)
     title = ("Mori & Ueda's kernels on the sphere (|x|^2 = d): Mercer eigenvalues per depth" if name == "mori_ueda_eigenvalues"
              else "Bietti & Bach: Mercer eigenvalues of deep ReLU kernels on the sphere, per depth")
-    return plots.eigen_figure(tab, title), tab
+    return plots.eigen_figure(tab, title)
+
+
+def make_figure(spec: "FigureSpec", inputs: list[StoreInput]):
+    tab = make_table(spec, inputs)
+    return draw(spec, tab), tab
