@@ -14,7 +14,7 @@ SMK_ARGS ?=
 SLOW ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-slow report bench clean
+.PHONY: setup run test test-slow report bench plan clean
 
 setup: $(STAMP)
 
@@ -37,6 +37,10 @@ test-slow: setup
 
 report: setup
 	$(SMK) $(SMK_ARGS) --configfile $(CONFIG) --report $(REPORT)
+
+# What CONFIG costs before it runs: jobs, peak memory, core-hours per study and stage (depthlab plan).
+plan: setup
+	$(BIN)/depthlab plan $(CONFIG)
 
 bench: setup
 	$(BIN)/python benchmarks/bench.py

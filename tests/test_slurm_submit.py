@@ -42,7 +42,7 @@ def test_dollar_parens_in_a_config_value_and_the_config_path_reach_no_shell(tmp_
         f.chmod(0o755)
     cfg_dir = work / "c$(touch pwned_path)"
     cfg_dir.mkdir()
-    (cfg_dir / "c.yaml").write_text("device: cpu\nseed: 0\nstudies:\n  tiny:\n    sizes: [5]\n")
+    (cfg_dir / "c.yaml").write_text("device: cpu\nseed: 0\nstudies:\n  tiny:\n    sizes: [5, 100000000]\n")
     env = {**os.environ, "PATH": f"{fake}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}", "FAKE_SLURM_LOG": str(log),
            "DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")}
     cmd = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--profile", str(ROOT / "workflow/profiles/slurm"),
@@ -74,3 +74,11 @@ def test_dollar_parens_in_a_config_value_and_the_config_path_reach_no_shell(tmp_
         assert "results=r$(touch pwned_value)" in args, shown.stdout[-2000:] + shown.stderr
         assert str(cfg_dir / "c.yaml") in args
     assert not list(tmp_path.rglob("pwned*")), "the job script's shell ran the $(...)"
+    # per-job requests from the spec's estimates (depthlab.plan.job_resources): the 10^8-draw job asks for more memory
+    mems = {}
+    for argv_file in log.glob("argv.*"):
+        argv = argv_file.read_text().splitlines()
+        comment = argv[argv.index("--comment") + 1] if "--comment" in argv else ""
+        if "tiny_draws" in comment:
+            mems[argv[argv.index("--mem") + 1]] = argv
+    assert len(mems) == 2, f"two draws jobs with different --mem requests: {sorted(mems)}"

@@ -201,6 +201,21 @@ def audit(args: argparse.Namespace) -> None:
     print(f"\naudit OK: {len(result.seen)} file(s) checked, every recorded hash matches what is on disk{notes}")
 
 
+def plan(args: argparse.Namespace) -> None:
+    from . import plan as pl
+
+    if args.calibrate:
+        doc = pl.calibrate(args.calibrate, args.costs or pl.COSTS)
+        print(f"wrote {args.costs or pl.COSTS}: {len(doc['stages'])} stages from {', '.join(args.calibrate)}")
+        return
+    if not args.config:
+        print("error: give a config (depthlab plan CONFIG) or --calibrate RESULTS ...", file=sys.stderr)
+        raise SystemExit(2)
+    config = _load_or_exit(args.config, memory=False)
+    costs = pl.load_costs(args.costs) if args.costs else None
+    print(pl.render(pl.plan(config, costs, args.results), args.config))
+
+
 def ls(args: argparse.Namespace) -> None:
     from .results import ResultsError, list_results
 
@@ -256,6 +271,12 @@ def main(argv: list[str] | None = None) -> None:
     ls_ = sub.add_parser("ls", help="per study and stage: jobs, their coordinates, size on disk; whether each figure is up to date")
     ls_.add_argument("results", nargs="?", default="results", help="a results folder (default: results)")
     ls_.set_defaults(func=ls)
+    pl_ = sub.add_parser("plan", help="jobs, peak memory and CPU time per study and stage of a config, before it runs")
+    pl_.add_argument("config", nargs="?", help="a config file")
+    pl_.add_argument("--results", help="the results folder whose missing stores count as 'to run' (default: the config's)")
+    pl_.add_argument("--costs", help="the cost calibration to use or write (default: the package's costs.json)")
+    pl_.add_argument("--calibrate", nargs="+", metavar="RESULTS", help="fit the cost model to finished runs' benchmarks")
+    pl_.set_defaults(func=plan)
     f = sub.add_parser("fingerprint", help="list the modules a stage's code fingerprint covers")
     f.add_argument("study")
     f.add_argument("stage")

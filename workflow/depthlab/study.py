@@ -207,6 +207,11 @@ class Spec:
         names the key of the largest part when a job does not fit); empty for a job too small to matter."""
         return {}
 
+    def work(self) -> float:
+        """Element-operations of this job, from the spec's shapes (the cost model of depthlab.plan: seconds =
+        overhead + work / rate, both measured per stage).  0 (the default): a job whose time is its start-up."""
+        return 0.0
+
     def to_dict(self) -> dict[str, Any]:
         return {"study": self.STUDY, "stage": self.STAGE, **to_plain(self)}
 

@@ -9,6 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # use the checkout's package
 
 import depthlab.config as dlc
+import depthlab.plan as dlplan
 import depthlab.provenance as dlp
 from depthlab.studies import get_study
 from depthlab.study import ClaimsJob, FigureJob, Ref
@@ -125,6 +126,18 @@ def inputs_json_of(study, stage):
 def spec_of(study, stage):
     """The job's spec as canonical JSON: a change of any config value it depends on reruns it."""
     return _named(lambda wildcards: _spec(study, stage, _job(study, stage, wildcards)).to_json(), f"{study}_{stage}_spec")
+
+
+def resource_of(study, stage, name):
+    """One of the job's cluster requests (mem_mb, runtime in minutes, gpu) from its spec's memory and cost estimates
+    (depthlab.plan.job_resources), growing with the attempt: SLURM's --mem, --time and --gpus per job."""
+    st = get_study(study).stage(stage)
+
+    def fn(wildcards, attempt):
+        spec = _spec(study, stage, _job(study, stage, wildcards))
+        return dlplan.job_resources(spec, study, stage, st.gpu, config["device"], attempt)[name]
+
+    return _named(fn, f"{study}_{stage}_{name}")
 
 
 def code_of(study, stage):

@@ -24,6 +24,10 @@ for _study in STUDIES:
             wildcard_constraints:
                 **_stage.job_type.constraints(),
             threads: _stage.threads
+            resources:
+                mem_mb=resource_of(_study, _stage.name, "mem_mb"),
+                runtime=resource_of(_study, _stage.name, "runtime"),
+                gpu=resource_of(_study, _stage.name, "gpu"),
             conda:
                 CONDA_ENV
             shell:

@@ -33,6 +33,14 @@ class DrawsSpec(Spec):
     def from_config(cls, config: dict, job: DrawsJob) -> "DrawsSpec":
         return cls(job=job, seed=config["seed"])
 
+    def memory(self) -> dict[str, int]:
+        """Peak bytes, keyed by the config key that drives them: the draws, a float64 copy and the store's buffer."""
+        return {f"studies.{STUDY}.sizes": 3 * 8 * self.job.n}
+
+    def work(self) -> float:
+        """Element-operations (depthlab plan's cost model): one per draw."""
+        return float(self.job.n)
+
 
 @dataclass(frozen=True)
 class FigureSpec(Spec):

@@ -99,6 +99,12 @@ class DataSpec(Spec):
                    uci_file=str(s["uci_file"]) if job.dataset == "uci" else None, ps=tuple(sorted(s["ps"])),
                    target_fraction=float(s["target_fraction"]), seed=config["seed"])
 
+    def shape(self) -> tuple[int, int]:
+        """(examples, features): the synthetic task's, diabetes' 442 x 10, the UCI ethanol subset's at most 3000 x 128."""
+        if self.synthetic:
+            return self.synthetic.n, self.synthetic.d
+        return (442, 10) if self.job.dataset == "diabetes" else (3000, 128)
+
     def memory(self) -> dict[str, int]:
         n, d = (self.synthetic.n, self.synthetic.d) if self.synthetic else (3000, 128)
         return {f"studies.{STUDY}.synthetic.n": 4 * n * d * mem.F64}
@@ -141,6 +147,12 @@ class TrainSpec(Spec):
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("data", DataJob(self.job.dataset))}
 
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        n, d = self.data.shape()
+        per_step = n * d + self.job.depth * self.width**2 + self.width * d  # the loss gradient, then the factors
+        return 2.0 * 2 * per_step * self.iterations * self.lr_points * len(self.seeds)  # the net and the rule beside it
+
     def memory(self) -> dict[str, int]:
         n, d = (self.data.synthetic.n, self.data.synthetic.d) if self.data.synthetic else (3000, 128)
         M = self.lr_points * len(self.seeds)
@@ -167,6 +179,11 @@ class BaselineSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: BaselineJob) -> "BaselineSpec":
         return cls(job=job, data=DataSpec.from_config(config, DataJob(job.dataset)), **_run_fields(config))
+
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        n, d = self.data.shape()
+        return 2.0 * n * d * self.iterations * self.lr_points * len(self.seeds)
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("data", DataJob(self.job.dataset))}

@@ -164,6 +164,10 @@ class DataSpec(Spec):
         d = section(config)["data"]
         return cls(job=job, n_train=d["n_train"], n_test=d["n_test"], seed=config["seed"])
 
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        return float(self.n_train + self.n_test)
+
     def memory(self) -> dict[str, int]:
         # rejection sampling holds a second copy
         return {f"studies.{STUDY}.data.n_train": 2 * mem.data(self.n_train + self.n_test, 2)}
@@ -203,6 +207,12 @@ class TrainSpec(Spec):
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("data", self.job.data)}
+
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        sizes = layer_sizes(2, self.job.width, self.job.depth)
+        P = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+        return 6.0 * P * self.data.n_train * len(self.lrs) * len(self.seeds) * self.training.max_epochs
 
     def memory(self) -> dict[str, int]:
         M = len(self.lrs) * len(self.seeds)
@@ -268,6 +278,13 @@ class CnnSpec(Spec):
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("images", ImagesJob(self.job.dataset))}
+
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        side = 32 if self.job.dataset == "cifar10" else 8
+        n = self.data.n_train or (50000 if self.job.dataset == "cifar10" else 1347)
+        per_image = self.job.depth * self.job.width**2 * self.kernel**2 * side * side
+        return 6.0 * per_image * n * self.epochs * len(self.lrs) * len(self.seeds)
 
     def memory(self) -> dict[str, int]:
         side = 32 if self.job.dataset == "cifar10" else 8

@@ -121,6 +121,10 @@ class DataSpec(Spec):
         return cls(job=job, target=Target(**{k: t[k] for k in ("k", "locality", "g", "d", "n_train", "noise")}),
                    task=fig["task"], n_test=fig["n_test"], seed=config["seed"])
 
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        return float((self.target.n_train + self.n_test) * self.target.d)
+
     def memory(self) -> dict[str, int]:
         key = f"studies.{STUDY}.figures.{self.job.figure}"
         return {f"{key}.n_test": mem.data(self.n_test, self.target.d),
@@ -213,6 +217,12 @@ class LrSearchSpec(Spec):
     def inputs(self) -> dict[str, Ref]:
         return _data_ref(self.job)
 
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        s, n = self.search, self.data.target.n_train
+        evals = s.init_points + s.rounds * s.candidates_per_round  # each trains `folds` nets on (folds - 1)/folds of n
+        return 6.0 * self.shape.n_params * n * (s.folds - 1) * evals * self.training.max_epochs
+
     def memory(self) -> dict[str, int]:
         M = max(self.search.init_points, self.search.candidates_per_round) * self.search.folds
         nets = mem.nets(M, self.shape.sizes(self.data.target.d), self.training.batch_size, self.data.target.n_train)
@@ -246,6 +256,11 @@ class TrainSpec(Spec):
     def inputs(self) -> dict[str, Ref]:
         return {**_data_ref(self.job), **({"lrsearch": Ref("lrsearch", self.job)} if self.lrs is None else {})}
 
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        M = (len(self.lrs) if self.lrs is not None else 1) * len(self.seeds)
+        return 6.0 * self.shape.n_params * M * (self.data.target.n_train * self.training.max_epochs + self.data.n_test)
+
     def memory(self) -> dict[str, int]:
         M = (len(self.lrs) if self.lrs is not None else 1) * len(self.seeds)
         key, t = f"studies.{STUDY}.figures.{self.job.figure}", self.data.target
@@ -277,6 +292,11 @@ class NtkSpec(Spec):
     def inputs(self) -> dict[str, Ref]:
         return _data_ref(self.job)
 
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        n, t, d = self.data.target.n_train, self.data.n_test, self.data.target.d
+        return n**3 / 3 + (n * n + t * n) * (d + 4 * self.depth)
+
     def memory(self) -> dict[str, int]:
         n = self.data.target.n_train
         parts = self.data.memory()
@@ -307,6 +327,11 @@ class EntkSpec(Spec):
 
     def inputs(self) -> dict[str, Ref]:
         return _data_ref(self.job)
+
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        n, t = self.data.target.n_train, self.data.n_test
+        return len(self.seeds) * ((n + t) * self.shape.n_params * 2 + n**3 / 3 + t * n * self.shape.width * self.shape.depth)
 
     def memory(self) -> dict[str, int]:
         key, t, n_test = f"studies.{STUDY}.figures.{self.job.figure}", self.data.target, self.data.n_test

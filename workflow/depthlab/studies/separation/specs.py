@@ -223,6 +223,10 @@ class SawtoothSpec(Spec):
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("sawtooth_data", Single())}
 
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        return 6.0 * self.n_params * self.data.n_train * len(self.lrs) * len(self.seeds) * self.training.max_epochs
+
     def memory(self) -> dict[str, int]:
         M = len(self.lrs) * len(self.seeds)
         return {f"studies.{STUDY}.sawtooth.deep_widths":
@@ -259,6 +263,10 @@ class RadialDataSpec(Spec):
                    es_quantile=float(r["es_quantile"]) if job.dist == "eldan_shamir" else None,
                    shell_halfwidth=float(r["shell_halfwidth"]) if job.dist == "shell" else None,
                    es16_shells_per_sqrt_d=float(r["es16"]["shells_per_sqrt_d"]) if job.target == "es16" else None, seed=config["seed"])
+
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        return float((self.n_train + self.n_test) * self.job.d)
 
     def memory(self) -> dict[str, int]:
         return {f"studies.{STUDY}.radial.n_train": mem.data(self.n_train + self.n_test, self.job.d)}
@@ -319,6 +327,13 @@ class RadialSpec(Spec):
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("radial_data", RadialDataJob(self.job.target, self.job.dist, self.job.d))}
 
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        s, n = self.search, self.data.n_train
+        evals = s.init_points + s.rounds * s.candidates_per_round
+        search = evals * s.use_folds * self.search_training.max_epochs * n * (s.folds - 1) / s.folds
+        return 6.0 * self.n_params * (search + len(self.seeds) * self.training.max_epochs * n)
+
     def memory(self) -> dict[str, int]:
         s = self.search
         M = max(s.init_points, s.candidates_per_round, len(self.seeds)) * s.use_folds
@@ -365,6 +380,11 @@ class LearnerSpec(Spec):
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("radial_data", RadialDataJob("relu", self.job.dist, self.job.d))}
+
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        d, m = self.job.d, self.job.width
+        return 6.0 * len(self.seeds) * self.steps * (self.data.n_train + self.data.n_test / max(1, self.check_every)) * m * (d + self.second_width)
 
     def memory(self) -> dict[str, int]:
         n = max(self.data.n_train, self.data.n_test)

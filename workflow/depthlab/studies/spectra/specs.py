@@ -105,6 +105,10 @@ class EigenSpec(Spec):
                    beta=float(e["beta"]) if job.kernel.startswith("mu_") else None,
                    k_max=e["k_max"], panels=e["panels"], rtol=float(e["rtol"]), fit_k_min=e["fit_k_min"])
 
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        return float(len(self.depths) * self.k_max * self.panels)
+
     def memory(self) -> dict[str, int]:
         nodes = self.panels * 24 + 2 * 40 * 24
         return {f"studies.{STUDY}.eigen.k_max": 3 * (self.k_max + 1) * nodes * mem.F64}
@@ -158,6 +162,11 @@ class KrrSpec(Spec):
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("krr_data", KrrDataJob())}
+
+    def work(self) -> float:
+        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        t = self.data.n_test
+        return float(sum(4 * n**3 + 2 * t * n + n * n * len(self.log10_ridges) for n in self.n_train))
 
     def memory(self) -> dict[str, int]:
         N, Nt = self.data.n_train, self.data.n_test

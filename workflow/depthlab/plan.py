@@ -1,0 +1,251 @@
+"""What a config costs before it runs: ``depthlab plan CONFIG`` (``make plan CONFIG=...``) and ``--calibrate``.
+
+For every study and stage: the number of jobs (and how many of them have no store yet in the config's
+results folder), the estimated peak memory of the largest job (each spec's ``memory()``, the same
+estimate the validator uses), and the estimated runtime of a job on one CPU core, from a cost model:
+
+    seconds(job) = overhead(stage) + work(job) / rate(stage)
+
+``work()`` is each spec's element-operation count from its shapes (epochs x examples x parameters for a
+training stage, n^3 / 3 for a Cholesky, ...; 0 for a job whose time is its start-up), and the two
+constants per stage are *measured*: ``depthlab plan --calibrate RESULTS`` fits them to the runtimes a
+finished run recorded (``RESULTS/benchmarks/**.tsv``, one row per job, matched to the spec its store
+records), minimising the relative error, and writes ``workflow/depthlab/costs.json``.  A stage with no
+measured jobs falls back to the median rate of the calibrated stages and says so (``modelled``).
+
+GPU runtimes are printed only where a calibration measured on a GPU exists; none does yet (no GPU has
+been lent to this project), so the GPU column says ``not measured`` rather than guessing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+COSTS = Path(__file__).with_name("costs.json")
+
+
+@dataclass
+class StageCost:
+    overhead_s: float
+    rate: float | None  # work units per second; None: work does not matter (all jobs took their overhead)
+    jobs: int  # measured jobs the fit used
+    calibrated: bool = True
+
+
+def _stores(results: Path):
+    """(study, store path relative to results, record) of every store below ``results``."""
+    for study_dir in sorted(p for p in results.iterdir() if p.is_dir() and p.name not in ("logs", "benchmarks")):
+        for dirpath, dirnames, _ in os.walk(study_dir):
+            done = [d for d in dirnames if d.endswith(".zarr")]
+            dirnames[:] = [d for d in dirnames if not d.endswith(".zarr") and ".tmp-" not in d]
+            for d in done:
+                meta = Path(dirpath, d, "zarr.json")
+                try:
+                    rec = json.loads(json.loads(meta.read_text())["attributes"]["depthlab_provenance"])
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+                yield study_dir.name, Path(dirpath, d).relative_to(results), rec
+
+
+def _seconds(tsv: Path) -> float | None:
+    try:
+        head, row = tsv.read_text().splitlines()[:2]
+        return float(dict(zip(head.split("\t"), row.split("\t")))["s"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def measurements(results: str | Path) -> dict[str, list[tuple[float, float]]]:
+    """{'study/stage': [(work, seconds), ...]} from a finished run's stores and benchmark files."""
+    from .studies import get_study
+
+    results = Path(results)
+    out: dict[str, list[tuple[float, float]]] = {}
+    for study, rel, rec in _stores(results):
+        secs = _seconds(results / "benchmarks" / Path(*rel.parts).with_suffix(".tsv"))
+        if secs is None:
+            continue
+        try:
+            spec = get_study(rec["study"]).spec_from_dict(rec["spec"])
+        except Exception:  # a store from other code: its spec no longer parses
+            continue
+        out.setdefault(f"{rec['study']}/{rec['stage']}", []).append((spec.work(), secs))
+    for kind in ("figures", "claims"):
+        for tsv in results.glob(f"benchmarks/*/{kind}/*.tsv" if kind == "figures" else "benchmarks/*/claims.tsv"):
+            secs = _seconds(tsv)
+            if secs is not None:
+                out.setdefault(f"*/{'figure' if kind == 'figures' else 'claims'}", []).append((0.0, secs))
+    return out
+
+
+def fit(points: list[tuple[float, float]]) -> StageCost:
+    """overhead + work / rate by non-negative least squares, each job weighted by 1/seconds (runtimes span decades)."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    w = np.array([p[0] for p in points], float)
+    s = np.maximum(np.array([p[1] for p in points], float), 1e-3)
+    if np.ptp(w) <= 0 or len(points) < 3:
+        return StageCost(float(np.median(s)), None if w.max() <= 0 else float(np.median(w / s)), len(points))
+    # rows scaled by 1/sqrt(s): between absolute errors (long jobs dominate) and relative ones (the many short
+    # jobs dominate); both the start-up of small jobs and the total of large ones come out within about 2x
+    A = np.stack([1 / np.sqrt(s), w / np.sqrt(s)], axis=1)
+    (a, b), _ = nnls(A, np.sqrt(s))
+    return StageCost(float(a), float(1 / b) if b > 0 else None, len(points))
+
+
+def calibrate(results: list[str | Path], out: str | Path = COSTS) -> dict[str, Any]:
+    """Fit every stage's constants to the jobs of one or more finished runs (a small and a large scale together pin
+    both the start-up and the rate) and write them to ``out``."""
+    from . import provenance as prov
+
+    data: dict[str, list[tuple[float, float]]] = {}
+    for r in results:
+        for k, v in measurements(r).items():
+            data.setdefault(k, []).extend(v)
+    if not data:
+        raise SystemExit(f"no measured jobs under {', '.join(map(str, results))} (benchmarks/**.tsv of a finished run)")
+    stages = {k: vars(fit(v)) for k, v in sorted(data.items())}
+    doc = {"measured_from": [str(Path(r).resolve()) for r in results], "code_version": prov.code_version(),
+           "note": "one CPU core per job (the default profile); seconds = overhead_s + work / rate", "device": "cpu",
+           "stages": stages}
+    Path(out).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return doc
+
+
+def load_costs(path: str | Path = COSTS) -> dict[str, StageCost]:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: StageCost(**v) for k, v in doc.get("stages", {}).items()}
+
+
+def stage_cost(costs: dict[str, StageCost], key: str) -> StageCost:
+    if key in costs:
+        return costs[key]
+    kind = "*/" + key.split("/")[1] if key.split("/")[1] in ("figure", "claims") else None
+    if kind in costs:
+        return costs[kind]
+    rates = sorted(c.rate for c in costs.values() if c.rate)
+    overheads = sorted(c.overhead_s for c in costs.values())
+    return StageCost(overheads[len(overheads) // 2] if overheads else 3.0, rates[len(rates) // 2] if rates else None, 0, False)
+
+
+def fallback_rate(costs: dict[str, StageCost]) -> float | None:
+    rates = sorted(c.rate for c in costs.values() if c.rate)
+    return rates[len(rates) // 2] if rates else None
+
+
+def predict(cost: StageCost, work: float, fallback: float | None = None) -> float:
+    """Seconds of one job.  A stage whose calibration runs were all start-up (no measured rate) uses ``fallback``
+    (the median rate of the calibrated stages) for the work a bigger config gives it."""
+    rate = cost.rate or fallback
+    return cost.overhead_s + (work / rate if rate and work > 0 else 0.0)
+
+
+@dataclass
+class Row:
+    study: str
+    stage: str
+    jobs: int
+    missing: int | None
+    peak_bytes: int
+    seconds_max: float
+    seconds_total: float
+    seconds_missing: float
+    calibrated: bool
+
+
+def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str | Path | None = None) -> list[Row]:
+    from .study import Ref
+    from .studies import get_study
+
+    costs = load_costs() if costs is None else costs
+    fallback = fallback_rate(costs)
+    root = Path(results if results is not None else config["results"])
+    rows = []
+    for name in sorted(config["studies"]):
+        study = get_study(name)
+        for st in study.stages:
+            key = f"{name}/{st.name}"
+            cost = stage_cost(costs, key)
+            if st.kind == "store":
+                specs = [study.spec(config, st.name, j) for j in study.jobs(config, st.name)]
+                there = [(root / name / study.path(Ref(st.name, s.job))).exists() for s in specs]
+            else:
+                n = len(study.figures(config)) if st.kind == "figure" else 1
+                specs, there = [None] * n, [(root / name / "claims.md").exists()] * n if st.kind == "claims" else [
+                    (root / name / "figures" / f"{f}.png").exists() for f in study.figures(config)]
+            works = [s.work() if s is not None else 0.0 for s in specs]
+            secs = [predict(cost, w, fallback) for w in works]
+            modelled = not cost.calibrated or (cost.rate is None and any(w > 0 for w in works))
+            peak = max((sum(s.memory().values()) for s in specs if s is not None), default=0)
+            rows.append(Row(name, st.name, len(specs), sum(not t for t in there), peak, max(secs, default=0.0), sum(secs),
+                            sum(x for x, t in zip(secs, there) if not t), not modelled))
+    return rows
+
+
+def _dur(s: float) -> str:
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def render(rows: list[Row], config_name: str) -> str:
+    from . import memory
+
+    lines = [f"plan for {config_name} (one CPU core per job; cost model calibrated in {COSTS.name}):", "",
+             f"{'study':<13}{'stage':<15}{'jobs':>6}{'to run':>8}{'peak mem (largest job)':>24}{'CPU: largest job':>18}"
+             f"{'CPU: all jobs':>15}{'CPU: to run':>13}  GPU"]
+    for r in rows:
+        lines.append(f"{r.study:<13}{r.stage:<15}{r.jobs:>6}{r.missing:>8}{memory.gib(r.peak_bytes) if r.peak_bytes else '-':>24}"
+                     f"{_dur(r.seconds_max):>18}{_dur(r.seconds_total):>15}{_dur(r.seconds_missing):>13}  not measured"
+                     + ("" if r.calibrated else "  (rate modelled: not measured for this stage)"))
+    lines.append("")
+    for study in sorted({r.study for r in rows}):
+        tot = sum(r.seconds_total for r in rows if r.study == study)
+        miss = sum(r.seconds_missing for r in rows if r.study == study)
+        lines.append(f"{study:<13} {sum(r.jobs for r in rows if r.study == study):>5} jobs  {tot / 3600:8.2f} core-hours"
+                     f"  (to run: {miss / 3600:.2f})")
+    tot = sum(r.seconds_total for r in rows)
+    cores = os.cpu_count() or 1
+    lines.append(f"{'total':<13} {sum(r.jobs for r in rows):>5} jobs  {tot / 3600:8.2f} core-hours  (to run: "
+                 f"{sum(r.seconds_missing for r in rows) / 3600:.2f}); about {_dur(tot / cores)} of wall time on this "
+                 f"machine's {cores} cores if every core stays busy")
+    lines.append("Runtimes are per job on one CPU core; training stages count every epoch up to max_epochs, so runs that")
+    lines.append("converge earlier finish sooner. GPU: no calibration measured on a GPU exists (none has been lent to this")
+    lines.append("project), so no GPU runtime is estimated.")
+    return "\n".join(lines)
+
+
+def max_error_factor(pairs: list[tuple[float, float]]) -> float:
+    """The largest of predicted/measured and measured/predicted over (predicted, measured) pairs."""
+    return max(max(p / m, m / p) for p, m in pairs if p > 0 and m > 0) if pairs else math.nan
+
+
+MAX_RUNTIME_MIN = 7 * 24 * 60  # the longest time limit most SLURM partitions allow
+
+
+def job_resources(spec: Any, study: str, stage: str, gpu: bool, device: str, attempt: int = 1,
+                  costs: dict[str, StageCost] | None = None) -> dict[str, int]:
+    """A job's cluster request from the same estimates as ``depthlab plan``: ``mem_mb`` = 1.5 x the spec's peak-memory
+    estimate + 1 GB (Python, torch), ``runtime`` (minutes) = 3 x the one-core estimate, at least 10, both multiplied by
+    ``attempt`` (a job killed for time or memory asks for more when it is retried; its checkpoint keeps the work done);
+    ``gpu`` = 1 for a stage that can use one unless the config says ``device: cpu``."""
+    costs = _COSTS_CACHE.setdefault("default", load_costs()) if costs is None else costs
+    need_mb = sum(spec.memory().values()) / 2**20
+    secs = predict(stage_cost(costs, f"{study}/{stage}"), spec.work(), fallback_rate(costs))
+    return {"mem_mb": int(math.ceil((1.5 * need_mb + 1000) * attempt)),
+            "runtime": int(min(MAX_RUNTIME_MIN, max(10, math.ceil(3 * secs / 60)) * attempt)),
+            "gpu": int(gpu and device != "cpu")}
+
+
+_COSTS_CACHE: dict[str, dict[str, StageCost]] = {}
