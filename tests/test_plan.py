@@ -16,17 +16,20 @@ def test_the_fit_recovers_a_start_up_and_a_rate_and_falls_back_when_work_does_no
     pts = [(w, 2.0 + w / 1e9) for w in (0.0, 1e8, 1e9, 1e10, 5e10)]
     c = pl.fit(pts)
     assert c.overhead_s == pytest.approx(2.0, rel=1e-6) and c.rate == pytest.approx(1e9, rel=1e-6)
-    flat = pl.fit([(0.0, 1.0), (0.0, 3.0), (0.0, 2.0)])
-    assert flat.overhead_s == 2.0 and flat.rate is None
-    # a stage never measured beyond its start-up borrows the median rate of the others for a bigger config
-    assert pl.predict(flat, 4e9, fallback=2e9) == pytest.approx(4.0)
+    flat = pl.fit([(1e6, 2.5), (2e6, 1.5), (1.5e6, 2.0)])  # time does not grow with work: all start-up
+    assert flat.overhead_s == pytest.approx(2.0, rel=0.3) and flat.rate is None and flat.max_work == 2e6
+    # within the measured range it is all start-up; far beyond it, it borrows the median rate of the other stages
+    assert pl.predict(flat, 2e6, fallback=1e9) == flat.overhead_s
+    assert pl.predict(flat, 4e9, fallback=2e9) == pytest.approx(flat.overhead_s + 2.0)
 
 
-def test_predictions_match_the_measured_smoke_run_within_2x(smoke_run):
-    """The shipped calibration (costs.json, measured on this kind of machine) against the jobs of a fresh smoke run:
-    each stage's total core-seconds within a factor 2, the whole run within 1.5 (stages under 3 s left out: their
-    time is process start-up, at the mercy of the other job on the second core)."""
-    costs = pl.load_costs()
+def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(smoke_run, tmp_path):
+    """--calibrate on the fresh smoke run, then its predictions against the same jobs: each stage's total core-seconds
+    within a factor 2, the whole run within 1.25.  (Machine speed is not asserted: the shipped calibration's errors
+    against a default run are measured and reported, not tested; a fit to this machine's own jobs must hold.)"""
+    out = tmp_path / "costs.json"
+    pl.calibrate([smoke_run.results], out)
+    costs = pl.load_costs(out)
     fb = pl.fallback_rate(costs)
     data = pl.measurements(smoke_run.results)
     assert set(data) >= {"mori_ueda/train", "separation/radial", "fractals/train", "spectra/krr", "acceleration/train"}
@@ -35,9 +38,10 @@ def test_predictions_match_the_measured_smoke_run_within_2x(smoke_run):
         c = pl.stage_cost(costs, key)
         p, m = sum(pl.predict(c, w, fb) for w, _ in pts), sum(s for _, s in pts)
         tot_p, tot_m = tot_p + p, tot_m + m
-        if m >= 3:
-            assert 0.5 <= p / m <= 2.0, (key, p, m)
-    assert 1 / 1.5 <= tot_p / tot_m <= 1.5, (tot_p, tot_m)
+        assert 0.5 <= p / m <= 2.0, (key, p, m)
+    assert 0.8 <= tot_p / tot_m <= 1.25, (tot_p, tot_m)
+    # the shipped calibration is a valid one (every stage of every study has constants or a stated fallback)
+    assert pl.load_costs(), "workflow/depthlab/costs.json is missing or empty"
 
 
 def test_plan_of_the_paper_config_names_every_study_and_says_gpu_is_not_measured(root):

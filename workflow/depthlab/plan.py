@@ -35,6 +35,7 @@ class StageCost:
     rate: float | None  # work units per second; None: work does not matter (all jobs took their overhead)
     jobs: int  # measured jobs the fit used
     calibrated: bool = True
+    max_work: float = 0.0  # the largest work among them: within it, a stage without a rate is all start-up
 
 
 def _stores(results: Path):
@@ -90,13 +91,13 @@ def fit(points: list[tuple[float, float]]) -> StageCost:
 
     w = np.array([p[0] for p in points], float)
     s = np.maximum(np.array([p[1] for p in points], float), 1e-3)
-    if np.ptp(w) <= 0 or len(points) < 3:
-        return StageCost(float(np.median(s)), None if w.max() <= 0 else float(np.median(w / s)), len(points))
+    if np.ptp(w) <= 0 or len(points) < 3:  # work does not vary: its time is what was measured, rate unknown
+        return StageCost(float(np.median(s)), None, len(points), max_work=float(w.max()))
     # rows scaled by 1/sqrt(s): between absolute errors (long jobs dominate) and relative ones (the many short
     # jobs dominate); both the start-up of small jobs and the total of large ones come out within about 2x
     A = np.stack([1 / np.sqrt(s), w / np.sqrt(s)], axis=1)
     (a, b), _ = nnls(A, np.sqrt(s))
-    return StageCost(float(a), float(1 / b) if b > 0 else None, len(points))
+    return StageCost(float(a), float(1 / b) if b > 0 else None, len(points), max_work=float(w.max()))
 
 
 def calibrate(results: list[str | Path], out: str | Path = COSTS) -> dict[str, Any]:
@@ -143,9 +144,10 @@ def fallback_rate(costs: dict[str, StageCost]) -> float | None:
 
 
 def predict(cost: StageCost, work: float, fallback: float | None = None) -> float:
-    """Seconds of one job.  A stage whose calibration runs were all start-up (no measured rate) uses ``fallback``
-    (the median rate of the calibrated stages) for the work a bigger config gives it."""
-    rate = cost.rate or fallback
+    """Seconds of one job.  A stage whose calibration runs were all start-up (no measured rate) stays at its start-up
+    within ten times the largest work measured, and beyond that uses ``fallback`` (the median rate of the calibrated
+    stages) for the work a bigger config gives it."""
+    rate = cost.rate or (fallback if work > 10 * cost.max_work else None)
     return cost.overhead_s + (work / rate if rate and work > 0 else 0.0)
 
 
@@ -184,7 +186,7 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                     (root / name / "figures" / f"{f}.png").exists() for f in study.figures(config)]
             works = [s.work() if s is not None else 0.0 for s in specs]
             secs = [predict(cost, w, fallback) for w in works]
-            modelled = not cost.calibrated or (cost.rate is None and any(w > 0 for w in works))
+            modelled = not cost.calibrated or (cost.rate is None and any(w > 10 * cost.max_work for w in works))
             peak = max((sum(s.memory().values()) for s in specs if s is not None), default=0)
             rows.append(Row(name, st.name, len(specs), sum(not t for t in there), peak, max(secs, default=0.0), sum(secs),
                             sum(x for x, t in zip(secs, there) if not t), not modelled))
