@@ -20,13 +20,17 @@ include: "workflow/rules/report.smk"
 
 
 # One run per results folder, whatever the working directory (depthlab.lock): taken when jobs start, held until exit.
+# And Snakemake's scheduler keeps at most one pending re-evaluation timer (depthlab.scheduler).
 onstart:
     import depthlab.lock
+    import depthlab.scheduler
 
     try:
         depthlab.lock.acquire(R)
     except depthlab.lock.ResultsInUse as e:
         sys.exit(f"depthlab: {e}")
+    # Snakemake's job-rate limiter otherwise adds a re-evaluation timer chain per finished job (depthlab.scheduler).
+    print(depthlab.scheduler.coalesce_reevaluations(getattr(workflow, "scheduler", None)), file=sys.stderr)
 
 
 rule all:

@@ -257,6 +257,43 @@ def _ntk_child(kind: str, n: int, n_test: int, d: int, depths: list[int], thread
     q.put(out)
 
 
+def recursion_rate(n2: int = 4096, reps: int = 400) -> float:
+    """Nanoseconds per element and layer of the fused layer step (depthlab.core.fused.step_row) on one thread, on a
+    row that stays in cache: the vector rate the test-side recursion of the NTK regression cannot beat."""
+    import numba
+
+    from depthlab.core import fused
+
+    @numba.njit(cache=False, nogil=True, fastmath={"contract"}, error_model="numpy")
+    def layers(s, th, q2, reps):
+        for r in range(reps):
+            fused.step_row(s, th, q2, 1.0 + 0.01 * (r % 10), 0.01 * (r % 10), 0.01)
+            for j in range(s.shape[0]):  # keep the values in range: restart from Sigma^(0) every 10 layers
+                if r % 10 == 9:
+                    s[j] = 0.3
+                    th[j] = 0.3
+
+    rng = np.random.default_rng(0)
+    s0, q2 = rng.uniform(-0.5, 0.5, n2), rng.uniform(0.8, 1.2, n2)
+    layers(s0.copy(), s0.copy(), q2, 2)  # compile
+    best = np.inf
+    for _ in range(3):
+        s, th = s0.copy(), s0.copy()
+        t = time.perf_counter()
+        layers(s, th, q2, reps)
+        best = min(best, time.perf_counter() - t)
+    return best / (reps * n2) * 1e9
+
+
+def roofline(n: int, n_test: int, max_depth: int, ns_per_step: float, cholesky_seconds: float, threads: int) -> dict:
+    """Lower bound of the NTK regression from its recursion alone: every (test, train) pair and every training pair
+    advanced through every layer at the in-cache vector rate, split over ``threads``; plus the Choleskys it cannot avoid."""
+    steps = (n_test * n + n * n / 2) * max_depth
+    rec = steps * ns_per_step * 1e-9 / threads
+    return {"element_layers": steps, "ns_per_step": ns_per_step, "recursion_seconds": rec,
+            "cholesky_seconds": cholesky_seconds, "best_ratio": (cholesky_seconds + rec) / cholesky_seconds}
+
+
 def ntk_case(kind: str, n: int, n_test: int, d: int, depths: list[int], threads: int = 1) -> dict:
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -279,7 +316,10 @@ def pipeline_overhead(config: str = "config/config.yaml") -> dict:
     """One job's import start-up, and a Snakemake dry run of ``config`` (from a scratch folder: nothing is built)."""
     import tempfile
 
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # tests/shims first: a `scontrol` that fails at once, as where slurm-wlm is absent (the SLURM plugin's probe
+    # otherwise waits ~9 s at every Snakemake start on a machine with slurm-wlm installed and no controller)
+    shims = ROOT / "tests" / "shims"
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'workflow'); import depthlab.cli, depthlab.studies.mori_ueda.training"],
                    check=True, env=env, cwd=ROOT)
@@ -303,6 +343,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--skip-ntk", action="store_true")
     ap.add_argument("--skip-trainer", action="store_true")
+    ap.add_argument("--ntk-n", type=int, nargs="+", default=[5000, 20000], help="training-set sizes N of the NTK cases")
+    ap.add_argument("--ntk-threads", type=int, nargs="+", default=[1, 2], help="threads of both sides of the NTK cases")
+    ap.add_argument("--skip-previous", action="store_true", help="skip the previous torch recursion (83 s at N = 5000)")
+    ap.add_argument("--skip-pipeline", action="store_true", help="skip the start-up and dry-run timings")
     args = ap.parse_args(argv)
     set_threads()
     main_threads = pin_threads(1)  # the trainer cases: one thread for torch, BLAS and numba alike
@@ -342,8 +386,11 @@ def main(argv: list[str] | None = None) -> None:
         print("NTK regression (Gram + Cholesky + predictions, every depth; a fresh process each, both sides pinned to the "
               "same threads: torch, BLAS and numba):")
         depths = list(range(1, 4)) if args.quick else list(range(1, 11))
-        sizes = [(300, 1000)] if args.quick else [(5000, 100_000), (20000, 100_000)]
-        for threads in (1, 2):
+        sizes = [(300, 1000)] if args.quick else [(n, 100_000) for n in args.ntk_n]
+        rate = recursion_rate(n2=512 if args.quick else 4096, reps=20 if args.quick else 400)
+        out["recursion_ns_per_element_layer"] = rate
+        print(f"  fused layer step in cache (one thread): {rate:.2f} ns per element and layer")
+        for threads in args.ntk_threads:
             for n, nt in sizes:
                 ours = ntk_case("fused", n, nt, 100, depths, threads)
                 chol = ntk_case("cholesky", n, nt, 100, depths, threads)
@@ -356,17 +403,26 @@ def main(argv: list[str] | None = None) -> None:
                 out["ntk_peak_rss_gib"] = max(out.get("ntk_peak_rss_gib", 0.0), ours["peak_rss_gib"])
                 print(f"  N={n}, {threads} thread(s) each side: NTK total / bare Choleskys = {ratio:.2f} (goal <= 1.3); "
                       f"peak RSS {ours['peak_rss_gib']:.2f} GiB (goal <= 8)")
-        n, nt = (300, 1000) if args.quick else (5000, 100_000)
-        before = ntk_case("torch", n, nt, 100, depths)
-        out["ntk"].append(before)
-        fused = next(r for r in out["ntk"] if r["impl"] == "fused" and r["n_train"] == n)
-        out["ntk_speedup_vs_previous"] = before["seconds"] / fused["seconds"]
-        print(f"  fused vs the previous torch recursion at N={n}: x{out['ntk_speedup_vs_previous']:.2f}")
+                floor = roofline(n, nt, max(depths), rate, chol["factor_seconds"], threads)
+                out[f"ntk_roofline_{tag}"] = floor
+                print(f"    roofline: {floor['element_layers']:.3g} element-layer steps (test rows x N + N^2/2, x {max(depths)} layers) "
+                      f"at {rate:.2f} ns on {threads} thread(s) = {floor['recursion_seconds']:.1f} s beside the Choleskys' "
+                      f"{chol['factor_seconds']:.1f} s: no NTK regression with this recursion can beat {floor['best_ratio']:.2f}; "
+                      f"measured excess {ours['seconds'] - chol['factor_seconds']:.1f} s", flush=True)
+        if not args.skip_previous:
+            n, nt = (300, 1000) if args.quick else (5000, 100_000)
+            before = ntk_case("torch", n, nt, 100, depths)
+            out["ntk"].append(before)
+            fused = next((r for r in out["ntk"] if r["impl"] == "fused" and r["n_train"] == n), None)
+            if fused is not None:
+                out["ntk_speedup_vs_previous"] = before["seconds"] / fused["seconds"]
+                print(f"  fused vs the previous torch recursion at N={n}: x{out['ntk_speedup_vs_previous']:.2f}")
     if not args.skip_trainer:
         print(f"goals: trainer >= 3x the plain loop at the default shapes: x{out['trainer_speedup_vs_plain']:.2f}; "
               f"no slower than torch.func: x{out['trainer_speedup_vs_torch_func']:.2f}")
-    print("pipeline:")
-    out["pipeline"] = pipeline_overhead("config/smoke.yaml" if args.quick else "config/config.yaml")
+    if not args.skip_pipeline:
+        print("pipeline:")
+        out["pipeline"] = pipeline_overhead("config/smoke.yaml" if args.quick else "config/config.yaml")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -28,3 +28,11 @@ def test_bench_quick_runs_and_writes_json(tmp_path, root):
         assert min(row["batched_model_epochs_per_s"], row["plain_model_epochs_per_s"], row["torch_func_model_epochs_per_s"]) > 0
     assert {r["optimizer"] for r in data["trainer"]} == {"sgd", "adam"}
     assert "vs torch.func" in p.stdout and "goal <= 1.3" in p.stdout and "threads: torch 1" in p.stdout
+
+
+def test_bench_workflow_parses_its_arguments(root):
+    """The workflow-overhead benchmark runs the smoke pipeline twice (minutes): here only its command line is checked."""
+    p = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_workflow.py"), "--help"], cwd=root,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "--config" in p.stdout and "--dry-config" in p.stdout

@@ -69,3 +69,27 @@ def test_cpu_regression_equals_the_torch_path():
     np.testing.assert_allclose(a.prediction, b.prediction, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(a.train_prediction, b.train_prediction, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(a.jitter, b.jitter)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 53, 512])
+def test_predictions_chunked_over_training_points_match_the_whole_rows(chunk):
+    """Cutting each row into chunks (partial last chunk included) changes only the summation order; a kind not
+    needed is left at zero."""
+    x1, x2 = sample_inputs(9, 5, seed=3), sample_inputs(53, 5, seed=4)
+    d, b2 = 5, 0.01
+    sig0 = x1 @ x2.T / d + b2
+    q1, q2 = (x1 * x1).sum(1) / d, (x2 * x2).sum(1) / d
+    want = np.zeros(6, dtype=bool)
+    want[[2, 5]] = True
+    out_s, out_t = np.empty((2, 9, 53)), np.empty((2, 9, 53))
+    fused.recursion(sig0, q1, q2, b2, want, out_s, out_t)
+    rng = np.random.default_rng(1)
+    a_s, a_t = rng.standard_normal((2, 53)), rng.standard_normal((2, 53))
+    ps, pt = np.full((2, 9), np.nan), np.full((2, 9), np.nan)
+    fused.predict_rows(sig0, q1, q2, b2, want, a_s, a_t, ps, pt, True, True, chunk)
+    np.testing.assert_allclose(ps, np.einsum("kij,kj->ki", out_s, a_s), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(pt, np.einsum("kij,kj->ki", out_t, a_t), rtol=1e-12, atol=1e-12)
+    ps2, pt2 = np.full((2, 9), np.nan), np.full((2, 9), np.nan)
+    fused.predict_rows(sig0, q1, q2, b2, want, a_s, a_t, ps2, pt2, False, True, chunk)
+    assert np.all(ps2 == 0.0)
+    np.testing.assert_array_equal(pt2, pt)

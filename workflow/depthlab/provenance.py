@@ -78,18 +78,17 @@ def _walk(tree: ast.AST):
         todo.extend(ast.iter_child_nodes(node))
 
 
-def _is_package(name: str, root: Path) -> bool:
-    p = _module_path(name, root)
-    return p is not None and p.name == "__init__.py"
-
-
-def _imports(name: str, tree: ast.AST, root: Path) -> set[str]:
-    """depthlab modules imported anywhere in ``tree`` (the module ``name``)."""
-    pkg = name if _is_package(name, root) else name.rpartition(".")[0]
-    out: set[str] = set()
+@functools.lru_cache(maxsize=None)
+def _import_records(name: str, path: Path, mtime_ns: int, size: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The depthlab imports written in module ``name`` (file ``path``), unresolved: ``(module, names)`` per import
+    (``names`` empty for a plain ``import``).  Cached per file version: parsing and walking the syntax tree is the
+    costly part, and Snakemake fingerprints dozens of stages that share most modules."""
+    _, tree = _parse(path, mtime_ns)
+    pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: list[tuple[str, tuple[str, ...]]] = []
     for node in _walk(tree):
         if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.split(".")[0] == "depthlab")
+            out.extend((a.name, ()) for a in node.names if a.name.split(".")[0] == "depthlab")
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg.split(".")
@@ -97,13 +96,24 @@ def _imports(name: str, tree: ast.AST, root: Path) -> set[str]:
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            if mod.split(".")[0] != "depthlab":
-                continue
-            # `from pkg import sub` imports the submodule when sub is one; else a name of pkg
-            subs = [f"{mod}.{a.name}" for a in node.names if _module_path(f"{mod}.{a.name}", root)]
-            out.update(subs)
-            if len(subs) < len(node.names):
-                out.add(mod)
+            if mod.split(".")[0] == "depthlab":
+                out.append((mod, tuple(a.name for a in node.names)))
+    return tuple(out)
+
+
+def _imports(name: str, path: Path, root: Path) -> set[str]:
+    """depthlab modules imported anywhere in module ``name`` (file ``path``), resolved against the files under ``root`` now."""
+    st = path.stat()
+    out: set[str] = set()
+    for mod, names in _import_records(name, path, st.st_mtime_ns, st.st_size):
+        if not names:
+            out.add(mod)
+            continue
+        # `from pkg import sub` imports the submodule when sub is one; else a name of pkg
+        subs = [f"{mod}.{n}" for n in names if _module_path(f"{mod}.{n}", root)]
+        out.update(subs)
+        if len(subs) < len(names):
+            out.add(mod)
     return {m for m in out if _module_path(m, root) is not None}
 
 
@@ -135,8 +145,7 @@ def closure(entry: str | Sequence[str], root: Path = PACKAGE_DIR) -> list[str]:
         if path is None:
             raise ModuleNotFoundError(f"no depthlab module {name!r} under {root}")
         seen.add(name)
-        _, tree = _parse(path, path.stat().st_mtime_ns)
-        todo.extend(_imports(name, tree, root) - seen)
+        todo.extend(_imports(name, path, root) - seen)
     return sorted(seen)
 
 

@@ -25,6 +25,7 @@ This module imports nothing heavy (no numpy, no torch): the workflow and the val
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import json
 import re
@@ -58,7 +59,9 @@ class SpecError(ValueError):
     """Plain data does not fit the typed spec; the message names the field."""
 
 
+@functools.lru_cache(maxsize=None)
 def _hints(cls: type) -> dict[str, Any]:
+    """A dataclass's resolved field types (cached: Snakemake builds thousands of job specs from wildcards)."""
     return typing.get_type_hints(cls)
 
 

@@ -301,7 +301,8 @@ class NtkSpec(Spec):
         n = self.data.target.n_train
         parts = self.data.memory()
         parts[f"studies.{STUDY}.figures.{self.job.figure}.targets.{self.job.target}.n_train"] += 3 * 2 * n * n * mem.F64
-        parts[f"studies.{STUDY}.ntk.block"] = min(self.block, max(1, (1 << 16) // n)) * n * 8 * mem.F64
+        # one Sigma^(0) block of test rows (kernel_regression: min(block, 2^22 // n) rows) plus its products
+        parts[f"studies.{STUDY}.ntk.block"] = 2 * min(self.block, max(1, (1 << 22) // n)) * n * mem.F64
         return parts
 
 
