@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
-import os
 import platform
 import resource
 import subprocess
@@ -314,23 +313,13 @@ def ntk_case(kind: str, n: int, n_test: int, d: int, depths: list[int], threads:
 
 def pipeline_overhead(config: str = "config/config.yaml") -> dict:
     """One job's import start-up, and a Snakemake dry run of ``config`` (from a scratch folder: nothing is built)."""
-    import tempfile
+    from bench_workflow import dry_run, tool_env  # beside this file
 
-    # tests/shims first: a `scontrol` that fails at once, as where slurm-wlm is absent (the SLURM plugin's probe
-    # otherwise waits ~9 s at every Snakemake start on a machine with slurm-wlm installed and no controller)
-    shims = ROOT / "tests" / "shims"
-    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'workflow'); import depthlab.cli, depthlab.studies.mori_ueda.training"],
-                   check=True, env=env, cwd=ROOT)
+                   check=True, env=tool_env(), cwd=ROOT)
     startup = time.perf_counter() - t
-    smk = Path(sys.executable).parent / "snakemake"
-    with tempfile.TemporaryDirectory() as scratch:
-        cmd = [str(smk), "-s", str(ROOT / "Snakefile"), "--directory", scratch, "--workflow-profile", str(ROOT / "workflow/profiles/default"),
-               "--configfile", str(ROOT / config), "--dry-run", "--quiet"]
-        t = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, check=True)
-        dry = time.perf_counter() - t
+    dry = dry_run(config)
     out = {"job_startup_seconds": startup, "snakemake_dry_run_seconds": dry, "dry_run_config": config}
     print(f"  one job's Python start-up (imports) {startup:.2f}s; snakemake dry run (every job planned) of {config} {dry:.2f}s")
     return out

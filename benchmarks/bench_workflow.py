@@ -55,14 +55,19 @@ main()
 """
 
 
+def tool_env(extra: dict | None = None) -> dict:
+    """The environment of a Snakemake launch: the venv's tools on PATH, the SLURM probe shim first."""
+    path = f"{SHIMS}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, **(extra or {}), "PATH": path}
+
+
 def _snakemake_cmd(config: str, workdir: str, cores: int, extra: list[str]) -> list[str]:
     return ["-s", str(ROOT / "Snakefile"), "--directory", workdir, "--workflow-profile", str(ROOT / "workflow/profiles/default"),
             "--configfile", str(ROOT / config), "--cores", str(cores), "--quiet", *extra]
 
 
 def run_once(config: str, cores: int, stock: bool) -> dict:
-    bindir = Path(sys.executable).parent
-    env = {**os.environ, **PINNED, "PATH": f"{SHIMS}{os.pathsep}{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = tool_env(PINNED)
     env.pop("DEPTHLAB_STOCK_SCHEDULER", None)
     if stock:
         env["DEPTHLAB_STOCK_SCHEDULER"] = "1"
@@ -81,12 +86,10 @@ def run_once(config: str, cores: int, stock: bool) -> dict:
 
 
 def dry_run(config: str) -> float:
-    bindir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{SHIMS}{os.pathsep}{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
     with tempfile.TemporaryDirectory(prefix="depthlab-bench-dry-") as scratch:
-        cmd = [str(bindir / "snakemake"), *_snakemake_cmd(config, scratch, 1, ["--dry-run"])]
+        cmd = [str(Path(sys.executable).parent / "snakemake"), *_snakemake_cmd(config, scratch, 1, ["--dry-run"])]
         t = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+        subprocess.run(cmd, cwd=ROOT, env=tool_env(), capture_output=True, text=True, check=True)
         return time.perf_counter() - t
 
 

@@ -19,6 +19,7 @@ been lent to this project), so the GPU column says ``not measured`` rather than 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -39,18 +40,15 @@ class StageCost:
 
 
 def _stores(results: Path):
-    """(study, store path relative to results, record) of every store below ``results``."""
+    """(store path relative to results, record) of every store below ``results`` with a readable record."""
+    from .results import ResultsError, _record, _stores as stores_below
+
     for study_dir in sorted(p for p in results.iterdir() if p.is_dir() and p.name not in ("logs", "benchmarks")):
-        for dirpath, dirnames, _ in os.walk(study_dir):
-            done = [d for d in dirnames if d.endswith(".zarr")]
-            dirnames[:] = [d for d in dirnames if not d.endswith(".zarr") and ".tmp-" not in d]
-            for d in done:
-                meta = Path(dirpath, d, "zarr.json")
-                try:
-                    rec = json.loads(json.loads(meta.read_text())["attributes"]["depthlab_provenance"])
-                except (OSError, ValueError, KeyError, TypeError):
-                    continue
-                yield study_dir.name, Path(dirpath, d).relative_to(results), rec
+        for path in stores_below(study_dir):
+            try:
+                yield path.relative_to(results), _record(path)
+            except ResultsError:
+                continue
 
 
 def _seconds(tsv: Path) -> float | None:
@@ -67,7 +65,7 @@ def measurements(results: str | Path) -> dict[str, list[tuple[float, float]]]:
 
     results = Path(results)
     out: dict[str, list[tuple[float, float]]] = {}
-    for study, rel, rec in _stores(results):
+    for rel, rec in _stores(results):
         secs = _seconds(results / "benchmarks" / Path(*rel.parts).with_suffix(".tsv"))
         if secs is None:
             continue
@@ -133,9 +131,8 @@ def stage_cost(costs: dict[str, StageCost], key: str) -> StageCost:
     kind = "*/" + key.split("/")[1] if key.split("/")[1] in ("figure", "claims") else None
     if kind in costs:
         return costs[kind]
-    rates = sorted(c.rate for c in costs.values() if c.rate)
     overheads = sorted(c.overhead_s for c in costs.values())
-    return StageCost(overheads[len(overheads) // 2] if overheads else 3.0, rates[len(rates) // 2] if rates else None, 0, False)
+    return StageCost(overheads[len(overheads) // 2] if overheads else 3.0, fallback_rate(costs), 0, False)
 
 
 def fallback_rate(costs: dict[str, StageCost]) -> float | None:
@@ -228,11 +225,6 @@ def render(rows: list[Row], config_name: str) -> str:
     return "\n".join(lines)
 
 
-def max_error_factor(pairs: list[tuple[float, float]]) -> float:
-    """The largest of predicted/measured and measured/predicted over (predicted, measured) pairs."""
-    return max(max(p / m, m / p) for p, m in pairs if p > 0 and m > 0) if pairs else math.nan
-
-
 MAX_RUNTIME_MIN = 7 * 24 * 60  # the longest time limit most SLURM partitions allow
 
 
@@ -242,7 +234,7 @@ def job_resources(spec: Any, study: str, stage: str, gpu: bool, device: str, att
     estimate + 1 GB (Python, torch), ``runtime`` (minutes) = 3 x the one-core estimate, at least 10, both multiplied by
     ``attempt`` (a job killed for time or memory asks for more when it is retried; its checkpoint keeps the work done);
     ``gpu`` = 1 for a stage that can use one unless the config says ``device: cpu``."""
-    costs = _COSTS_CACHE.setdefault("default", load_costs()) if costs is None else costs
+    costs = _shipped_costs() if costs is None else costs
     need_mb = sum(spec.memory().values()) / 2**20
     secs = predict(stage_cost(costs, f"{study}/{stage}"), spec.work(), fallback_rate(costs))
     return {"mem_mb": int(math.ceil((1.5 * need_mb + 1000) * attempt)),
@@ -250,4 +242,7 @@ def job_resources(spec: Any, study: str, stage: str, gpu: bool, device: str, att
             "gpu": int(gpu and device != "cpu")}
 
 
-_COSTS_CACHE: dict[str, dict[str, StageCost]] = {}
+@functools.lru_cache(maxsize=1)
+def _shipped_costs() -> dict[str, StageCost]:
+    """The package's calibration, read once per process (Snakemake asks for every job's resources)."""
+    return load_costs()

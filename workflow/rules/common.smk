@@ -128,16 +128,18 @@ def spec_of(study, stage):
     return _named(lambda wildcards: _spec(study, stage, _job(study, stage, wildcards)).to_json(), f"{study}_{stage}_spec")
 
 
+@functools.lru_cache(maxsize=None)
+def _resources(study, stage, job, attempt):
+    """All of one job's cluster requests, computed once (three resource functions ask, on every scheduler pass)."""
+    gpu = get_study(study).stage(stage).gpu
+    return dlplan.job_resources(_spec(study, stage, job), study, stage, gpu, config["device"], attempt)
+
+
 def resource_of(study, stage, name):
     """One of the job's cluster requests (mem_mb, runtime in minutes, gpu) from its spec's memory and cost estimates
     (depthlab.plan.job_resources), growing with the attempt: SLURM's --mem, --time and --gpus per job."""
-    st = get_study(study).stage(stage)
-
-    def fn(wildcards, attempt):
-        spec = _spec(study, stage, _job(study, stage, wildcards))
-        return dlplan.job_resources(spec, study, stage, st.gpu, config["device"], attempt)[name]
-
-    return _named(fn, f"{study}_{stage}_{name}")
+    return _named(lambda wildcards, attempt: _resources(study, stage, _job(study, stage, wildcards), attempt)[name],
+                  f"{study}_{stage}_{name}")
 
 
 def code_of(study, stage):
