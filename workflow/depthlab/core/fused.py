@@ -56,6 +56,33 @@ def atan(x: float) -> float:
     return -r if x < 0 else r
 
 
+@numba.njit(inline="always", **_JIT)
+def atan_ratio(y: float, x: float) -> float:
+    """arctan(y / x) for x >= 0 without forming y / x: the Cephes reduction of :func:`atan` written on the ratio's
+    terms (-x / |y|, (|y| - x) / (|y| + x) or |y| / x), so one division instead of three; atan_ratio(y, 0) = +-pi/2."""
+    a = abs(y)
+    big = a > _T3P8 * x
+    mid = a > 0.66 * x
+    num = -x if big else (a - x if mid else a)
+    den = a if big else (a + x if mid else x)
+    xr = num / den
+    y0 = _PI_2 if big else (_PI_4 if mid else 0.0)
+    corr = _MOREBITS if big else (0.5 * _MOREBITS if mid else 0.0)
+    z = xr * xr
+    p = (((_P[0] * z + _P[1]) * z + _P[2]) * z + _P[3]) * z + _P[4]
+    q = ((((z + _Q[0]) * z + _Q[1]) * z + _Q[2]) * z + _Q[3]) * z + _Q[4]
+    r = y0 + (xr * (z * p / q) + xr + corr)
+    return -r if y < 0 else r
+
+
+@numba.njit(**_JIT)
+def atan_ratio_array(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    out = np.empty_like(y)
+    for i in range(y.size):
+        out.flat[i] = atan_ratio(y.flat[i], x.flat[i])
+    return out
+
+
 @numba.njit(**_JIT)
 def atan_array(x: np.ndarray) -> np.ndarray:
     out = np.empty_like(x)
@@ -71,7 +98,7 @@ def step_row(s: np.ndarray, th: np.ndarray, q2: np.ndarray, qa: float, b: float,
         sj = s[j]
         det = qa * (q2[j] + b) - sj * sj
         sd = math.sqrt(det if det > 0.0 else 0.0)
-        ph = atan(sj / sd)
+        ph = atan_ratio(sj, sd)
         snew = (sd + sj * (_PI_2 + ph)) * _INV_PI + beta2
         th[j] = th[j] * (0.5 + ph * _INV_PI) + snew
         s[j] = snew
@@ -110,8 +137,11 @@ def advance(A: np.ndarray, q: np.ndarray, beta2: float, ell: int, tile: int = 64
     A holds Sigma^(l-1)(x_i, x_j) at A[i, j] and Theta^(l-1)(x_i, x_j) at A[j, i] for i > j (the
     diagonals have closed forms and are not stored); afterwards it holds Sigma^(l), Theta^(l).
     q [n]: |x|^2 / d, so Sigma^(l-1)(x, x) = q + l beta^2 with l = ``ell``.  Works on tile x tile
-    blocks copied to two contiguous local buffers (the Theta block transposed), so the inner
-    loop vectorises; a diagonal block computes its upper half too, and writes back the lower only.
+    blocks: off the diagonal, each row of the Sigma block is advanced where it lies, and the Theta
+    block goes through one contiguous transposed buffer (so the inner loop vectorises); a diagonal
+    block is copied whole, computes its upper half too, and writes back its strict triangles only.
+    Copying the Sigma blocks in and out as well cost 10 ns per pair instead of 2.7 (n = 6000, one
+    core of the dev machine), against 1.3 ns for the arithmetic.
     """
     n = A.shape[0]
     b = ell * beta2
@@ -119,23 +149,30 @@ def advance(A: np.ndarray, q: np.ndarray, beta2: float, ell: int, tile: int = 64
     tb = np.empty((tile, tile))
     for r0 in range(0, n, tile):
         r1 = min(r0 + tile, n)
-        for c0 in range(0, r1, tile):
-            c1 = min(c0 + tile, r1)
-            nr, nc = r1 - r0, c1 - c0
-            for ii in range(nr):
-                for jj in range(nc):
-                    sb[ii, jj] = A[r0 + ii, c0 + jj]
-            for jj in range(nc):
+        nr = r1 - r0
+        for c0 in range(0, r0, tile):  # off the diagonal: c0 + tile <= r0
+            c1 = c0 + tile
+            for jj in range(tile):
+                row = A[c0 + jj]
                 for ii in range(nr):
-                    tb[ii, jj] = A[c0 + jj, r0 + ii]
+                    tb[ii, jj] = row[r0 + ii]
+            qc = q[c0:c1]
             for ii in range(nr):
-                step_row(sb[ii, :nc], tb[ii, :nc], q[c0:c1], q[r0 + ii] + b, b, beta2)
-            for ii in range(nr):
-                for jj in range(min(nc, r0 + ii - c0)):
-                    A[r0 + ii, c0 + jj] = sb[ii, jj]
-            for jj in range(nc):
-                for ii in range(max(0, c0 + jj - r0 + 1), nr):
-                    A[c0 + jj, r0 + ii] = tb[ii, jj]
+                step_row(A[r0 + ii][c0:c1], tb[ii], qc, q[r0 + ii] + b, b, beta2)
+            for jj in range(tile):
+                row = A[c0 + jj]
+                for ii in range(nr):
+                    row[r0 + ii] = tb[ii, jj]
+        for ii in range(nr):  # the diagonal block
+            for jj in range(nr):
+                sb[ii, jj] = A[r0 + ii, r0 + jj]
+                tb[ii, jj] = A[r0 + jj, r0 + ii]
+        for ii in range(nr):
+            step_row(sb[ii][:nr], tb[ii][:nr], q[r0:r1], q[r0 + ii] + b, b, beta2)
+        for ii in range(nr):
+            for jj in range(ii):
+                A[r0 + ii, r0 + jj] = sb[ii, jj]
+                A[r0 + jj, r0 + ii] = tb[ii, jj]
 
 
 @numba.njit(**_JIT)
