@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -30,16 +31,22 @@ def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(sm
     out = tmp_path / "costs.json"
     pl.calibrate([smoke_run.results], out)
     costs = pl.load_costs(out)
-    fb = pl.fallback_rate(costs)
-    data = pl.measurements(smoke_run.results)
-    assert set(data) >= {"mori_ueda/train", "separation/radial", "fractals/train", "spectra/krr", "acceleration/train"}
-    tot_p = tot_m = 0.0
-    for key, pts in data.items():
-        c = pl.stage_cost(costs, key)
-        p, m = sum(pl.predict(c, w, fb) for w, _ in pts), sum(s for _, s in pts)
-        tot_p, tot_m = tot_p + p, tot_m + m
-        assert 0.5 <= p / m <= 2.0, (key, p, m)
+    rows = pl.check(smoke_run.results, costs)
+    assert {r.stage for r in rows} >= {"mori_ueda/train", "separation/radial", "fractals/train", "spectra/krr", "acceleration/train"}
+    for r in rows:
+        assert 0.5 <= r.ratio <= 2.0, (r.stage, r.predicted_s, r.measured_s)
+    tot_p, tot_m = sum(r.predicted_s for r in rows), sum(r.measured_s for r in rows)
     assert 0.8 <= tot_p / tot_m <= 1.25, (tot_p, tot_m)
+    # the same check can fail: a calibration whose start-ups are ten times too long is flagged, and the command exits 1
+    doc = json.loads(out.read_text())
+    for st in doc["stages"].values():
+        st["overhead_s"] *= 10
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps(doc))
+    p = subprocess.run([sys.executable, "-m", "depthlab", "plan", "--check", str(smoke_run.results), "--costs", str(slow)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "  !" in p.stdout and "stages within 2x" in p.stdout
     # the shipped calibration is a valid one (every stage of every study has constants or a stated fallback)
     assert pl.load_costs(), "workflow/depthlab/costs.json is missing or empty"
 

@@ -208,8 +208,14 @@ def plan(args: argparse.Namespace) -> None:
         doc = pl.calibrate(args.calibrate, args.costs or pl.COSTS)
         print(f"wrote {args.costs or pl.COSTS}: {len(doc['stages'])} stages from {', '.join(args.calibrate)}")
         return
+    if args.check:
+        rows = pl.check(args.check, pl.load_costs(args.costs) if args.costs else None)
+        print(pl.render_check(rows, args.check, Path(args.costs or pl.COSTS).name, args.factor))
+        if any(not (1 / args.factor <= r.ratio <= args.factor) for r in rows):
+            raise SystemExit(1)
+        return
     if not args.config:
-        print("error: give a config (depthlab plan CONFIG) or --calibrate RESULTS ...", file=sys.stderr)
+        print("error: give a config (depthlab plan CONFIG), --calibrate RESULTS ... or --check RESULTS", file=sys.stderr)
         raise SystemExit(2)
     config = _load_or_exit(args.config, memory=False)
     costs = pl.load_costs(args.costs) if args.costs else None
@@ -276,6 +282,9 @@ def main(argv: list[str] | None = None) -> None:
     pl_.add_argument("--results", help="the results folder whose missing stores count as 'to run' (default: the config's)")
     pl_.add_argument("--costs", help="the cost calibration to use or write (default: the package's costs.json)")
     pl_.add_argument("--calibrate", nargs="+", metavar="RESULTS", help="fit the cost model to finished runs' benchmarks")
+    pl_.add_argument("--check", metavar="RESULTS", help="per stage, the model's predicted vs a finished run's measured "
+                     "core-minutes; exits 1 when a stage is off by more than --factor")
+    pl_.add_argument("--factor", type=float, default=2.0, help="the tolerated factor of --check (default 2)")
     pl_.set_defaults(func=plan)
     f = sub.add_parser("fingerprint", help="list the modules a stage's code fingerprint covers")
     f.add_argument("study")

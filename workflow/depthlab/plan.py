@@ -225,6 +225,47 @@ def render(rows: list[Row], config_name: str) -> str:
     return "\n".join(lines)
 
 
+@dataclass
+class Check:
+    stage: str  # 'study/stage', or '*/figure', '*/claims'
+    jobs: int
+    predicted_s: float
+    measured_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted_s / self.measured_s if self.measured_s > 0 else math.inf
+
+
+def check(results: str | Path, costs: dict[str, StageCost] | None = None) -> list[Check]:
+    """Per stage of a finished run: the cost model's predicted core-seconds for the jobs it ran against the seconds
+    its ``benchmarks/**.tsv`` measured (one core per job, so wall seconds are core-seconds)."""
+    costs = load_costs() if costs is None else costs
+    fallback = fallback_rate(costs)
+    out = []
+    for key, pts in sorted(measurements(results).items()):
+        c = stage_cost(costs, key)
+        out.append(Check(key, len(pts), sum(predict(c, w, fallback) for w, _ in pts), sum(s for _, s in pts)))
+    if not out:
+        raise SystemExit(f"no measured jobs under {results} (benchmarks/**.tsv of a finished run)")
+    return out
+
+
+def render_check(rows: list[Check], results: str, costs_name: str, factor: float = 2.0) -> str:
+    """The table of :func:`check`, each stage marked when its prediction is off by more than ``factor``."""
+    lines = [f"predicted ({costs_name}) vs measured ({results}) core-minutes per stage; '!' = off by more than {factor:g}x",
+             "", f"{'stage':<26}{'jobs':>6}{'predicted':>12}{'measured':>12}{'pred/meas':>11}"]
+    for r in rows:
+        off = not (1 / factor <= r.ratio <= factor)
+        lines.append(f"{r.stage:<26}{r.jobs:>6}{r.predicted_s / 60:>12.1f}{r.measured_s / 60:>12.1f}{r.ratio:>11.2f}"
+                     + ("  !" if off else ""))
+    p, m = sum(r.predicted_s for r in rows), sum(r.measured_s for r in rows)
+    n_off = sum(not (1 / factor <= r.ratio <= factor) for r in rows)
+    lines += ["", f"{'total':<26}{sum(r.jobs for r in rows):>6}{p / 60:>12.1f}{m / 60:>12.1f}{p / m if m else math.inf:>11.2f}",
+              f"{len(rows) - n_off} of {len(rows)} stages within {factor:g}x"]
+    return "\n".join(lines)
+
+
 MAX_RUNTIME_MIN = 7 * 24 * 60  # the longest time limit most SLURM partitions allow
 
 
