@@ -211,7 +211,7 @@ def plan(args: argparse.Namespace) -> None:
     if args.check:
         rows = pl.check(args.check, pl.load_costs(args.costs) if args.costs else None)
         print(pl.render_check(rows, args.check, Path(args.costs or pl.COSTS).name, args.factor))
-        if any(not (1 / args.factor <= r.ratio <= args.factor) for r in rows):
+        if not all(r.within(args.factor) for r in rows):
             raise SystemExit(1)
         return
     if not args.config:

@@ -236,6 +236,9 @@ class Check:
     def ratio(self) -> float:
         return self.predicted_s / self.measured_s if self.measured_s > 0 else math.inf
 
+    def within(self, factor: float) -> bool:
+        return 1 / factor <= self.ratio <= factor
+
 
 def check(results: str | Path, costs: dict[str, StageCost] | None = None) -> list[Check]:
     """Per stage of a finished run: the cost model's predicted core-seconds for the jobs it ran against the seconds
@@ -256,11 +259,10 @@ def render_check(rows: list[Check], results: str, costs_name: str, factor: float
     lines = [f"predicted ({costs_name}) vs measured ({results}) core-minutes per stage; '!' = off by more than {factor:g}x",
              "", f"{'stage':<26}{'jobs':>6}{'predicted':>12}{'measured':>12}{'pred/meas':>11}"]
     for r in rows:
-        off = not (1 / factor <= r.ratio <= factor)
         lines.append(f"{r.stage:<26}{r.jobs:>6}{r.predicted_s / 60:>12.1f}{r.measured_s / 60:>12.1f}{r.ratio:>11.2f}"
-                     + ("  !" if off else ""))
+                     + ("" if r.within(factor) else "  !"))
     p, m = sum(r.predicted_s for r in rows), sum(r.measured_s for r in rows)
-    n_off = sum(not (1 / factor <= r.ratio <= factor) for r in rows)
+    n_off = sum(not r.within(factor) for r in rows)
     lines += ["", f"{'total':<26}{sum(r.jobs for r in rows):>6}{p / 60:>12.1f}{m / 60:>12.1f}{p / m if m else math.inf:>11.2f}",
               f"{len(rows) - n_off} of {len(rows)} stages within {factor:g}x"]
     return "\n".join(lines)

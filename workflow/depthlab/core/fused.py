@@ -41,25 +41,10 @@ _JIT = dict(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
 
 
 @numba.njit(inline="always", **_JIT)
-def atan(x: float) -> float:
-    """arctan(x), branch-free Cephes; atan(+-inf) = +-pi/2."""
-    ax = abs(x)
-    big = ax > _T3P8
-    mid = ax > 0.66
-    xr = -1.0 / ax if big else ((ax - 1.0) / (ax + 1.0) if mid else ax)
-    y0 = _PI_2 if big else (_PI_4 if mid else 0.0)
-    corr = _MOREBITS if big else (0.5 * _MOREBITS if mid else 0.0)
-    z = xr * xr
-    p = (((_P[0] * z + _P[1]) * z + _P[2]) * z + _P[3]) * z + _P[4]
-    q = ((((z + _Q[0]) * z + _Q[1]) * z + _Q[2]) * z + _Q[3]) * z + _Q[4]
-    r = y0 + (xr * (z * p / q) + xr + corr)
-    return -r if x < 0 else r
-
-
-@numba.njit(inline="always", **_JIT)
 def atan_ratio(y: float, x: float) -> float:
-    """arctan(y / x) for x >= 0 without forming y / x: the Cephes reduction of :func:`atan` written on the ratio's
-    terms (-x / |y|, (|y| - x) / (|y| + x) or |y| / x), so one division instead of three; atan_ratio(y, 0) = +-pi/2."""
+    """arctan(y / x) for x >= 0 without forming y / x: Cephes' atan (range reduction to |x| <= 0.66 and a P(z)/Q(z)
+    rational approximation in z = x^2) written on the ratio's terms (-x / |y|, (|y| - x) / (|y| + x) or |y| / x), so
+    one division instead of three; atan_ratio(y, 0) = +-pi/2."""
     a = abs(y)
     big = a > _T3P8 * x
     mid = a > 0.66 * x
@@ -73,6 +58,13 @@ def atan_ratio(y: float, x: float) -> float:
     q = ((((z + _Q[0]) * z + _Q[1]) * z + _Q[2]) * z + _Q[3]) * z + _Q[4]
     r = y0 + (xr * (z * p / q) + xr + corr)
     return -r if y < 0 else r
+
+
+@numba.njit(inline="always", **_JIT)
+def atan(x: float) -> float:
+    """arctan(x), branch-free Cephes; atan(+-inf) = +-pi/2.  The ratio x / 1: its reduced argument -1 / |x|,
+    (|x| - 1) / (|x| + 1) or |x| / 1 is exactly the one of Cephes' atan."""
+    return atan_ratio(x, 1.0)
 
 
 @numba.njit(**_JIT)
