@@ -16,6 +16,7 @@ with its provenance record, and hands the function a checkpoint to survive kills
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -129,6 +130,15 @@ def run_claims(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
     log.info("wrote %s (%d verdicts)", out, len(verdicts))
 
 
+def start_gc() -> None:
+    """Turn the garbage collector back on if the ``depthlab`` command started with it off (``depthlab._launch``),
+    first freezing what start-up loaded (modules, functions, classes: never garbage) so that no collection, the one
+    at exit included, walks it again.  A no-op when the collector is on (a test or a notebook calling ``main``)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 def stage(args: argparse.Namespace) -> None:
     from .studies import get_study
 
@@ -137,6 +147,7 @@ def stage(args: argparse.Namespace) -> None:
     spec = study.spec_from_dict(data)  # typed once, here
     st = study.stage(spec.STAGE)
     fn = st.function()
+    start_gc()  # the job's modules are loaded
     inputs = json.loads(args.inputs)
     out = Path(args.output)
     if st.kind == "store":
@@ -291,6 +302,8 @@ def main(argv: list[str] | None = None) -> None:
     f.add_argument("stage")
     f.set_defaults(func=fingerprint)
     args = p.parse_args(argv)
+    if args.func is not stage:  # a stage job turns it on once its modules are loaded
+        start_gc()
     try:
         args.func(args)
     except Exception as e:
