@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import depthlab.config as dlc
@@ -22,6 +23,25 @@ def test_the_fit_recovers_a_start_up_and_a_rate_and_falls_back_when_work_does_no
     # within the measured range it is all start-up; far beyond it, it borrows the median rate of the other stages
     assert pl.predict(flat, 2e6, fallback=1e9) == flat.overhead_s
     assert pl.predict(flat, 4e9, fallback=2e9) == pytest.approx(flat.overhead_s + 2.0)
+
+
+def test_the_fit_predicts_a_stages_total_without_bias_where_weighting_by_measured_seconds_did_not():
+    """Jobs whose runtimes scatter around start-up + work / rate with a noise of mean 1 (gamma, CV 0.5): the fitted
+    model's total over the jobs matches the measured total, and the constants come back.  The fit this replaced
+    (squared errors divided by the measured seconds) is computed here on the same jobs: it lands near the harmonic
+    mean, E[1/noise]^-1 = 0.75 of the mean for this noise, so its total is low by about a quarter."""
+    from scipy.optimize import nnls
+
+    rng = np.random.default_rng(0)
+    w = rng.uniform(0.0, 2e10, 4000)
+    s = (1.5 + w / 1e9) * rng.gamma(4.0, 1 / 4.0, w.size)
+    c = pl.fit(list(zip(w, s)))
+    assert sum(pl.predict(c, x) for x in w) / s.sum() == pytest.approx(1.0, abs=0.02)
+    assert c.overhead_s == pytest.approx(1.5, rel=0.2) and c.rate == pytest.approx(1e9, rel=0.05)
+    (a, b), _ = nnls(np.stack([1 / np.sqrt(s), w / np.sqrt(s)], axis=1), np.sqrt(s))
+    assert (a * w.size + b * w.sum()) / s.sum() == pytest.approx(0.75, abs=0.03)
+    # a stage whose work does not vary: the mean of its runtimes
+    assert pl.fit([(5.0, x) for x in (1.0, 2.0, 6.0)]).overhead_s == pytest.approx(3.0)
 
 
 def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(smoke_run, tmp_path):

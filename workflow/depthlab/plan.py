@@ -10,7 +10,7 @@ estimate the validator uses), and the estimated runtime of a job on one CPU core
 training stage, n^3 / 3 for a Cholesky, ...; 0 for a job whose time is its start-up), and the two
 constants per stage are *measured*: ``depthlab plan --calibrate RESULTS`` fits them to the runtimes a
 finished run recorded (``RESULTS/benchmarks/**.tsv``, one row per job, matched to the spec its store
-records), minimising the relative error, and writes ``workflow/depthlab/costs.json``.  A stage with no
+records), with every stage's total unbiased (:func:`fit`), and writes ``workflow/depthlab/costs.json``.  A stage with no
 measured jobs falls back to the median rate of the calibrated stages and says so (``modelled``).
 
 GPU runtimes are printed only where a calibration measured on a GPU exists; none does yet (no GPU has
@@ -83,18 +83,30 @@ def measurements(results: str | Path) -> dict[str, list[tuple[float, float]]]:
 
 
 def fit(points: list[tuple[float, float]]) -> StageCost:
-    """overhead + work / rate by non-negative least squares, each job weighted by 1/seconds (runtimes span decades)."""
+    """overhead + work / rate, fitted so that a stage's predicted total is unbiased.
+
+    Runtimes span decades, so each job's squared error is divided by its *predicted* seconds (a quasi-Poisson fit,
+    variance proportional to the mean, by iteratively reweighted non-negative least squares).  Its first equation
+    makes the relative errors average zero, so neither the many short jobs nor the few long ones dominate.
+    Dividing by the *measured* seconds instead, as this fit did before, gives the jobs that happened to run short the
+    most weight and puts a stage's level near the harmonic mean of its jobs, below their average: its totals came
+    out low.  A stage whose work does not vary gets the mean of its runtimes (the same fit with no rate)."""
     import numpy as np
     from scipy.optimize import nnls
 
     w = np.array([p[0] for p in points], float)
     s = np.maximum(np.array([p[1] for p in points], float), 1e-3)
     if np.ptp(w) <= 0 or len(points) < 3:  # work does not vary: its time is what was measured, rate unknown
-        return StageCost(float(np.median(s)), None, len(points), max_work=float(w.max()))
-    # rows scaled by 1/sqrt(s): between absolute errors (long jobs dominate) and relative ones (the many short
-    # jobs dominate); both the start-up of small jobs and the total of large ones come out within about 2x
-    A = np.stack([1 / np.sqrt(s), w / np.sqrt(s)], axis=1)
-    (a, b), _ = nnls(A, np.sqrt(s))
+        return StageCost(float(s.mean()), None, len(points), max_work=float(w.max()))
+    mu = np.full_like(s, s.mean())
+    for _ in range(100):
+        A = np.stack([np.ones_like(w), w], axis=1) / np.sqrt(mu)[:, None]
+        (a, b), _ = nnls(A, s / np.sqrt(mu))
+        new = np.maximum(a + b * w, 1e-3)
+        done = np.allclose(new, mu, rtol=1e-10, atol=0)
+        mu = new
+        if done:
+            break
     return StageCost(float(a), float(1 / b) if b > 0 else None, len(points), max_work=float(w.max()))
 
 
