@@ -112,3 +112,12 @@ def test_predictions_chunked_over_training_points_match_the_whole_rows(chunk):
     fused.predict_rows(sig0, q1, q2, b2, want, a_s, a_t, ps2, pt2, False, True, chunk)
     assert np.all(ps2 == 0.0)
     np.testing.assert_array_equal(pt2, pt)
+    # handed the raw x.x' with divide = d and shift = beta^2, it forms Sigma^(0) as it reads it: the same bits as
+    # the block prepared by numpy (x.x' computed once, so both sides start from the same product)
+    raw = x1 @ x2.T
+    prepared = raw / d + b2
+    ps3, pt3, ps4, pt4 = (np.full((2, 9), np.nan) for _ in range(4))
+    fused.predict_rows(prepared, q1, q2, b2, want, a_s, a_t, ps3, pt3, True, True, chunk)
+    fused.predict_rows(raw, q1, q2, b2, want, a_s, a_t, ps4, pt4, True, True, chunk, float(d), b2)
+    np.testing.assert_array_equal(ps4, ps3)
+    np.testing.assert_array_equal(pt4, pt3)

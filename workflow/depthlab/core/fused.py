@@ -170,10 +170,13 @@ def advance(A: np.ndarray, q: np.ndarray, beta2: float, ell: int, tile: int = 64
 @numba.njit(**_JIT)
 def predict_rows(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float, want: np.ndarray,
                  alpha_sigma: np.ndarray, alpha_theta: np.ndarray, out_sigma: np.ndarray, out_theta: np.ndarray,
-                 need_sigma: bool = True, need_theta: bool = True, chunk: int = 512) -> None:
+                 need_sigma: bool = True, need_theta: bool = True, chunk: int = 512, divide: float = 1.0,
+                 shift: float = 0.0) -> None:
     """Kernel-regression predictions of test rows: out[k, i] = sum_j K^(L_k)(x_i, x_j) alpha[k, j].
 
-    sig0 [n1, n2]: Sigma^(0) between the test rows and the training points; alpha_* [D, n2]
+    sig0 [n1, n2]: Sigma^(0) between the test rows and the training points, as ``sig0 / divide + shift``
+    (so the caller can hand over the raw x.x' and skip two passes over the block; the same operations
+    as numpy's ``sig0 /= divide; sig0 += shift``, so the same bits); alpha_* [D, n2]
     (D = sum(want)); out_* [D, n1] (a kind not needed is left at 0 and its dot products skipped).
     The kernels never leave the cache: each row is cut into chunks of ``chunk`` training points,
     and a chunk is advanced through every layer and dotted with the matching pieces of alpha
@@ -194,8 +197,9 @@ def predict_rows(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float,
             c1 = min(c0 + chunk, n2)
             m = c1 - c0
             for j in range(m):
-                s[j] = sig0[i, c0 + j]
-                th[j] = sig0[i, c0 + j]
+                v = sig0[i, c0 + j] / divide + shift
+                s[j] = v
+                th[j] = v
             k = 0
             for ell in range(1, max_depth + 1):
                 step_row(s[:m], th[:m], q2[c0:c1], q1[i] + ell * beta2, ell * beta2, beta2)

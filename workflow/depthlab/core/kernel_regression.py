@@ -140,11 +140,9 @@ def _regression_cpu(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[in
     buf = _touched((min(rows, len(T)), n))  # one Sigma^(0) buffer for every block: no page faults per block
     for s in range(0, len(T), rows):
         sig0 = buf[: len(T[s : s + rows])]
-        np.matmul(T[s : s + rows], X.T, out=sig0)
-        sig0 /= d
-        sig0 += b2
+        np.matmul(T[s : s + rows], X.T, out=sig0)  # x.x'; predict_rows forms Sigma^(0) = x.x'/d + beta^2 as it reads it
         fused.predict_rows(sig0, qt[s : s + rows], q, b2, want, a_sig, a_th, out_s[:, s : s + rows], out_t[:, s : s + rows],
-                           "nngp" in kinds, "ntk" in kinds)
+                           "nngp" in kinds, "ntk" in kinds, 512, float(d), b2)
     pred = np.stack([out_t if k == "ntk" else out_s for k in kinds])
     return KernelFit(kinds=kinds, depths=np.asarray(depths), prediction=pred, train_prediction=train_pred, jitter=jitter)
 
