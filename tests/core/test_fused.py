@@ -121,3 +121,5 @@ def test_predictions_chunked_over_training_points_match_the_whole_rows(chunk):
     fused.predict_rows(raw, q1, q2, b2, want, a_s, a_t, ps4, pt4, True, True, chunk, float(d), b2)
     np.testing.assert_array_equal(ps4, ps3)
     np.testing.assert_array_equal(pt4, pt3)
+    fused.divide_shift(raw, float(d), b2)  # the training side's one pass: the same bits as numpy's two
+    np.testing.assert_array_equal(raw, prepared)

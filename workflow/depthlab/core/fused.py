@@ -231,3 +231,11 @@ def fill_factor(F: np.ndarray, A: np.ndarray, diag: np.ndarray, theta: bool, jit
         else:
             for i in range(j):
                 F[i, j] = A[j, i]
+
+
+@numba.njit(**_JIT)
+def divide_shift(A: np.ndarray, divide: float, shift: float) -> None:
+    """A = A / divide + shift in one pass over A (numpy's ``A /= divide; A += shift`` is two; the same bits)."""
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            A[i, j] = A[i, j] / divide + shift
