@@ -87,7 +87,9 @@ def fit(points: list[tuple[float, float]]) -> StageCost:
 
     Runtimes span decades, so each job's squared error is divided by its *predicted* seconds (a quasi-Poisson fit,
     variance proportional to the mean, by iteratively reweighted non-negative least squares).  Its first equation
-    makes the relative errors average zero, so neither the many short jobs nor the few long ones dominate.
+    makes the relative errors average zero, so neither the many short jobs nor the few long ones dominate.  With
+    seconds = a + b * work and both constants positive, a times the first equation plus b times the second reads
+    sum(measured - predicted) = 0: in sample, a stage's predicted total is its measured total.
     Dividing by the *measured* seconds instead, as this fit did before, gives the jobs that happened to run short the
     most weight and puts a stage's level near the harmonic mean of its jobs, below their average: its totals came
     out low.  A stage whose work does not vary gets the mean of its runtimes (the same fit with no rate)."""
