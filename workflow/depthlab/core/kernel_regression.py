@@ -141,7 +141,7 @@ def _regression_cpu(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[in
         sig0 = buf[: len(T[s : s + rows])]
         np.matmul(T[s : s + rows], X.T, out=sig0)  # x.x'; predict_rows forms Sigma^(0) = x.x'/d + beta^2 as it reads it
         fused.predict_rows(sig0, qt[s : s + rows], q, b2, want, a_sig, a_th, out_s[:, s : s + rows], out_t[:, s : s + rows],
-                           "nngp" in kinds, "ntk" in kinds, 512, float(d), b2)
+                           "nngp" in kinds, "ntk" in kinds, divide=float(d), shift=b2)
     pred = np.stack([out_t if k == "ntk" else out_s for k in kinds])
     return KernelFit(kinds=kinds, depths=np.asarray(depths), prediction=pred, train_prediction=train_pred, jitter=jitter)
 
