@@ -409,6 +409,42 @@ def test_stale_temporaries_are_removed_only_for_dead_writers_and_by_exact_name(t
     assert st.remove_stale(out) == [running]  # its writer is gone now
 
 
+def test_the_clean_up_of_a_failed_write_outlasts_writer_threads_that_recreate_the_folder(tmp_path):
+    """After a full disk, zarr's writer threads go on writing chunks for a moment and re-create the temporary folder
+    (CI saw ``IsADirectoryError`` from the old clean-up, which checked for a folder, then unlinked a file).  Here a
+    thread re-creates the folder every 5 ms for 0.3 s: the clean-up neither raises nor leaves the folder behind."""
+    import threading
+    import time
+
+    out = tmp_path / "x.zarr"
+    tmp = tmp_path / f"x.zarr.tmp-{os.getpid()}"
+    stop = time.monotonic() + 0.3
+    recreated = []
+
+    def writer():
+        while time.monotonic() < stop:
+            try:
+                (tmp / "a" / "c").mkdir(parents=True, exist_ok=True)
+                (tmp / "a" / "c" / "0").write_bytes(b"x" * 100)
+                recreated.append(1)
+            except OSError:
+                pass
+            time.sleep(0.005)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        time.sleep(0.02)
+        assert tmp.exists()
+        assert st.discard_own_tmp(out, settle=0.2)
+    finally:
+        t.join()
+    assert not tmp.exists() and len(recreated) > 10
+    tmp.write_bytes(b"a file this time")
+    assert st.discard_own_tmp(out) and not tmp.exists()
+    assert st.discard_own_tmp(out)  # nothing there: fine
+
+
 # ---- a full disk (issue 26, item 8) ----------------------------------------------------------------------------------
 
 

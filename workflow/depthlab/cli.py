@@ -314,9 +314,7 @@ def main(argv: list[str] | None = None) -> None:
         # (show-failed-logs).  Finished stores are untouched; a rerun resumes.
         target = getattr(args, "output", None) or getattr(args, "target", None) or ""
         if target:  # zarr's writer threads may still have been finishing chunks when the first clean-up ran
-            for _ in range(3):
-                storage.discard_own_tmp(target)
-                time.sleep(0.2)
+            storage.discard_own_tmp(target, settle=0.5)
         try:
             log.error("No space left on device while writing %s (%s); free some space and rerun: finished stores are "
                       "kept and this job starts again", target, _no_space(e))

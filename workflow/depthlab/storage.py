@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import stat
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -188,10 +189,43 @@ def remove_stale(path: str | Path) -> list[Path]:
     return removed
 
 
-def discard_own_tmp(path: str | Path) -> None:
-    """Remove this process's ``<path>.tmp-<pid>`` (a write that failed), if any."""
+def _remove_quietly(p: Path) -> None:
+    """Remove ``p`` (a folder tree, a file or a link) if it is there; never raises.  It may turn from nothing into a
+    folder between the check and the removal (see discard_own_tmp), hence the second try."""
+    try:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+    except IsADirectoryError:
+        shutil.rmtree(p, ignore_errors=True)
+    except OSError:
+        pass
+
+
+def discard_own_tmp(path: str | Path, settle: float = 0.0) -> bool:
+    """Remove this process's ``<path>.tmp-<pid>`` (a write that failed), if any; never raises.
+
+    A zarr write that failed (a full disk) leaves its writer threads running: the first error reaches the caller
+    while other chunks are still being written, and each of them can re-create the folder after it was removed.
+    With ``settle`` > 0 the removal repeats until the path has stayed gone for ``settle`` seconds (giving up after
+    ``20 * settle``).  Returns whether the path is gone."""
     tmp = Path(f"{path}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() and not tmp.is_symlink() else tmp.unlink(missing_ok=True)
+    start = gone_since = time.monotonic()
+    while True:
+        if tmp.exists() or tmp.is_symlink():  # there (again): remove it and start the quiet period afresh
+            gone_since = None
+            _remove_quietly(tmp)
+        now = time.monotonic()
+        if tmp.exists() or tmp.is_symlink():
+            gone_since = None
+        elif gone_since is None:
+            gone_since = now
+        if gone_since is not None and now - gone_since >= settle:
+            return True
+        if now - start > 20 * settle:
+            return gone_since is not None
+        time.sleep(min(0.05, settle))
 
 
 def glob_escape(name: str) -> str:
@@ -221,7 +255,7 @@ def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dic
         try:
             out.to_zarr(tmp, mode="w", consolidated=True)
         except BaseException:  # a full disk, a kill (SIGTERM raises here): leave no half-written store behind
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove_quietly(tmp)
             raise
     if path.exists():
         shutil.rmtree(path)
