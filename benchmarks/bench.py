@@ -238,6 +238,26 @@ def _ntk_child(kind: str, n: int, n_test: int, d: int, depths: list[int], thread
     elif kind == "torch":  # the previous recursion (kept as the CUDA path), here on the CPU
         fit = K._regression_torch(x, y, xt, depths, 0.1, 2048, torch.device("cpu"), ("ntk",))
         out["checksum"] = float(np.sum(fit.prediction))
+    elif kind == "cuda":  # the CUDA path (torch tiles on the GPU, float64); returns numpy, so the GPU is done by then
+        torch.zeros(1, device="cuda").sum().item()  # the CUDA context, outside the timing
+        t = time.perf_counter()
+        fit = K.kernel_regression(x, y, xt, depths, device="cuda")
+        out["checksum"] = float(np.sum(fit.prediction))
+        out["gpu_peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    elif kind == "cuda-cholesky":  # bare float64 Choleskys on the GPU, one per depth (cuSOLVER through torch)
+        G = torch.as_tensor(x @ x.T / d + 0.01 + n * 1e-3 * np.eye(n), device="cuda")
+        torch.linalg.cholesky(G[:256, :256])  # the solver's start-up, outside the timing
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        out["factor_seconds"] = 0.0
+        for _ in depths:
+            t0 = time.perf_counter()
+            C, info = torch.linalg.cholesky_ex(G)
+            torch.cuda.synchronize()
+            out["factor_seconds"] += time.perf_counter() - t0
+            assert int(info) == 0
+            del C
+        out["gpu_peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
     else:  # bare in-place float64 Choleskys of an n x n SPD matrix, one per depth
         from scipy.linalg import lapack
 
@@ -379,6 +399,18 @@ def main(argv: list[str] | None = None) -> None:
         rate = recursion_rate(n2=512 if args.quick else 4096, reps=20 if args.quick else 400)
         out["recursion_ns_per_element_layer"] = rate
         print(f"  fused layer step in cache (one thread): {rate:.2f} ns per element and layer")
+        if dev.type == "cuda":  # the GPU path against bare cuSOLVER Choleskys, both float64 on the same GPU
+            for n, nt in sizes:
+                ours = ntk_case("cuda", n, nt, 100, depths)
+                chol = ntk_case("cuda-cholesky", n, nt, 100, depths)
+                ratio = ours["seconds"] / chol["factor_seconds"]
+                out["ntk"] += [ours, chol]
+                tag = ("quick" if args.quick else f"n{n}") + "_cuda"
+                out[f"ntk_seconds_{tag}"] = ours["seconds"]
+                out[f"ntk_cholesky_seconds_{tag}"] = chol["factor_seconds"]
+                out[f"ntk_over_cholesky_{tag}"] = ratio
+                print(f"  N={n} on {describe(dev)}: NTK total {ours['seconds']:.2f} s (GPU peak {ours['gpu_peak_gib']:.1f} GiB) "
+                      f"/ bare Choleskys {chol['factor_seconds']:.2f} s = {ratio:.2f}", flush=True)
         for threads in args.ntk_threads:
             for n, nt in sizes:
                 ours = ntk_case("fused", n, nt, 100, depths, threads)

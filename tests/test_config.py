@@ -56,6 +56,10 @@ CASES = [
     ("negative noise", lambda c: local2(c).update(noise=-0.5), r"figures.fig2.targets.2-local.noise: -0.5 is less than the minimum of 0"),
     ("empty depths", lambda c: fig2(c).update(depths=[]), r"figures.fig2.depths: \[\] should be non-empty"),
     ("bad enum", lambda c: c.update(device="gpu"), r"config error at device: 'gpu' is not one of \['auto', 'cpu', 'cuda'\]"),
+    ("device of an unknown study", lambda c: c.update(device_by_study={"imagenet": "cpu"}),
+     r"config error at device_by_study: .*'imagenet' was unexpected.*allowed keys: acceleration, fractals, mori_ueda"),
+    ("bad study device", lambda c: c.update(device_by_study={"separation": "gpu"}),
+     r"config error at device_by_study.separation: 'gpu' is not one of \['auto', 'cpu', 'cuda'\]"),
     ("string float", lambda c: mu_(c)["training"].update(loss_threshold="1e-4"), r"training.loss_threshold: '1e-4' is not of type 'number'.*write 1.0e-4"),
     ("bad figure name", lambda c: mu_(c)["figures"].update(figure2=fig2(c)), r"config error at studies.mori_ueda.figures: .*figure2.*keys must match \^fig"),
     ("g needs k=2", lambda c: local2(c).update(g="sin", k=3), r"g = 'sin' takes exactly k = 2"),
@@ -192,7 +196,9 @@ def test_a_misspelled_stage_or_figure_is_an_error_naming_the_known_ones(smoke):
 def test_the_validator_fills_every_schema_default_once(smoke):
     """One default mechanism: the schemas' defaults, filled by the validator (config.used.yaml shows them)."""
     cfg = dlc.validate(smoke)
-    assert cfg["max_memory_gib"] == "auto"
+    assert cfg["max_memory_gib"] == "auto" and cfg["device_by_study"] == {}
+    assert dlc.device_of(cfg, "separation") == cfg["device"]
+    assert dlc.device_of({**cfg, "device_by_study": {"separation": "cpu"}}, "separation") == "cpu"
     assert cfg["studies"]["mori_ueda"]["lrsearch"]["seed"] == 0
     assert fig2(cfg)["kind"] == "depth_sweep" and local2(cfg)["g"] == "product" and local2(cfg)["noise"] == 0.0
     assert dlc.validate(copy.deepcopy(cfg)) == cfg, "validating a filled config changes nothing"

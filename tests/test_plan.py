@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import yaml
 
 import depthlab.config as dlc
 from depthlab import plan as pl
@@ -71,13 +72,78 @@ def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(sm
     assert pl.load_costs(), "workflow/depthlab/costs.json is missing or empty"
 
 
-def test_plan_of_the_paper_config_names_every_study_and_says_gpu_is_not_measured(root):
-    p = subprocess.run([sys.executable, "-m", "depthlab", "plan", str(root / "config" / "paper.yaml")], capture_output=True,
-                       text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
+def _row(out: str, study: str, stage: str) -> str:
+    return next(line for line in out.splitlines() if line.split()[:2] == [study, stage])
+
+
+def test_plan_of_the_paper_config_names_every_study_and_says_which_gpu_figures_are_measured(root, tmp_path):
+    def run(*args):
+        p = subprocess.run([sys.executable, "-m", "depthlab", "plan", *args], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    out = run(str(root / "config" / "paper.yaml"))
     for study in ("mori_ueda", "spectra", "separation", "fractals", "acceleration"):
-        assert f"\n{study}" in p.stdout and "core-hours" in p.stdout
-    assert "not measured" in p.stdout and "total" in p.stdout
+        assert f"\n{study}" in out and "core-hours" in out
+    assert "total" in out
+    # the shipped GPU calibration: the GPU stages it timed say so; CPU stages (the sawtooth among them) say CPU stage
+    doc = json.loads(pl.COSTS_GPU.read_text())
+    assert doc["device"].startswith("cuda") and "mori_ueda/train" in doc["stages"]
+    assert _row(out, "mori_ueda", "train").endswith("(measured)") and doc["device"] in out
+    assert _row(out, "separation", "sawtooth").endswith("CPU stage")
+    assert _row(out, "spectra", "krr").endswith("CPU stage")
+    # a study put on the CPU by the config, and no GPU calibration at all
+    cfg = yaml.safe_load((root / "config" / "paper.yaml").read_text())
+    cfg["device_by_study"] = {"mori_ueda": "cpu"}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = run(str(path), "--gpu-costs", str(tmp_path / "none.json"))
+    assert _row(out, "mori_ueda", "train").endswith("device: cpu")
+    assert _row(out, "separation", "radial").endswith("not measured")
+    assert "no calibration measured on a GPU is installed" in out
+
+
+def test_timings_saved_with_measure_calibrate_like_the_results_folder_and_a_gpu_run_writes_the_gpu_file(
+        smoke_run, tmp_path, monkeypatch):
+    saved = tmp_path / "m.json"
+    saved.write_text(json.dumps(pl.measure(smoke_run.results)))
+    a, b = pl.calibrate([smoke_run.results], tmp_path / "a.json"), pl.calibrate([saved], tmp_path / "b.json")
+    assert a["stages"] == b["stages"] and a["device"] == b["device"] == "cpu"
+    # the same timings recorded as a CUDA run: without --costs they go to costs_gpu.json, never to costs.json
+    doc = json.loads(saved.read_text())
+    doc["devices"] = ["cuda:Some GPU", "cpu (numpy only)"]
+    saved.write_text(json.dumps(doc))
+    monkeypatch.setattr(pl, "COSTS_GPU", tmp_path / "gpu.json")
+    monkeypatch.setattr(pl, "COSTS", tmp_path / "cpu.json")
+    assert pl.calibrate([saved])["written_to"] == str(tmp_path / "gpu.json") and not (tmp_path / "cpu.json").exists()
+    stages, device, note = pl.gpu_calibration(tmp_path / "gpu.json")
+    assert device == "cuda:Some GPU" and "sharing it" in note and stages.keys() == a["stages"].keys()
+
+
+@pytest.mark.parametrize("text", ['{"devices": [], "stages": {"a/b": [[1.0, NaN]]}}', '{"devices": [], "stages": {"a/b": [[1.0]]}}',
+                                  '{"stages": {}}', '[1, 2]', 'not json', '{"devices": [], "stages": {"a/b": [[-1, 2]]}}'])
+def test_a_damaged_timings_file_is_refused_naming_it(tmp_path, text):
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    with pytest.raises(SystemExit, match="bad.json"):
+        pl.calibrate([bad], tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_stage_that_declares_no_gpu_runs_on_the_cpu_and_a_study_can_be_put_there(monkeypatch):
+    from depthlab.cli import job_device
+
+    monkeypatch.delenv("DEPTHLAB_DEVICE_BY_STUDY", raising=False)
+    assert job_device("cuda", "separation", gpu_stage=False) == "cpu"
+    assert job_device("cuda", "separation", gpu_stage=True) == "cuda"
+    monkeypatch.setenv("DEPTHLAB_DEVICE_BY_STUDY", json.dumps({"separation": "cpu"}))
+    assert job_device("auto", "separation", gpu_stage=True) == "cpu"
+    assert job_device("auto", "mori_ueda", gpu_stage=True) == "auto"
+    for bad in ('{"separation": "gpu"}', "[1]", "{"):
+        monkeypatch.setenv("DEPTHLAB_DEVICE_BY_STUDY", bad)
+        with pytest.raises(SystemExit, match="DEPTHLAB_DEVICE_BY_STUDY must map study names"):
+            job_device("auto", "separation", gpu_stage=True)
+    assert not get_study("separation").stage("sawtooth").gpu and get_study("separation").stage("radial").gpu
 
 
 def test_job_requests_follow_the_job_and_grow_with_the_attempt(root):

@@ -139,6 +139,26 @@ def start_gc() -> None:
         gc.enable()
 
 
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def job_device(device: str, study: str, gpu_stage: bool) -> str:
+    """Where a store job runs: the CPU for a stage that does not declare it can use a GPU (its cluster request asks for
+    none, and small models ran slower on one); else the study's entry in $DEPTHLAB_DEVICE_BY_STUDY (the config's
+    ``device_by_study``, set by the workflow), else ``device``."""
+    if not gpu_stage:
+        return "cpu"
+    raw = os.environ.get("DEPTHLAB_DEVICE_BY_STUDY") or "{}"
+    try:
+        by_study = json.loads(raw)
+    except ValueError:
+        by_study = None
+    if not isinstance(by_study, dict) or any(v not in DEVICES for v in by_study.values()):
+        raise SystemExit(f"error: $DEPTHLAB_DEVICE_BY_STUDY must map study names to one of {', '.join(DEVICES)}; "
+                         f"got {raw[:200]!r}")
+    return by_study.get(study, device)
+
+
 def stage(args: argparse.Namespace) -> None:
     from .studies import get_study
 
@@ -151,7 +171,7 @@ def stage(args: argparse.Namespace) -> None:
     inputs = json.loads(args.inputs)
     out = Path(args.output)
     if st.kind == "store":
-        run_store(study, spec, fn, inputs, out, args.results, args.device, args.threads)
+        run_store(study, spec, fn, inputs, out, args.results, job_device(args.device, study.name, st.gpu), args.threads)
     elif st.kind == "figure":
         run_figure(study, spec, fn, inputs, out, args.results)
     else:
@@ -215,9 +235,13 @@ def audit(args: argparse.Namespace) -> None:
 def plan(args: argparse.Namespace) -> None:
     from . import plan as pl
 
+    if args.measure:
+        print(json.dumps(pl.measure(args.measure), indent=1))
+        return
     if args.calibrate:
-        doc = pl.calibrate(args.calibrate, args.costs or pl.COSTS)
-        print(f"wrote {args.costs or pl.COSTS}: {len(doc['stages'])} stages from {', '.join(args.calibrate)}")
+        doc = pl.calibrate(args.calibrate, args.costs)
+        print(f"wrote {doc.pop('written_to')}: {len(doc['stages'])} stages from {', '.join(args.calibrate)}, jobs on "
+              f"{doc['device']}")
         return
     if args.check:
         rows = pl.check(args.check, pl.load_costs(args.costs) if args.costs else None)
@@ -230,7 +254,8 @@ def plan(args: argparse.Namespace) -> None:
         raise SystemExit(2)
     config = _load_or_exit(args.config, memory=False)
     costs = pl.load_costs(args.costs) if args.costs else None
-    print(pl.render(pl.plan(config, costs, args.results), args.config))
+    gpu_costs, gpu_device, gpu_note = pl.gpu_calibration(args.gpu_costs or pl.COSTS_GPU)
+    print(pl.render(pl.plan(config, costs, args.results, gpu_costs), args.config, gpu_device, gpu_note))
 
 
 def ls(args: argparse.Namespace) -> None:
@@ -292,10 +317,14 @@ def main(argv: list[str] | None = None) -> None:
     pl_.add_argument("config", nargs="?", help="a config file")
     pl_.add_argument("--results", help="the results folder whose missing stores count as 'to run' (default: the config's)")
     pl_.add_argument("--costs", help="the cost calibration to use or write (default: the package's costs.json)")
-    pl_.add_argument("--calibrate", nargs="+", metavar="RESULTS", help="fit the cost model to finished runs' benchmarks")
+    pl_.add_argument("--calibrate", nargs="+", metavar="RESULTS", help="fit the cost model to finished runs' benchmarks (results folders, or files --measure wrote); "
+                     "writes costs_gpu.json when their jobs ran on CUDA, else costs.json (or --costs)")
     pl_.add_argument("--check", metavar="RESULTS", help="per stage, the model's predicted vs a finished run's measured "
                      "core-minutes; exits 1 when a stage is off by more than --factor")
     pl_.add_argument("--factor", type=float, default=2.0, help="the tolerated factor of --check (default 2)")
+    pl_.add_argument("--gpu-costs", metavar="FILE", help="the GPU calibration (default: the package's costs_gpu.json)")
+    pl_.add_argument("--measure", metavar="RESULTS", help="print a finished run's timings as JSON (--calibrate reads "
+                     "such a file in place of a results folder)")
     pl_.set_defaults(func=plan)
     f = sub.add_parser("fingerprint", help="list the modules a stage's code fingerprint covers")
     f.add_argument("study")

@@ -186,7 +186,14 @@ def _parsed_schema(name: str) -> dict:
     schema["properties"]["studies"]["properties"] = {
         s: {"type": "object", "description": f"The {s} study's section (its schema: the study folder's schema.yaml)."}
         for s in names()}
+    schema["properties"]["device_by_study"]["properties"] = {
+        s: {"type": "string", "enum": ["auto", "cpu", "cuda"], "description": f"The {s} study's device."} for s in names()}
     return schema
+
+
+def device_of(config: dict, study: str) -> str:
+    """The device a study's GPU stages ask for: its ``device_by_study`` entry, else ``device``."""
+    return config.get("device_by_study", {}).get(study, config["device"])
 
 
 def _allowed_keys(schema: dict, path: list) -> list[str] | None:

@@ -13,8 +13,12 @@ finished run recorded (``RESULTS/benchmarks/**.tsv``, one row per job, matched t
 records), with every stage's total unbiased (:func:`fit`), and writes ``workflow/depthlab/costs.json``.  A stage with no
 measured jobs falls back to the median rate of the calibrated stages and says so (``modelled``).
 
-GPU runtimes are printed only where a calibration measured on a GPU exists; none does yet (no GPU has
-been lent to this project), so the GPU column says ``not measured`` rather than guessing.
+The GPU column comes from a second calibration, ``costs_gpu.json``, fitted the same way to runs whose jobs ran on
+CUDA (``depthlab plan --calibrate RESULTS --costs workflow/depthlab/costs_gpu.json``; the file records the device and
+how the run shared it).  It is printed for the stages that can use a GPU, marked ``measured`` where that stage's jobs
+were timed on the GPU and ``modelled`` where its rate is borrowed; a stage with no GPU timing says ``not measured``.
+``--measure RESULTS`` prints a run's timings as JSON, which ``--calibrate`` accepts in place of a results folder
+(for runs whose results stay on another machine).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 COSTS = Path(__file__).with_name("costs.json")
+COSTS_GPU = Path(__file__).with_name("costs_gpu.json")
 
 
 @dataclass
@@ -59,8 +64,9 @@ def _seconds(tsv: Path) -> float | None:
         return None
 
 
-def measurements(results: str | Path) -> dict[str, list[tuple[float, float]]]:
-    """{'study/stage': [(work, seconds), ...]} from a finished run's stores and benchmark files."""
+def measurements(results: str | Path, devices: set[str] | None = None) -> dict[str, list[tuple[float, float]]]:
+    """{'study/stage': [(work, seconds), ...]} from a finished run's stores and benchmark files; the devices the
+    stores record are added to ``devices`` when given."""
     from .studies import get_study
 
     results = Path(results)
@@ -69,6 +75,8 @@ def measurements(results: str | Path) -> dict[str, list[tuple[float, float]]]:
         secs = _seconds(results / "benchmarks" / Path(*rel.parts).with_suffix(".tsv"))
         if secs is None:
             continue
+        if devices is not None:
+            devices.add(str(rec.get("device", "unknown")))
         try:
             spec = get_study(rec["study"]).spec_from_dict(rec["spec"])
         except Exception:  # a store from other code: its spec no longer parses
@@ -112,23 +120,64 @@ def fit(points: list[tuple[float, float]]) -> StageCost:
     return StageCost(float(a), float(1 / b) if b > 0 else None, len(points), max_work=float(w.max()))
 
 
-def calibrate(results: list[str | Path], out: str | Path = COSTS) -> dict[str, Any]:
+def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[str, Any]:
     """Fit every stage's constants to the jobs of one or more finished runs (a small and a large scale together pin
     both the start-up and the rate) and write them to ``out``."""
     from . import provenance as prov
 
     data: dict[str, list[tuple[float, float]]] = {}
+    devices: set[str] = set()
     for r in results:
-        for k, v in measurements(r).items():
+        for k, v in read_measurements(r, devices).items():
             data.setdefault(k, []).extend(v)
     if not data:
         raise SystemExit(f"no measured jobs under {', '.join(map(str, results))} (benchmarks/**.tsv of a finished run)")
     stages = {k: vars(fit(v)) for k, v in sorted(data.items())}
-    doc = {"measured_from": [str(Path(r).resolve()) for r in results], "code_version": prov.code_version(),
-           "note": "one CPU core per job (the default profile); seconds = overhead_s + work / rate", "device": "cpu",
-           "stages": stages}
+    cuda = sorted(d for d in devices if d.startswith("cuda"))
+    doc = {"measured_from": [str(r) for r in results], "code_version": prov.code_version(),
+           "note": ("jobs of the GPU stages on " + ", ".join(cuda) + ", as many jobs at once as the run's cores, sharing "
+                    "it; the other stages on that machine's CPU cores" if cuda else
+                    "one CPU core per job (the default profile)") + "; seconds = overhead_s + work / rate",
+           "device": cuda[0] if cuda else "cpu", "stages": stages}
+    out = out if out is not None else (COSTS_GPU if cuda else COSTS)  # a GPU run never overwrites the CPU calibration
     Path(out).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    return doc
+    return {**doc, "written_to": str(out)}
+
+
+def measure(results: str | Path) -> dict[str, Any]:
+    """A run's timings, as ``--measure`` prints them and ``--calibrate`` reads them back: the devices its stores
+    record and {'study/stage': [[work, seconds], ...]}."""
+    devices: set[str] = set()
+    stages = measurements(results, devices)
+    return {"devices": sorted(devices), "stages": {k: [list(p) for p in v] for k, v in sorted(stages.items())}}
+
+
+def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[tuple[float, float]]]:
+    """The timings of a results folder, or of a JSON file that ``--measure`` wrote (checked: untrusted input)."""
+    source = Path(source)
+    if source.is_dir():
+        return measurements(source, devices)
+    try:
+        doc = json.loads(source.read_text())
+        out = {str(k): [(float(w), float(t)) for w, t in v] for k, v in doc["stages"].items()}
+        devices.update(str(d) for d in doc["devices"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SystemExit(f"error: {source} is neither a results folder nor a file that `depthlab plan --measure` wrote "
+                         f"({type(e).__name__}: {e})") from None
+    if any(not (math.isfinite(w) and math.isfinite(t) and w >= 0 and t >= 0) for v in out.values() for w, t in v):
+        raise SystemExit(f"error: {source}: every work and seconds value must be a finite number >= 0")
+    return out
+
+
+def gpu_calibration(path: str | Path = COSTS_GPU) -> tuple[dict[str, StageCost], str, str]:
+    """The GPU calibration's stages, device and note; no stages when there is none."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}, "", ""
+    if not str(doc.get("device", "")).startswith("cuda"):
+        return {}, "", ""
+    return load_costs(path), str(doc["device"]), str(doc.get("note", ""))
 
 
 def load_costs(path: str | Path = COSTS) -> dict[str, StageCost]:
@@ -173,14 +222,21 @@ class Row:
     seconds_total: float
     seconds_missing: float
     calibrated: bool
+    gpu: str = "CPU stage"  # 'CPU stage', 'device: cpu', 'not measured', 'measured' or 'modelled'
+    gpu_seconds_max: float = 0.0
+    gpu_seconds_total: float = 0.0
 
 
-def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str | Path | None = None) -> list[Row]:
+def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str | Path | None = None,
+         gpu_costs: dict[str, StageCost] | None = None) -> list[Row]:
+    from .config import device_of
     from .study import Ref
     from .studies import get_study
 
     costs = load_costs() if costs is None else costs
+    gpu_costs = gpu_calibration()[0] if gpu_costs is None else gpu_costs
     fallback = fallback_rate(costs)
+    gpu_fallback = fallback_rate(gpu_costs)
     root = Path(results if results is not None else config["results"])
     rows = []
     for name in sorted(config["studies"]):
@@ -199,8 +255,18 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
             secs = [predict(cost, w, fallback) for w in works]
             modelled = not cost.calibrated or (cost.rate is None and any(w > 10 * cost.max_work for w in works))
             peak = max((sum(s.memory().values()) for s in specs if s is not None), default=0)
-            rows.append(Row(name, st.name, len(specs), sum(not t for t in there), peak, max(secs, default=0.0), sum(secs),
-                            sum(x for x, t in zip(secs, there) if not t), not modelled))
+            row = Row(name, st.name, len(specs), sum(not t for t in there), peak, max(secs, default=0.0), sum(secs),
+                      sum(x for x, t in zip(secs, there) if not t), not modelled)
+            if st.gpu and device_of(config, name) == "cpu":
+                row.gpu = "device: cpu"
+            elif st.gpu and key not in gpu_costs:
+                row.gpu = "not measured"
+            elif st.gpu:
+                g = gpu_costs[key]
+                gsecs = [predict(g, w, gpu_fallback) for w in works]
+                row.gpu_seconds_max, row.gpu_seconds_total = max(gsecs, default=0.0), sum(gsecs)
+                row.gpu = "modelled" if g.rate is None and any(w > 10 * g.max_work for w in works) else "measured"
+            rows.append(row)
     return rows
 
 
@@ -212,16 +278,22 @@ def _dur(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-def render(rows: list[Row], config_name: str) -> str:
+def _gpu_cell(r: Row) -> str:
+    if r.gpu in ("measured", "modelled"):
+        return f"{_dur(r.gpu_seconds_max)} / {_dur(r.gpu_seconds_total)} ({r.gpu})"
+    return r.gpu
+
+
+def render(rows: list[Row], config_name: str, gpu_device: str = "", gpu_note: str = "") -> str:
     from . import memory
 
     lines = [f"plan for {config_name} (one CPU core per job; cost model calibrated in {COSTS.name}):", "",
              f"{'study':<13}{'stage':<15}{'jobs':>6}{'to run':>8}{'peak mem (largest job)':>24}{'CPU: largest job':>18}"
-             f"{'CPU: all jobs':>15}{'CPU: to run':>13}  GPU"]
+             f"{'CPU: all jobs':>15}{'CPU: to run':>13}  GPU: largest job / all jobs"]
     for r in rows:
         lines.append(f"{r.study:<13}{r.stage:<15}{r.jobs:>6}{r.missing:>8}{memory.gib(r.peak_bytes) if r.peak_bytes else '-':>24}"
-                     f"{_dur(r.seconds_max):>18}{_dur(r.seconds_total):>15}{_dur(r.seconds_missing):>13}  not measured"
-                     + ("" if r.calibrated else "  (rate modelled: not measured for this stage)"))
+                     f"{_dur(r.seconds_max):>18}{_dur(r.seconds_total):>15}{_dur(r.seconds_missing):>13}  {_gpu_cell(r)}"
+                     + ("" if r.calibrated else "  (CPU rate modelled: not measured for this stage)"))
     lines.append("")
     for study in sorted({r.study for r in rows}):
         tot = sum(r.seconds_total for r in rows if r.study == study)
@@ -234,8 +306,18 @@ def render(rows: list[Row], config_name: str) -> str:
                  f"{sum(r.seconds_missing for r in rows) / 3600:.2f}); about {_dur(tot / cores)} of wall time on this "
                  f"machine's {cores} cores if every core stays busy")
     lines.append("Runtimes are per job on one CPU core; training stages count every epoch up to max_epochs, so runs that")
-    lines.append("converge earlier finish sooner. GPU: no calibration measured on a GPU exists (none has been lent to this")
-    lines.append("project), so no GPU runtime is estimated.")
+    lines.append("converge earlier finish sooner.")
+    gpu = [r for r in rows if r.gpu in ("measured", "modelled")]
+    if gpu:
+        lines.append(f"GPU: per job, for the stages that can use one, from {COSTS_GPU.name}: {gpu_device}.")
+        lines.append(f"  How it was measured: {gpu_note}.")
+        lines.append(f"  These {sum(r.jobs for r in gpu)} jobs: {sum(r.gpu_seconds_total for r in gpu) / 3600:.2f} job-hours "
+                     f"on the GPU against {sum(r.seconds_total for r in gpu) / 3600:.2f} on one CPU core each. 'measured': "
+                     "that stage's")
+        lines.append("  jobs were timed on the GPU; 'modelled': its rate is the median of the measured stages'. A job's")
+        lines.append("  time on a shared GPU depends on how many jobs share it. 'CPU stage': runs on the CPU whatever the device.")
+    else:
+        lines.append("GPU: no calibration measured on a GPU is installed, so no GPU runtime is estimated.")
     return "\n".join(lines)
 
 
@@ -290,7 +372,8 @@ def job_resources(spec: Any, study: str, stage: str, gpu: bool, device: str, att
     """A job's cluster request from the same estimates as ``depthlab plan``: ``mem_mb`` = 1.5 x the spec's peak-memory
     estimate + 1 GB (Python, torch), ``runtime`` (minutes) = 3 x the one-core estimate, at least 10, both multiplied by
     ``attempt`` (a job killed for time or memory asks for more when it is retried; its checkpoint keeps the work done);
-    ``gpu`` = 1 for a stage that can use one unless the config says ``device: cpu``."""
+    ``gpu`` = 1 for a stage that can use one unless ``device`` (the config's ``device_by_study`` entry for the study,
+    else its ``device``: :func:`depthlab.config.device_of`) is ``cpu``."""
     costs = _shipped_costs() if costs is None else costs
     need_mb = sum(spec.memory().values()) / 2**20
     secs = predict(stage_cost(costs, f"{study}/{stage}"), spec.work(), fallback_rate(costs))

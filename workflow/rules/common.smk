@@ -24,12 +24,13 @@ STUDIES = sorted(config["studies"])
 CONDA_ENV = "../../envs/depthlab.yaml"
 # The device reaches jobs through the environment, recorded in every store but deliberately not in params:
 # switching it reruns nothing. `envvars` passes it (and the study search path) on to SLURM and other remote executors.
-os.environ.update(DEPTHLAB_DEVICE=config["device"])
+os.environ.update(DEPTHLAB_DEVICE=config["device"], DEPTHLAB_DEVICE_BY_STUDY=dlc.canonical_json(config["device_by_study"]))
 os.environ.setdefault("DEPTHLAB_STUDY_PATH", "")
 
 
 envvars:
     "DEPTHLAB_DEVICE",
+    "DEPTHLAB_DEVICE_BY_STUDY",
     "DEPTHLAB_STUDY_PATH",
 
 
@@ -132,7 +133,7 @@ def spec_of(study, stage):
 def _resources(study, stage, job, attempt):
     """All of one job's cluster requests, computed once (three resource functions ask, on every scheduler pass)."""
     gpu = get_study(study).stage(stage).gpu
-    return dlplan.job_resources(_spec(study, stage, job), study, stage, gpu, config["device"], attempt)
+    return dlplan.job_resources(_spec(study, stage, job), study, stage, gpu, dlc.device_of(config, study), attempt)
 
 
 def resource_of(study, stage, name):
@@ -201,5 +202,6 @@ def index_inputs_json(wildcards):
 
 
 def config_json(wildcards):
-    """The config for the snapshot, less `device`: where jobs ran is recorded per store, and is no rerun trigger."""
-    return dlc.canonical_json({k: v for k, v in config.items() if k != "device"})
+    """The config for the snapshot, less `device` and `device_by_study`: where jobs ran is recorded per store, and is no
+    rerun trigger."""
+    return dlc.canonical_json({k: v for k, v in config.items() if k not in ("device", "device_by_study")})
