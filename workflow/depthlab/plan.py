@@ -222,7 +222,7 @@ class Row:
     seconds_total: float
     seconds_missing: float
     calibrated: bool
-    gpu: str = "CPU stage"  # 'CPU stage', 'device: cpu', 'not measured', 'measured' or 'modelled'
+    gpu: str = "CPU stage"  # 'CPU stage', 'device: cpu', 'not measured', 'measured', 'extrapolated' or 'modelled'
     gpu_seconds_max: float = 0.0
     gpu_seconds_total: float = 0.0
 
@@ -265,7 +265,8 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                 g = gpu_costs[key]
                 gsecs = [predict(g, w, gpu_fallback) for w in works]
                 row.gpu_seconds_max, row.gpu_seconds_total = max(gsecs, default=0.0), sum(gsecs)
-                row.gpu = "modelled" if g.rate is None and any(w > 10 * g.max_work for w in works) else "measured"
+                beyond = any(w > 10 * g.max_work for w in works)
+                row.gpu = ("modelled" if g.rate is None else "extrapolated") if beyond else "measured"
             rows.append(row)
     return rows
 
@@ -279,7 +280,7 @@ def _dur(s: float) -> str:
 
 
 def _gpu_cell(r: Row) -> str:
-    if r.gpu in ("measured", "modelled"):
+    if r.gpu in ("measured", "extrapolated", "modelled"):
         return f"{_dur(r.gpu_seconds_max)} / {_dur(r.gpu_seconds_total)} ({r.gpu})"
     return r.gpu
 
@@ -307,15 +308,17 @@ def render(rows: list[Row], config_name: str, gpu_device: str = "", gpu_note: st
                  f"machine's {cores} cores if every core stays busy")
     lines.append("Runtimes are per job on one CPU core; training stages count every epoch up to max_epochs, so runs that")
     lines.append("converge earlier finish sooner.")
-    gpu = [r for r in rows if r.gpu in ("measured", "modelled")]
+    gpu = [r for r in rows if r.gpu in ("measured", "extrapolated", "modelled")]
     if gpu:
         lines.append(f"GPU: per job, for the stages that can use one, from {COSTS_GPU.name}: {gpu_device}.")
         lines.append(f"  How it was measured: {gpu_note}.")
         lines.append(f"  These {sum(r.jobs for r in gpu)} jobs: {sum(r.gpu_seconds_total for r in gpu) / 3600:.2f} job-hours "
-                     f"on the GPU against {sum(r.seconds_total for r in gpu) / 3600:.2f} on one CPU core each. 'measured': "
-                     "that stage's")
-        lines.append("  jobs were timed on the GPU; 'modelled': its rate is the median of the measured stages'. A job's")
-        lines.append("  time on a shared GPU depends on how many jobs share it. 'CPU stage': runs on the CPU whatever the device.")
+                     f"on the GPU against {sum(r.seconds_total for r in gpu) / 3600:.2f} on one CPU core each.")
+        lines.append("  'measured': jobs of that stage and size were timed on the GPU. 'extrapolated': some jobs are over 10x")
+        lines.append("  the largest timed, and a GPU's throughput grows with the job while the fitted rate does not, so")
+        lines.append("  these are upper bounds (README, 'GPU'). 'modelled': the rate is the median of the timed stages'.")
+        lines.append("  A job's time on a shared GPU depends on how many jobs share it. 'CPU stage': runs on the CPU")
+        lines.append("  whatever the device.")
     else:
         lines.append("GPU: no calibration measured on a GPU is installed, so no GPU runtime is estimated.")
     return "\n".join(lines)
