@@ -198,8 +198,8 @@ def snapshot(args: argparse.Namespace) -> None:
     import yaml
 
     head = ("# The config this run used (validated, defaults filled in): a valid config that reruns the same jobs.\n"
-            "# `device` is written as auto whatever the run asked for: it is no rerun trigger, and each store records\n"
-            "# the device it ran on.\n")
+            "# `device` is written as auto whatever the run asked for, and `device_by_study` is left out: neither is a\n"
+            "# rerun trigger, and each store records the device it ran on.\n")
     data = {**json.loads(args.config_json), "device": "auto"}
     storage.write_text(head + yaml.safe_dump(data, sort_keys=True), args.output)
 
