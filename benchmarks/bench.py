@@ -328,6 +328,16 @@ def ntk_case(kind: str, n: int, n_test: int, d: int, depths: list[int], threads:
     return row
 
 
+def record_ntk_pair(out: dict, ours: dict, chol: dict, tag: str) -> float:
+    """Both rows of an NTK-vs-Cholesky case into ``out``, with its seconds and ratio under ``tag``; returns the ratio."""
+    ratio = ours["seconds"] / chol["factor_seconds"]
+    out["ntk"] += [ours, chol]
+    out[f"ntk_seconds_{tag}"] = ours["seconds"]
+    out[f"ntk_cholesky_seconds_{tag}"] = chol["factor_seconds"]
+    out[f"ntk_over_cholesky_{tag}"] = ratio
+    return ratio
+
+
 # ---- pipeline overhead ----------------------------------------------------------------------
 
 
@@ -401,26 +411,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  fused layer step in cache (one thread): {rate:.2f} ns per element and layer")
         if dev.type == "cuda":  # the GPU path against bare cuSOLVER Choleskys, both float64 on the same GPU
             for n, nt in sizes:
-                ours = ntk_case("cuda", n, nt, 100, depths)
-                chol = ntk_case("cuda-cholesky", n, nt, 100, depths)
-                ratio = ours["seconds"] / chol["factor_seconds"]
-                out["ntk"] += [ours, chol]
-                tag = ("quick" if args.quick else f"n{n}") + "_cuda"
-                out[f"ntk_seconds_{tag}"] = ours["seconds"]
-                out[f"ntk_cholesky_seconds_{tag}"] = chol["factor_seconds"]
-                out[f"ntk_over_cholesky_{tag}"] = ratio
+                ours, chol = ntk_case("cuda", n, nt, 100, depths), ntk_case("cuda-cholesky", n, nt, 100, depths)
+                ratio = record_ntk_pair(out, ours, chol, ("quick" if args.quick else f"n{n}") + "_cuda")
                 print(f"  N={n} on {describe(dev)}: NTK total {ours['seconds']:.2f} s (GPU peak {ours['gpu_peak_gib']:.1f} GiB) "
                       f"/ bare Choleskys {chol['factor_seconds']:.2f} s = {ratio:.2f}", flush=True)
         for threads in args.ntk_threads:
             for n, nt in sizes:
                 ours = ntk_case("fused", n, nt, 100, depths, threads)
                 chol = ntk_case("cholesky", n, nt, 100, depths, threads)
-                ratio = ours["seconds"] / chol["factor_seconds"]
-                out["ntk"] += [ours, chol]
                 tag = ("quick" if args.quick else f"n{n}") + f"_{threads}thread"
-                out[f"ntk_seconds_{tag}"] = ours["seconds"]
-                out[f"ntk_cholesky_seconds_{tag}"] = chol["factor_seconds"]
-                out[f"ntk_over_cholesky_{tag}"] = ratio
+                ratio = record_ntk_pair(out, ours, chol, tag)
                 out["ntk_peak_rss_gib"] = max(out.get("ntk_peak_rss_gib", 0.0), ours["peak_rss_gib"])
                 print(f"  N={n}, {threads} thread(s) each side: NTK total / bare Choleskys = {ratio:.2f} (goal <= 1.3); "
                       f"peak RSS {ours['peak_rss_gib']:.2f} GiB (goal <= 8)")

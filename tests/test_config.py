@@ -198,6 +198,7 @@ def test_the_validator_fills_every_schema_default_once(smoke):
     cfg = dlc.validate(smoke)
     assert cfg["max_memory_gib"] == "auto" and cfg["device_by_study"] == {}
     assert dlc.device_of(cfg, "separation") == cfg["device"]
+    assert tuple(dlc.load_schema("config")["properties"]["device"]["enum"]) == dlc.DEVICES  # one list of devices
     assert dlc.device_of({**cfg, "device_by_study": {"separation": "cpu"}}, "separation") == "cpu"
     assert cfg["studies"]["mori_ueda"]["lrsearch"]["seed"] == 0
     assert fig2(cfg)["kind"] == "depth_sweep" and local2(cfg)["g"] == "product" and local2(cfg)["noise"] == 0.0

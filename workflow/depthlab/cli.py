@@ -139,9 +139,6 @@ def start_gc() -> None:
         gc.enable()
 
 
-DEVICES = ("auto", "cpu", "cuda")
-
-
 def job_device(device: str, study: str, gpu_stage: bool) -> str:
     """Where a store job runs: the CPU for a stage that does not declare it can use a GPU (its cluster request asks for
     none, and small models ran slower on one); else the study's entry in $DEPTHLAB_DEVICE_BY_STUDY (the config's
@@ -153,8 +150,8 @@ def job_device(device: str, study: str, gpu_stage: bool) -> str:
         by_study = json.loads(raw)
     except ValueError:
         by_study = None
-    if not isinstance(by_study, dict) or any(v not in DEVICES for v in by_study.values()):
-        raise SystemExit(f"error: $DEPTHLAB_DEVICE_BY_STUDY must map study names to one of {', '.join(DEVICES)}; "
+    if not isinstance(by_study, dict) or any(v not in cfg.DEVICES for v in by_study.values()):
+        raise SystemExit(f"error: $DEPTHLAB_DEVICE_BY_STUDY must map study names to one of {', '.join(cfg.DEVICES)}; "
                          f"got {raw[:200]!r}")
     return by_study.get(study, device)
 

@@ -51,6 +51,9 @@ NAME_MAX = 255  # bytes in one file name (ext4, xfs, ...): keys become path comp
 PATH_MAX = 4096
 
 
+DEVICES = ("auto", "cpu", "cuda")  # the schema's `device` enum (tests/test_config.py checks they agree)
+
+
 class ConfigError(ValueError):
     """A config value is invalid; the message names the key and what is allowed."""
 
@@ -187,7 +190,7 @@ def _parsed_schema(name: str) -> dict:
         s: {"type": "object", "description": f"The {s} study's section (its schema: the study folder's schema.yaml)."}
         for s in names()}
     schema["properties"]["device_by_study"]["properties"] = {
-        s: {"type": "string", "enum": ["auto", "cpu", "cuda"], "description": f"The {s} study's device."} for s in names()}
+        s: {"type": "string", "enum": list(DEVICES), "description": f"The {s} study's device."} for s in names()}
     return schema
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 COSTS = Path(__file__).with_name("costs.json")
 COSTS_GPU = Path(__file__).with_name("costs_gpu.json")
+GPU_TIMED = ("measured", "extrapolated", "modelled")  # the GPU column's labels that come with a runtime
 
 
 @dataclass
@@ -75,12 +76,12 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
         secs = _seconds(results / "benchmarks" / Path(*rel.parts).with_suffix(".tsv"))
         if secs is None:
             continue
-        if devices is not None:
-            devices.add(str(rec.get("device", "unknown")))
         try:
             spec = get_study(rec["study"]).spec_from_dict(rec["spec"])
         except Exception:  # a store from other code: its spec no longer parses
             continue
+        if devices is not None:
+            devices.add(str(rec.get("device", "unknown")))
         out.setdefault(f"{rec['study']}/{rec['stage']}", []).append((spec.work(), secs))
     for kind in ("figures", "claims"):
         for tsv in results.glob(f"benchmarks/*/{kind}/*.tsv" if kind == "figures" else "benchmarks/*/claims.tsv"):
@@ -280,7 +281,7 @@ def _dur(s: float) -> str:
 
 
 def _gpu_cell(r: Row) -> str:
-    if r.gpu in ("measured", "extrapolated", "modelled"):
+    if r.gpu in GPU_TIMED:
         return f"{_dur(r.gpu_seconds_max)} / {_dur(r.gpu_seconds_total)} ({r.gpu})"
     return r.gpu
 
@@ -308,7 +309,7 @@ def render(rows: list[Row], config_name: str, gpu_device: str = "", gpu_note: st
                  f"machine's {cores} cores if every core stays busy")
     lines.append("Runtimes are per job on one CPU core; training stages count every epoch up to max_epochs, so runs that")
     lines.append("converge earlier finish sooner.")
-    gpu = [r for r in rows if r.gpu in ("measured", "extrapolated", "modelled")]
+    gpu = [r for r in rows if r.gpu in GPU_TIMED]
     if gpu:
         lines.append(f"GPU: per job, for the stages that can use one, from {COSTS_GPU.name}: {gpu_device}.")
         lines.append(f"  How it was measured: {gpu_note}.")
