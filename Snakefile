@@ -25,6 +25,16 @@ onstart:
     import depthlab.lock
     import depthlab.scheduler
 
+    # Under a cluster executor the working directory and the config paths reach each job script's shell, quoted with
+    # Python's repr (not shell quoting): refuse one that could run as code there, before anything is submitted.
+    if workflow.non_local_exec and not workflow.remote_exec:
+        try:
+            dlc.check_remote_paths(
+                [("the working directory", os.getcwd()), ("the workflow folder", workflow.basedir)]
+                + [("the config file", f) for f in workflow.configfiles]
+            )
+        except dlc.ConfigError as e:
+            sys.exit(str(e))
     try:
         depthlab.lock.acquire(R)
     except depthlab.lock.ResultsInUse as e:

@@ -110,6 +110,17 @@ CASES = [
     ("results is a file", lambda c: c.update(results=str(ROOT / "README.md")), r"config error at results: .*README.md' names an existing file"),
     ("results too long", lambda c: c.update(results="/".join(["r" * 200] * 20)), r"config error at results: .* bytes as an absolute path"),
     ("results name too long", lambda c: c.update(results="r" * 300), r"config error at results: .* has a component of 300 bytes"),
+    # issue 42 item 1: a value that can break out of a cluster job script's repr quoting (r'$(touch x)' is put on the
+    # command line as "results=r'$(touch x)'", and the node's shell runs the $(...)): refused in every key and value
+    ("quote in results", lambda c: c.update(results="r'$(touch x)'"),
+     r"config error at results: .* holds \"'\", which a cluster job's shell could run as code"),
+    ("dollar in results", lambda c: c.update(results="r$(touch x)"), r"config error at results: 'r\$\(touch x\)' holds '\$'"),
+    ("backtick in results", lambda c: c.update(results="r`touch x`"), r"config error at results: 'r`touch x`' holds '`'"),
+    ("double quote in results", lambda c: c.update(results='r"x'), r"config error at results: .* holds '\"'"),
+    ("backslash in results", lambda c: c.update(results="r\\x"), r"config error at results: .* holds '\\\\'"),
+    ("quote in a nested value", lambda c: local2(c).update(locality="local'"), r"config error at studies.mori_ueda.figures.fig2.targets.2-local.locality: .* holds"),
+    ("dollar in a key", lambda c: fig2(c)["targets"].update({"t$x": fig2(c)["targets"].pop("2-local")}),
+     r"config error at studies.mori_ueda.figures.fig2.targets.t\$x: the key holds '\$'"),
 ]
 
 

@@ -51,11 +51,12 @@ def test_validate_names_a_missing_or_broken_file_in_one_line(tmp_path):
 
 
 def test_shell_metacharacters_in_results_are_inert(tmp_path):
-    """results: 'r $(touch PWNED) s' (a space and command substitutions) builds every kind of job (a store, a figure,
-    the claims, the claims index, the config snapshot) in exactly that folder, and the audit traces it."""
+    """results: 'r; touch PWNED & (touch PWNED) | s' (spaces, separators, a subshell, a pipe) builds every kind of job (a
+    store, a figure, the claims, the claims index, the config snapshot) in exactly that folder, and the audit traces it.
+    (Quotes, $ and backticks are refused outright: tests/test_config.py, tests/test_slurm_submit.py.)"""
     cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
     pwned = tmp_path / "PWNED"
-    cfg["results"] = f"r $(touch {pwned}) `touch {pwned}` s"
+    cfg["results"] = f"r; touch {pwned} & (touch {pwned}) | s"
     cfg["studies"] = {"tiny": {"sizes": [5]}}  # the example study: one job of each kind, in seconds
     path = tmp_path / "inj.yaml"
     path.write_text(yaml.safe_dump(cfg))

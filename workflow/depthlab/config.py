@@ -10,8 +10,9 @@ is not built.  Validation, in order, stops at the first problem and raises
    to themselves (checked on the parsed node graph before anything is expanded, so an
    alias bomb cannot hang the loader or Snakemake).  Merge keys (``<<: *base``) work.
 2. Every string and key: no control characters (a newline in a name would pass a
-   ``^...$`` pattern and end up in a file name); keys are text (a target named ``1`` or
-   ``true`` must be quoted); no key longer than a file name may be (255 bytes).
+   ``^...$`` pattern and end up in a file name), and no quote, backtick, dollar or backslash (a cluster
+   executor puts values on a job script's command line quoted with Python's repr, which they could break out
+   of); keys are text (a target named ``1`` or ``true`` must be quoted); no key longer than a file name may be (255 bytes).
    ``results`` must not start with ``-``, hold braces (Snakemake wildcards), name an
    existing file, or make paths longer than the file system allows.
 3. JSON schema (``workflow/schemas/config.schema.yaml`` for the top level, and each study's
@@ -46,6 +47,12 @@ from .provenance import canonical_json, spec_hash  # noqa: F401  (re-exported: s
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Characters that can break out of the quoting a cluster executor gives a value on a job's command line: Snakemake's
+# executor interface quotes --config values, paths and targets with Python's repr, which is not shell quoting (a value
+# holding ' is wrapped in "...", inside which $(...) and `...` run on the compute node).  Refused in every config key and
+# value, and (under a cluster executor) in the working directory and config paths (:func:`check_remote_paths`).
+SHELL_META = re.compile(r"['\"`$\\\n]")
+SHELL_META_SHOWN = "' \" ` $ \\ or a newline"
 MAX_YAML_NODES = 100_000  # a real config has a few hundred; aliases may not expand a file beyond this
 NAME_MAX = 255  # bytes in one file name (ext4, xfs, ...): keys become path components
 PATH_MAX = 4096
@@ -250,6 +257,7 @@ def _no_control(value: Any, path: tuple = ()) -> None:
             if CONTROL.search(k):
                 raise ConfigError(f"config error at {key(path + (k,))!r}: the key contains a control character "
                                   f"({k!r}); keys are plain text")
+            _no_shell_meta(k, path + (k,), "the key")
             if len(k.encode()) > NAME_MAX:
                 raise ConfigError(f"config error at {key(path)}: the key {k[:40]!r}... is {len(k.encode())} bytes long; a key "
                                   f"can become a file name, which the file system limits to {NAME_MAX} bytes")
@@ -257,8 +265,28 @@ def _no_control(value: Any, path: tuple = ()) -> None:
     elif isinstance(value, list):
         for i, v in enumerate(value):
             _no_control(v, path + (i,))
-    elif isinstance(value, str) and CONTROL.search(value):
-        raise ConfigError(f"config error at {key(path)}: {value!r} contains a control character; values are plain text")
+    elif isinstance(value, str):
+        if CONTROL.search(value):
+            raise ConfigError(f"config error at {key(path)}: {value!r} contains a control character; values are plain text")
+        _no_shell_meta(value, path, repr(value))
+
+
+def _no_shell_meta(text: str, path: tuple, shown: str) -> None:
+    m = SHELL_META.search(text)
+    if m:
+        raise ConfigError(f"config error at {key(path)}: {shown} holds {m.group()!r}, which a cluster job's shell could run as "
+                          f"code (Snakemake's executors quote with Python's repr); no key or value may hold {SHELL_META_SHOWN}")
+
+
+def check_remote_paths(paths: list[tuple[str, str]]) -> None:
+    """Under a cluster executor every one of ``paths`` (the working directory, the Snakefile's folder, the config files)
+    reaches the job script's command line with Snakemake's repr quoting: refuse one holding a shell metacharacter."""
+    for what, p in paths:
+        m = SHELL_META.search(str(p))
+        if m:
+            raise ConfigError(f"depthlab: {what} {str(p)!r} holds {m.group()!r}; under a cluster executor it reaches the job "
+                              f"script's shell, quoted with Python's repr, and could run as code there. Run from a folder "
+                              f"whose path holds none of {SHELL_META_SHOWN}")
 
 
 def _check_results(results: str) -> None:
