@@ -137,7 +137,10 @@ def _tamper_pdf(r: Path) -> tuple[Path, str]:
 
 def _tamper_claims(r: Path) -> tuple[Path, str]:
     md = r / "mori_ueda/claims.md"
-    md.write_text(md.read_text().replace("**NO**", "yes"))
+    text = md.read_text()
+    flipped = re.sub(r"\| (inconclusive|\*\*does not hold\*\*) \|", "| holds |", text, count=1)
+    assert flipped != text, "a verdict to flip"
+    md.write_text(flipped)
     return r / "claims.md", "mori_ueda/claims.md: the report differs"
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from depthlab.core.stopping import StopRule
 from depthlab.checkpoint import FileCheckpoint
 from depthlab.core.losses.mse import MSE
 from depthlab.core.lrsearch import SearchSettings, search_lr
@@ -23,7 +24,7 @@ from depthlab.studies.mori_ueda.targets import sample_inputs, target
 
 ROOT = Path(__file__).resolve().parents[2]
 D, N, WIDTH, DEPTH = 6, 400, 64, 2
-SETTINGS = dict(check_every=5, loss_threshold=1e-6, max_epochs=120, device="cpu")
+SETTINGS = dict(check_every=5, stop=StopRule(threshold=1e-6, patience=4, rel_tol=0.05), max_epochs=120, device="cpu")  # the plateau rule's state resumes too
 LRS = [0.003, 0.01, 0.03]
 
 SCRIPT = """
@@ -36,13 +37,14 @@ from depthlab.core.lrsearch import SearchSettings, search_lr
 from depthlab.core.mlp import init_params
 from depthlab.core.optim.sgd import SGD
 from depthlab.core.shapes import layer_sizes
+from depthlab.core.stopping import StopRule
 from depthlab.core.trainer import TrainSettings, train
 from depthlab.studies.mori_ueda.targets import sample_inputs, target
 set_threads(1)
 x = sample_inputs({N}, {D}, 0); y = target(x, 2, "local")
 sizes = layer_sizes({D}, {WIDTH}, {DEPTH})
 if {search}:
-    search_lr(x, y, sizes, "glorot_uniform", SearchSettings(folds=2, log10_lr_bounds=(-3.0, -1.0), init_points=2, rounds=2,
+    search_lr(x, y, sizes, "glorot_uniform", SearchSettings(folds=2, log10_lr_bounds=(-3.0, -1.0), init_points=2, rounds=2, grow_rounds=2, log10_lr_limits=(-3.0, 0.0),
               candidates_per_round=2), TrainSettings(loss=MSE(), optimizer=SGD(), **{settings}), checkpoint=FileCheckpoint({ckpt!r}, code={code!r}))
 else:
     M = {M}
@@ -172,7 +174,8 @@ def test_stale_checkpoint_is_ignored(tmp_path):
 
 def test_killed_lr_search_resumes_to_the_uninterrupted_result(tmp_path):
     x, y = problem()
-    search = SearchSettings(folds=2, log10_lr_bounds=(-3.0, -1.0), init_points=2, rounds=2, candidates_per_round=2)
+    search = SearchSettings(folds=2, log10_lr_bounds=(-3.0, -1.0), init_points=2, rounds=2, candidates_per_round=2, grow_rounds=2,
+                            log10_lr_limits=(-3.0, 0.0))
     ref = search_lr(x, y, SIZES, "glorot_uniform", search, TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS))
     ckpt = tmp_path / "search.ckpt"
     # die inside round 1, after round 0 was saved

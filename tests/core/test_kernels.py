@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from depthlab.core.stopping import StopRule
 from depthlab.core import kernel_regression as KR
 from depthlab.core import kernels as K
 from depthlab.core import tangent as T
@@ -320,7 +321,7 @@ def test_trained_net_approaches_its_linearised_model_as_lr_falls_and_width_grows
         lin, _ = T.linearized_prediction(p, x, y, xt)
         f0 = predict(p, xt)[0]
         frac = np.array([1.6, 0.9, 0.3])
-        s = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=N, check_every=50, loss_threshold=1e-8, max_epochs=100000,
+        s = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=N, check_every=50, stop=StopRule(threshold=1e-8), max_epochs=100000,
                           dtype="float64", device="cpu")
         r = train(x, y, np.tile(np.arange(N), (3, 1)), frac * N / np.linalg.eigvalsh(G)[-1],
                   [(W.repeat(3, 1, 1), b.repeat(3, 1, 1)) for W, b in p], np.zeros(3, int), s)

@@ -8,6 +8,7 @@ from depthlab.core.lrsearch import SearchSettings, fold_indices, search_lr
 from depthlab.core.mlp import init_params
 from depthlab.core.optim.sgd import SGD
 from depthlab.core.shapes import layer_sizes
+from depthlab.core.stopping import StopRule
 from depthlab.core.trainer import TrainSettings, train
 from depthlab.studies.mori_ueda.targets import sample_inputs, target
 
@@ -21,7 +22,7 @@ def problem():
     return x, target(x, 2, "local")
 
 
-SETTINGS = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=40, check_every=10, loss_threshold=1e-4, device="cpu")
+SETTINGS = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=40, check_every=10, stop=StopRule(threshold=1e-4), device="cpu")
 SEARCH = SearchSettings(folds=3, log10_lr_bounds=(-4.0, 1.5), init_points=4, rounds=2, candidates_per_round=3, seed=0)
 
 
@@ -81,3 +82,21 @@ def test_folds_partition_rows():
     assert np.sort(va.ravel()).tolist() == np.flatnonzero(fold_of >= 0).tolist()
     with pytest.raises(ValueError, match="folds"):
         fold_indices(5, 1, 0)
+
+
+def test_a_choice_at_the_edge_of_what_was_evaluated_grows_the_search_a_decade_at_a_time(problem, result):
+    # the box [-4, -3] holds only rates far too small: its best is its top, and growth walks up a decade per round
+    low = SearchSettings(folds=3, log10_lr_bounds=(-4.0, -3.0), init_points=2, rounds=0, candidates_per_round=2, seed=0,
+                         grow_rounds=6, log10_lr_limits=(-4.0, 1.5))
+    grown = search_lr(*problem, SIZES, "glorot_uniform", low, SETTINGS)
+    assert grown.round.max() > 1 and grown.edge == "" and not grown.flagged
+    assert np.log10(grown.best_lr) > -3.0 + 1e-9, "the chosen rate lies beyond the first box"
+    # the rates it found agree with the full search's choice (the same problem, a wide box) within half a decade
+    assert abs(np.log10(grown.best_lr) - np.log10(result.best_lr)) < 0.5
+    # without room to grow, the same box flags its choice
+    stuck = search_lr(*problem, SIZES, "glorot_uniform",
+                      SearchSettings(folds=3, log10_lr_bounds=(-4.0, -3.0), init_points=2, rounds=0, candidates_per_round=2,
+                                     seed=0, grow_rounds=6, log10_lr_limits=(-4.0, -3.0)), SETTINGS)
+    assert stuck.edge == "upper" and stuck.flagged and stuck.round.max() == 0
+    # the full search chose inside what it evaluated
+    assert result.edge == "" and not result.flagged

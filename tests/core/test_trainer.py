@@ -12,6 +12,7 @@ from depthlab.core.mlp import init_params, predict, select
 from depthlab.core.optim.adam import Adam
 from depthlab.core.optim.sgd import SGD
 from depthlab.core.shapes import layer_sizes
+from depthlab.core.stopping import StopRule
 from depthlab.core.trainer import TrainSettings, epoch_order, train
 
 LOSSES = {"mse": MSE(), "logistic": Logistic(), "hinge": Hinge()}
@@ -69,7 +70,7 @@ def test_batched_matches_plain_loop(loss, optimizer, depth):
     init = init_params(layer_sizes(d, width, depth), np.arange(M) + 3, scheme, torch.float64)
     orders = np.arange(M) + 40
     s = TrainSettings(batch_size=B, max_epochs=epochs, check_every=1, loss=LOSSES[loss], optimizer=OPTIMIZERS[optimizer],
-                      dtype="float64", device="cpu", loss_threshold=None)
+                      dtype="float64", device="cpu", stop=StopRule())
     res = train(x, y, idx, lr, init, orders, s)
     xt = sample_inputs(50, d, 2)
     batched = predict(res.params, xt)
@@ -87,7 +88,7 @@ def test_reference_check_can_fail():
     x = sample_inputs(N, d, 0)
     y = sign_labels(target(x, 2, "local"))
     init = init_params(layer_sizes(d, width, 2), np.array([3]), "truncated_normal", torch.float64)
-    s = TrainSettings(max_epochs=3, check_every=1, loss=Hinge(), optimizer=Adam(), dtype="float64", device="cpu", loss_threshold=None)
+    s = TrainSettings(max_epochs=3, check_every=1, loss=Hinge(), optimizer=Adam(), dtype="float64", device="cpu", stop=StopRule())
     ours = predict(train(x, y, np.arange(N)[None], np.array([5e-3]), init, np.array([7]), s).params, x[:20])[0]
     net = sequential(init)
     opt = torch.optim.Adam(net.parameters(), lr=5e-3, betas=(0.9, 0.99))
@@ -110,7 +111,7 @@ def test_one_diverging_model_leaves_the_others_untouched():
     x = sample_inputs(N, d, 0)
     y = target(x, 2, "local")
     idx = np.tile(np.arange(N), (3, 1))
-    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=20, check_every=5, loss_threshold=0.0, dtype="float64", device="cpu")
+    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=20, check_every=5, stop=StopRule(threshold=0.0), dtype="float64", device="cpu")
     init = init_params(layer_sizes(d, width, 2), np.array([1, 2, 3]), "glorot_uniform", torch.float64)
     together = train(x, y, idx, np.array([0.01, 1e3, 0.02]), init, np.array([1, 2, 3]), s)
     assert together.diverged.tolist() == [False, True, False]
@@ -126,7 +127,7 @@ def test_stop_rule_threshold_and_max_epochs():
     x = sample_inputs(N, d, 0)
     y = target(x, 1, "local")  # linear target: reached quickly
     idx = np.tile(np.arange(N), (2, 1))
-    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=400, check_every=10, loss_threshold=1e-3, device="cpu", dtype="float64")
+    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=400, check_every=10, stop=StopRule(threshold=1e-3), device="cpu", dtype="float64")
     init = init_params(layer_sizes(d, width, 1), np.array([0, 1]), "glorot_uniform", torch.float64)
     res = train(x, y, idx, np.array([0.05, 1e-6]), init, np.array([0, 1]), s)
     # fast model: stops at the first check below threshold, which is a multiple of check_every
@@ -161,7 +162,7 @@ def test_no_threshold_runs_to_the_cap_and_scores_the_eval_set_at_every_check():
     y = sign_labels(target(x, 1, "local"))
     xe = sample_inputs(400, d, 1)
     ye = sign_labels(target(xe, 1, "local"))
-    s = TrainSettings(max_epochs=30, check_every=10, loss=Hinge(), optimizer=Adam(), loss_threshold=None, device="cpu",
+    s = TrainSettings(max_epochs=30, check_every=10, loss=Hinge(), optimizer=Adam(), stop=StopRule(), device="cpu",
                       batch_size=100, dtype="float64")
     init = init_params(layer_sizes(d, 16, 2), np.array([0, 1]), "truncated_normal", torch.float64)
     res = train(x, y, np.tile(np.arange(N), (2, 1)), np.array([5e-3, 1e-2]), init, np.array([0, 1]), s, eval_set=(xe, ye))

@@ -31,7 +31,12 @@ def panels(n: int, width: float = 4.6, height: float = 4.6) -> tuple[plt.Figure,
 
 
 def legend_below(ax: plt.Axes, ncol: int = 2) -> None:
-    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol, frameon=False)
+    """A legend under the panel, one entry per distinct label; none (and no warning) on a panel without labelled artists."""
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    if unique:
+        ax.legend(unique.values(), unique.keys(), fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol,
+                  frameon=False)
 
 
 def mean_sd(ax: plt.Axes, part: pd.DataFrame, x: str, y: str, color: object, label: str, fmt: str = "-o") -> pd.DataFrame:

@@ -48,7 +48,7 @@ def content_hash(ds: xr.Dataset) -> str:
     for name in sorted(map(str, ds.variables)):
         v = ds.variables[name]
         arr = np.ascontiguousarray(v.values)
-        if arr.dtype.kind in "OU":  # strings: hash their UTF-8 text
+        if arr.dtype.kind in "OUT":  # strings (fixed, object or numpy's StringDType, as zarr 3 reads them back): their text
             payload = "\x1f".join(map(str, arr.ravel())).encode()
             dt = "str"
         else:
@@ -174,13 +174,14 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_stale(path: str | Path) -> list[Path]:
-    """Delete ``<path>.tmp-<pid>`` left by a killed write of this same output (called before each write): exactly
-    that name (not a sibling whose own name starts with ``<path>.tmp-``) and only when process <pid> is gone, so
-    a live writer's temporary is never touched.  Returns what was removed."""
+    """Delete ``<path>.tmp-<pid>`` (a half-written new version) or ``<path>.old-<pid>`` (the previous version, set aside
+    while the new one was renamed in) left by a killed write of this same output (called before each write): exactly
+    those names (not a sibling whose own name starts with them) and only when process <pid> is gone, so a live
+    writer's files are never touched.  Returns what was removed."""
     path = Path(path)
-    pattern = re.compile(re.escape(path.name) + r"\.tmp-(\d+)")
+    pattern = re.compile(re.escape(path.name) + r"\.(?:tmp|old)-(\d+)")
     removed = []
-    for tmp in path.parent.glob(f"{glob_escape(path.name)}.tmp-*"):
+    for tmp in [*path.parent.glob(f"{glob_escape(path.name)}.tmp-*"), *path.parent.glob(f"{glob_escape(path.name)}.old-*")]:
         m = pattern.fullmatch(tmp.name)
         if m is None or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
             continue
@@ -245,7 +246,10 @@ def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dic
     remove_stale(path)
     attrs = plain_attrs(ds.attrs)
     rec = finish_record({**record, "content_hash": content_hash(ds), "attrs": attrs})
-    out = ds.copy()
+    # fixed-width strings as variable-length ones: zarr 3 has a spec for those only (and warns on the others); the text,
+    # and so the content hash, is the same
+    out = ds.copy().map(_vlen_strings, keep_attrs=True)
+    out = out.assign_coords({k: _vlen_strings(v) for k, v in out.coords.items() if v.dtype.kind == "U"})
     out.attrs = {**attrs, RECORD_ATTR: canonical_json(rec)}
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     with warnings.catch_warnings():
@@ -257,10 +261,24 @@ def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dic
         except BaseException:  # a full disk, a kill (SIGTERM raises here): leave no half-written store behind
             _remove_quietly(tmp)
             raise
-    if path.exists():
-        shutil.rmtree(path)
-    os.replace(tmp, path)
+    replace_dir(tmp, path)
     return rec
+
+
+def _vlen_strings(v: xr.DataArray) -> xr.DataArray:
+    return v.astype(object) if v.dtype.kind == "U" else v
+
+
+def replace_dir(new: Path, path: Path) -> None:
+    """Put the folder ``new`` at ``path`` with renames only: the old version (if any) is renamed aside to
+    ``<path>.old-<pid>``, the new one renamed in, then the old one deleted.  A reader sees the old store or the new one,
+    never a half-deleted one; a kill in between leaves no store at ``path`` (which the workflow rebuilds) and a leftover
+    that :func:`remove_stale` clears."""
+    aside = path.with_name(f"{path.name}.old-{os.getpid()}")
+    if path.exists() or path.is_symlink():
+        os.replace(path, aside)
+    os.replace(new, path)
+    _remove_quietly(aside)
 
 
 def consolidated_mismatches(path: str | Path) -> list[str] | None:

@@ -121,3 +121,11 @@ def test_the_baselines_follow_torch_optim(method, cls, kw):
             linear.lp_loss(X, y, p.unsqueeze(0), 4).sum().backward()
             opt.step()
         np.testing.assert_allclose(ours[m], p.detach(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("N", [1, 2, 3, 4])
+def test_every_start_has_the_same_norm_of_w_e(N):
+    """A Gaussian start of any depth begins as far from zero as the balanced one (the depth-1 comparison is fair)."""
+    g = torch.Generator().manual_seed(N)
+    for Ws in (linear.gaussian_init(3, 7, 5, N, 1e-3, g), linear.balanced_init(3, 7, 5, N, 1e-3, g)):
+        np.testing.assert_allclose(linear.end_to_end(Ws).norm(dim=1), 1e-3, rtol=1e-10)

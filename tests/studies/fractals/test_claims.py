@@ -1,5 +1,6 @@
 """The fractal claims read the table the way the paper reads its runs: mean over seeds, best lr, best width."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -23,16 +24,39 @@ def test_best_averages_seeds_then_takes_the_best_lr_and_the_best_width():
     assert curve_table(t).best_accuracy.iloc[0] == pytest.approx(0.8)   # not the 0.65 mean over widths
 
 
+CURVES = [(0, 0.9), (12, 0.8), (11, 0.7), (5, 0.6), (9, 0.55), (10, 0.5)]  # (pdeg, P(3) = P(4) here), coarse to fine
+
+
 def test_m2_ranks_the_best_width_per_curve():
-    # the narrow net learns the coarse curve, the wide one learns nothing anywhere: averaging widths would
-    # flatten the coarse curve to a tie with the middle one and the ranking would change
+    # the narrow net learns the coarse curves, the wide one learns little anywhere: averaging widths (or reading the wide
+    # net) would tie the coarse curves with the middle ones and the ranking would change
     rows = []
-    for pdeg, acc50, p3 in [(0, 0.98, 0.9), (5, 0.74, 0.8), (10, 0.5, 0.5)]:
-        rows += [(pdeg, 5, 50, 0.005, 0, acc50, p3, p3), (pdeg, 5, 200, 0.005, 0, 0.5 if pdeg == 0 else 0.74, p3, p3)]
+    for (pdeg, p3), acc50 in zip(CURVES, [0.98, 0.90, 0.80, 0.70, 0.62, 0.52]):
+        rows += [(pdeg, 5, 50, 0.005, 0, acc50, p3, p3), (pdeg, 5, 200, 0.005, 0, 0.5 if pdeg == 0 else 0.6, p3, p3)]
     (v3, v4) = m2(_table(rows))
-    assert v3.holds and "pdeg 0: acc 0.980" in v3.evidence
-    rows_bad = [(p, 5, 50, 0.005, 0, a, p3, p3) for p, a, p3 in [(0, 0.5, 0.9), (5, 0.7, 0.8), (10, 0.9, 0.5)]]
-    assert not m2(_table(rows_bad))[0].holds
+    assert v3.holds and "pdeg 0: acc 0.980" in v3.evidence and "Spearman = +1.00" in v3.evidence
+    rows_bad = [(p, 5, 50, 0.005, 0, a, p3, p3) for (p, p3), a in zip(CURVES, [0.5, 0.6, 0.7, 0.8, 0.9, 0.95])]
+    assert m2(_table(rows_bad))[0].holds is False
+
+
+def test_m2_a_zigzag_fails_although_its_rank_correlation_is_positive():
+    """The old checker held M2 whenever Spearman > 0: this zig-zag (coarse, fine, coarse, fine, ...) has Spearman +0.60 and
+    passed.  Now it must reach 0.8 with an exact permutation p-value <= 0.05."""
+    zig = [(p, 5, 50, 0.005, 0, a, p3, p3) for (p, p3), a in zip(CURVES, [0.95, 0.55, 0.90, 0.60, 0.85, 0.50])]
+    v = m2(_table(zig))[0]
+    assert v.holds is False and "Spearman = +0.60" in v.evidence and "permutation p" in v.evidence
+    from depthlab.studies.fractals.claims import _rho, permutation_p
+    a = np.array([0.95, 0.55, 0.90, 0.60, 0.85, 0.50])
+    assert _rho(a, np.array([p3 for _, p3 in CURVES])) > 0  # what the old checker tested
+    # the exact p-value, checked by hand: a perfect ranking of 6 has p = 1/720, one adjacent swap 6/720
+    assert permutation_p(np.arange(6.0), np.arange(6.0)) == pytest.approx(1 / 720)
+    assert permutation_p(np.arange(6.0), np.array([0, 1, 2, 3, 5, 4.0])) == pytest.approx(6 / 720)
+
+
+def test_m2_with_every_net_at_chance_is_inconclusive_not_na():
+    flat = [(p, 5, 50, 0.005, 0, a, p3, p3) for (p, p3), a in zip(CURVES, [0.51, 0.505, 0.50, 0.502, 0.50, 0.501])]
+    v = m2(_table(flat))[0]
+    assert v.holds is None and v.verdict == "inconclusive" and "every net is at chance" in v.reason
 
 
 def test_m3_fails_when_any_architecture_beats_chance():
@@ -66,3 +90,46 @@ def test_m4_holds_when_depth_helps_gradually_and_fails_when_it_helps_sharply_or_
     assert m4(sharp, 0.05).holds is False
     flat = _cnn([("digits", 1, 8, 1e-3, 0, 0.97), ("digits", 2, 8, 1e-3, 0, 0.95)])
     assert m4(flat, 0.05).holds is False, "the best net must be deeper than one layer"
+
+
+def test_m4_one_layer_means_depth_1_and_without_it_the_claim_is_inconclusive():
+    """The old checker took the shallowest configured depth as 'one layer': with depths 2, 3 it 'held'."""
+    no_one = _cnn([("digits", 2, 8, 1e-3, 0, 0.96), ("digits", 3, 8, 1e-3, 0, 0.98)])
+    v = m4(no_one, 0.05)
+    assert v.holds is None and "depth 1 is not in the config" in v.reason
+
+
+def test_best_survives_a_net_that_is_nan_everywhere():
+    """The old best() crashed (idxmax of an all-NaN group) when a net had no accuracy at all (it diverged before its first
+    check); such a net is left out, and a group with nothing else is left out too."""
+    t = _table([(0, 5, 50, 0.001, 0, np.nan, 0.8, 0.9), (0, 5, 50, 0.005, 0, np.nan, 0.8, 0.9),
+                (0, 1, 50, 0.001, 0, 0.62, 0.8, 0.9), (0, 1, 50, 0.005, 0, np.nan, 0.8, 0.9)])
+    b = best(t, ["depth", "width"])
+    assert b.depth.tolist() == [1] and b.best_accuracy.iloc[0] == pytest.approx(0.62)
+    assert best(t[t.depth == 5], ["depth", "width"]).empty
+
+
+def _sound(rows, converged, chosen=None, flagged=False):
+    t = pd.DataFrame(rows, columns=["pdeg", "depth", "width", "lr", "seed", "best_accuracy", "P3", "P4"])
+    return t.assign(converged=converged, chosen=True if chosen is None else chosen, lr_flagged=flagged, lr_edge="lower" if flagged else "")
+
+
+def test_m3_and_m1_read_convergence_in_the_direction_more_training_could_change():
+    from depthlab.studies.fractals.claims import m1
+    # M3 'holds' (all at chance) while a net was still improving: inconclusive; 'does not hold' (0.72 already reached):
+    # more training cannot undo it, so it stands
+    near = [(10, T, 100, 0.005, 0, 0.51, 0.5, 0.5) for T in (1, 3, 5)]
+    v = m3(_sound(near, [True, True, False]), 0.6, "fig6", "x")
+    assert v.holds is None and "did not converge" in v.reason
+    beaten = near + [(10, 3, 20, 0.005, 0, 0.72, 0.5, 0.5)]
+    assert m3(_sound(beaten, [True, True, False, False]), 0.6, "fig6", "x").holds is False
+    # M1 (c): a deepest net below near-perfect that was still improving: inconclusive (the old checker: does not hold)
+    rows = [(0, T, w, 0.001, 0, a, 0.8, 0.9) for T, w, a in [(1, 10, 0.6), (1, 100, 0.7), (5, 10, 0.75), (5, 100, 0.85)]]
+    t = _sound(rows, [True, True, True, False]).assign(n_params=[31, 301, 400, 40000])
+    c = [v for v in m1(t, 0.95) if "near-perfect" in v.statement][0]
+    assert c.holds is None and "did not converge" in c.reason and "would not hold" in c.reason
+    t2 = t.assign(converged=True)
+    assert [v for v in m1(t2, 0.95) if "near-perfect" in v.statement][0].holds is False
+    # and a flagged rate makes (a) inconclusive
+    a = [v for v in m1(t2.assign(lr_flagged=[False, False, False, True], lr_edge="lower"), 0.95) if "equal width" in v.statement][0]
+    assert a.holds is None and "sits at the edge of its grid" in a.reason

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 import depthlab.config as dlc
+from depthlab.core.stopping import StopRule
 from depthlab.core.losses.mse import MSE
 from depthlab.core.metrics import misclassification
 from depthlab.core.mlp import init_params
@@ -80,7 +81,7 @@ def test_grid_max_converged_lr_matches_separate_runs():
     expected = max(lr for lr, c in zip(spec.lrs, conv) if c.all())
     assert out.max_converged_lr == expected and expected in (spec.lrs[1], spec.lrs[2])
     # independent check: train each (lr, seed) alone with a plain settings object and compare the converged flags
-    plain = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=50, check_every=10, loss_threshold=1e-3, max_epochs=200,
+    plain = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=50, check_every=10, stop=StopRule(threshold=1e-3), max_epochs=200,
                           device="cpu")
     for i, lr in enumerate(spec.lrs):
         for j, sd in enumerate([0, 1]):

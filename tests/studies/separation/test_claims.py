@@ -52,9 +52,10 @@ def test_r1_holds_when_the_shallow_error_grows_faster_and_fails_otherwise():
     assert v.holds is False and "density at r0 / its maximum: d=2: 1.00" in v.evidence
 
 
-def es16_table(one, two):
-    rows = [{"budget": 1000, "depth": depth, "d": d, "seed": 0, "test_nmse": v, "shells": int(np.ceil(2 * np.sqrt(d))), "diverged": False}
-            for depth, curve in ((1, one), (2, two)) for d, v in zip((2, 8, 32), curve)]
+def es16_table(one, two, train_one=None):
+    train_one = one if train_one is None else train_one
+    rows = [{"budget": 1000, "depth": depth, "d": d, "seed": 0, "test_nmse": v, "train_nmse": t, "shells": int(np.ceil(2 * np.sqrt(d))),
+             "diverged": False} for depth, curve, train in ((1, one, train_one), (2, two, two)) for d, v, t in zip((2, 8, 32), curve, train)]
     return pd.DataFrame(rows)
 
 
@@ -64,6 +65,23 @@ def test_r2_holds_when_only_the_shallow_error_reaches_the_variance():
     assert es16_claims(es16_table([0.5, 0.8, 0.97], [0.2, 0.4, 0.6]), 0.1)[0].holds is True
     assert es16_claims(es16_table([0.5, 0.8, 0.85], [0.2, 0.4, 0.6]), 0.1)[0].holds is False, "shallow not at the variance"
     assert es16_claims(es16_table([0.5, 0.8, 0.97], [0.2, 0.4, 0.95]), 0.1)[0].holds is False, "deep at the variance too"
+
+
+def test_r2_an_overfitting_shallow_net_above_the_variance_is_inconclusive_not_holds():
+    """The old checker counted a depth-1 test nMSE of 1.7 (its nets overfit: training nMSE 0.2) as 'reached the variance'
+    and held R2.  Above the variance, or at it on the test set only, the depth-1 nets overfit: inconclusive."""
+    from depthlab.studies.separation.claims import es16_claims
+
+    over = es16_claims(es16_table([0.5, 0.8, 1.7], [0.2, 0.4, 0.6], train_one=[0.3, 0.2, 0.2]), 0.1)[0]
+    assert over.holds is None and "the depth-1 nets overfit at d = 32 (test nMSE 1.7, training nMSE 0.2)" in over.reason
+    memorised = es16_claims(es16_table([0.5, 0.8, 0.97], [0.2, 0.4, 0.6], train_one=[0.3, 0.2, 0.05]), 0.1)[0]
+    assert memorised.holds is None and "overfit" in memorised.reason
+    assert es16_claims(es16_table([0.5, 0.8, 0.97], [0.2, 0.4, 0.6], train_one=[0.5, 0.8, 0.95]), 0.1)[0].holds is True
+    # a net still improving when its budget ran out makes it inconclusive too
+    t = es16_table([0.5, 0.8, 0.97], [0.2, 0.4, 0.6]).assign(converged=True)
+    t.loc[(t.depth == 2) & (t.d == 32), "converged"] = False
+    v = es16_claims(t, 0.1)[0]
+    assert v.holds is None and "did not converge" in v.reason
 
 
 def learner_table(learner, net, fixed=(0.9, 0.9, 0.9)):
@@ -106,3 +124,15 @@ def test_r4_fails_when_the_deviation_compounds_or_alpha_leaves_the_reduced_model
     assert [v.holds for v in grows] == [False, True]
     drifts = symmetrisation_claims(curves_table([0.2, 0.25, 0.15], [1.0, 0.9, 0.6], [1.0, 0.92, 0.85]), 2.0, 0.1)
     assert [v.holds for v in drifts] == [True, False]
+
+
+def test_r4_a_deviation_that_starts_large_and_stays_large_does_not_stay_small():
+    """The old checker compared the deviation's maximum only with its start: 0.45 -> 0.46 -> 0.44 (x1.02) 'held', which is
+    what raw Eldan-Shamir inputs at d = 64 gave.  With the absolute bound (0.25 along the whole run) it does not hold."""
+    from depthlab.studies.separation.claims import symmetrisation_claims
+
+    large = curves_table([0.45, 0.46, 0.44], [1.0, 0.9, 0.8], [1.0, 0.92, 0.85])
+    assert symmetrisation_claims(large, 2.0, 0.1)[0].holds is True  # the old criterion alone
+    v = symmetrisation_claims(large, 2.0, 0.1, 0.25)[0]
+    assert v.holds is False and "max 0.46" in v.evidence
+    assert symmetrisation_claims(curves_table([0.2, 0.22, 0.15], [1.0, 0.9, 0.8], [1.0, 0.92, 0.85]), 2.0, 0.1, 0.25)[0].holds is True

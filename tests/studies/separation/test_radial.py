@@ -88,3 +88,16 @@ def test_es16_shells_are_balanced_and_the_target_has_its_analytic_moments(d):
     # and the balance check can fail: another dimension's shells are not equal-mass here
     other = np.histogram(r, bins=radial.es16_shells(4 * d, n_shells, 0.95))[0] / n
     assert np.abs(other - 0.9 / n_shells).max() > 10 * se
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 9, 12])
+def test_es16_signs_are_balanced_whatever_the_draw(n):
+    """ceil(N/2) of one sign and floor(N/2) of the other for every stream (an unbalanced draw, 7 of 8 shells one sign at
+    d = 16, made the target nearly radial-constant); both orders and both majorities occur over draws."""
+    draws = [radial.es16_signs(n, np.random.default_rng(s)) for s in range(200)]
+    for sg in draws:
+        assert sorted([int((sg > 0).sum()), int((sg < 0).sum())]) == [n // 2, n - n // 2]
+    if n > 2:
+        assert len({tuple(sg) for sg in draws}) > 2
+    if n % 2:
+        assert {int(np.sign(sg.sum())) for sg in draws} == {-1, 1}

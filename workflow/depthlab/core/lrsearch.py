@@ -9,6 +9,11 @@ in :func:`depthlab.core.grid.train_grid` (the folds as its seeds).  The score ma
 
 ``use_folds`` < K trains only the first folds: ``folds = 5, use_folds = 1`` is a
 single 80/20 validation split.
+
+The chosen rate is the evaluated one with the lowest mean validation error among those where no fold diverged
+(:func:`depthlab.core.edges.choose`).  When it is the smallest or the largest rate evaluated, the search grows: one
+round of ``candidates_per_round`` rates spread evenly over the next decade beyond it (inside ``log10_lr_limits``), at
+most ``grow_rounds`` times; a choice still at an edge after that is *flagged*.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Callable, Protocol
 import numpy as np
 import torch
 
+from .edges import choose
 from .grid import train_grid
 from .mlp import init_params, predict, select
 from .seeds import rng, seed, seeds
@@ -39,6 +45,8 @@ class SearchSettings:
     kappa: float = 2.576  # UCB exploration weight (the package's default)
     seed: int = 0  # master of the search's streams: fold split, proposals, the models' init and order
     use_folds: int | None = None  # train only the first use_folds folds (None: all K)
+    grow_rounds: int = 0  # rounds that extend the search a decade beyond a choice at an edge of what was evaluated
+    log10_lr_limits: tuple[float, float] | None = None  # how far growth may go (None: the box itself)
 
 
 @dataclass
@@ -52,6 +60,8 @@ class SearchResult:
     score: np.ndarray  # [E] -log10(mean_k val_error)
     best_lr: float
     fold_of: np.ndarray  # [N] fold id of each training row (-1: never validated)
+    edge: str = ""  # "", "lower" or "upper": where the choice lies among the rates evaluated (depthlab.core.edges)
+    flagged: bool = False  # still at an edge when the search could grow no further
 
 
 class SearchCheckpoint(Checkpoint, Protocol):
@@ -175,21 +185,34 @@ def search_lr(
         done = [{k.split("/")[1]: v.numpy() for k, v in blob.items() if k.startswith(f"{r}/")} for r in range(n_done)]
     rows: list[dict[str, np.ndarray]] = []
     us: list[np.ndarray] = []
-    for r in range(search.rounds + 1):
+    limits = search.log10_lr_limits or (lo, hi)
+    choice = None
+    r = 0
+    while True:
+        if r > search.rounds:  # the design and the BO rounds are done: grow while the choice sits at an edge
+            val = np.concatenate([o["val_error"] for o in rows])
+            failed = np.concatenate([o["diverged"] for o in rows]).any(1)
+            seen = np.concatenate(us)
+            choice = choose(10.0**seen, val.mean(1), failed)
+            if not choice.at_edge or r > search.rounds + search.grow_rounds:
+                break
+            u = _beyond(seen, choice.edge, search.candidates_per_round, limits)
+            if not len(u):
+                break
         if r < len(done):
             u, out = done[r]["u"], {k: done[r][k] for k in keys}
-            say(f"lr search depth {depth} round {r}/{search.rounds}: restored from checkpoint")
+            say(f"lr search depth {depth} round {r}: restored from checkpoint")
         else:
             if r == 0:
                 # evenly spaced initial design (deterministic, covers the box)
                 u = np.linspace(lo, hi, search.init_points + 2)[1:-1] if search.init_points > 1 else np.array([(lo + hi) / 2])
-            else:
+            elif r <= search.rounds:
                 seen = np.concatenate(us)
                 score = -np.log10(np.concatenate([o["val_error"] for o in rows]).mean(1))
                 u = propose(_optimiser(search, r, seen, score), seen, search.candidates_per_round, lo, hi)
             lrs = 10.0**u
-            say(f"lr search depth {depth} round {r}/{search.rounds}: training {len(lrs)} lr x {used} folds, lr = "
-                + ", ".join(f"{v:.3g}" for v in lrs))
+            what = f"round {r}/{search.rounds}" if r <= search.rounds else f"growth {r - search.rounds} ({choice.edge} edge)"
+            say(f"lr search depth {depth} {what}: training {len(lrs)} lr x {used} folds, lr = " + ", ".join(f"{v:.3g}" for v in lrs))
             sub = checkpoint.child(f"round{r}") if checkpoint is not None else None
             out = validation_errors(x, y, lrs, sizes, init_scheme, tr, va, settings, search.seed, diverged_error, progress, sub)
             if checkpoint is not None:
@@ -197,13 +220,26 @@ def search_lr(
                 checkpoint.save(key, {f"{i}/{k}": torch.as_tensor(np.asarray(v)) for i, row in enumerate(done) for k, v in row.items()})
         rows.append(out)
         us.append(u)
+        r += 1
     val = np.concatenate([o["val_error"] for o in rows])
     score = -np.log10(val.mean(1))
     lr_all = 10.0 ** np.concatenate(us)
-    best = int(np.argmax(score))
-    say(f"lr search depth {depth}: best lr {lr_all[best]:.4g} (mean val error {val[best].mean():.4g})")
+    best = choice.index
+    say(f"lr search depth {depth}: best lr {lr_all[best]:.4g} (mean val error {val[best].mean():.4g})"
+        + (f", at the {choice.edge} edge of the rates evaluated" + (" (flagged: could grow no further)" if choice.at_edge else "")
+           if choice.at_edge else ""))
     return SearchResult(
         lr=lr_all, round=np.concatenate([np.full(len(u), r) for r, u in enumerate(us)]), val_error=val,
         diverged=np.concatenate([o["diverged"] for o in rows]), converged=np.concatenate([o["converged"] for o in rows]),
         epochs=np.concatenate([o["epochs"] for o in rows]), score=score, best_lr=float(lr_all[best]), fold_of=fold_of,
+        edge=choice.edge, flagged=choice.at_edge,
     )
+
+
+def _beyond(seen: np.ndarray, edge: str, q: int, limits: tuple[float, float]) -> np.ndarray:
+    """q log10 rates spread evenly over the decade beyond the evaluated rates on the ``edge`` side, inside ``limits``."""
+    lo, hi = limits
+    steps = np.linspace(0.0, 1.0, q + 1)[1:]
+    u = seen.max() + steps if edge == "upper" else seen.min() - steps
+    u = u[(u >= lo - 1e-9) & (u <= hi + 1e-9)]
+    return u[np.min(np.abs(u[:, None] - seen[None, :]), axis=1) > 1e-6] if len(u) else u

@@ -6,9 +6,11 @@ its own initial parameters (the caller draws them: :func:`depthlab.core.mlp.init
 and its own data order.  Every ``check_every`` epochs the full training loss and
 accuracy of each model are measured, and, if an evaluation set is given, its
 error there (so "best test accuracy along the run" is a reduction over the
-returned history).  A model leaves the batch when its loss' stop rule is met,
-when it diverges (a non-finite loss or parameter: recorded, never raised) or at
-``max_epochs``; stopped models cost nothing afterwards.
+returned history).  A model leaves the batch when the stop rule
+(:class:`depthlab.core.stopping.StopRule`: its loss's target is met, or the monitored
+value has stopped improving) says so, when it diverges (a non-finite loss or parameter:
+recorded, never raised, its history kept up to there) or at ``max_epochs`` (the budget:
+not converged); stopped models cost nothing afterwards.
 
 The loop is written top to bottom over a :class:`TrainState`; it does no file
 I/O.  Interruption safety comes from an optional ``checkpoint`` object (see
@@ -31,6 +33,7 @@ from . import metrics
 from .device import resolve_device
 from .losses.base import Loss
 from .mlp import Params, forward
+from .stopping import StopRule, StopState
 
 log = logging.getLogger("depthlab")
 
@@ -52,8 +55,8 @@ class TrainSettings:
     optimizer: Optimizer  # a depthlab.core.optim object (SGD(), Adam())
     batch_size: int = 50  # B: minibatch size (Mori & Ueda: 50; Malach & Shalev-Shwartz: 100)
     check_every: int = 50  # epochs between full-training-set checks (Mori & Ueda: 50)
-    loss_threshold: float | None = 1e-4  # stop rule threshold (see depthlab.core.losses.base); None: never stop early
-    max_epochs: int = 2500  # hard cap; a model that reaches it is "not converged"
+    stop: StopRule = StopRule()  # when a model is done (its loss's target, a plateau); the default: only the budget
+    max_epochs: int = 2500  # the budget: a model still running when it ends is "not converged"
     device: str = "auto"  # "auto" picks CUDA when present
     dtype: str = "float32"  # float64 for reference tests
     eval_chunk: int = 4096  # rows per forward chunk when evaluating full sets
@@ -65,6 +68,8 @@ class TrainSettings:
             raise TypeError(f"optimizer must be a depthlab.core.optim object, got {self.optimizer!r}")
         if self.batch_size < 1 or self.check_every < 1 or self.max_epochs < 1:
             raise ValueError("batch_size, check_every and max_epochs must be >= 1")
+        if not isinstance(self.stop, StopRule):
+            raise TypeError(f"stop must be a depthlab.core.stopping.StopRule, got {self.stop!r}")
 
 
 @dataclass
@@ -74,11 +79,12 @@ class TrainResult:
     train_loss: np.ndarray  # [M] full training loss at the last check (inf if diverged)
     train_accuracy: np.ndarray  # [M] full training accuracy of sign f at the last check
     epochs: np.ndarray  # [M] epochs trained
-    converged: np.ndarray  # [M] bool: stop rule met
+    converged: np.ndarray  # [M] bool: stopped because it was done (target or plateau), not by the budget
     diverged: np.ndarray  # [M] bool: a non-finite loss or parameter appeared
+    stop_reason: np.ndarray  # [M] depthlab.core.stopping code: target, plateau, budget or diverged
     check_epochs: np.ndarray  # [C] epochs at which checks ran
-    history: np.ndarray  # [M, C] training loss at each check, NaN after the model stopped
-    eval_history: np.ndarray  # [M, C] error on the evaluation set at each check (NaN: none given / stopped)
+    history: np.ndarray  # [M, C] training loss at each check, NaN after the model stopped (inf at a divergence)
+    eval_history: np.ndarray  # [M, C] error on the evaluation set at each check (NaN: none given / stopped / diverged)
     params: Params  # final parameters on the CPU, stacked [M, ...]
     seconds: float = 0.0
 
@@ -111,10 +117,10 @@ class TrainState:
     train_loss: np.ndarray  # [M]
     train_acc: np.ndarray  # [M]
     epochs: np.ndarray  # [M]
-    converged: np.ndarray  # [M]
     diverged: np.ndarray  # [M]
+    stopping: StopState  # the stop rule's per-model state (best value, checks since it improved, reason)
 
-    RECORDS = ("history", "eval_history", "train_loss", "train_acc", "epochs", "converged", "diverged", "active")
+    RECORDS = ("history", "eval_history", "train_loss", "train_acc", "epochs", "diverged", "active")
 
     def retire(self, leaving: np.ndarray) -> None:
         """Copy the leaving models (positions among the active ones) into ``final`` and drop them from the batch."""
@@ -135,6 +141,7 @@ class TrainState:
         """Flat dict of CPU tensors (loadable with ``torch.load(weights_only=True)``)."""
         out = {"epoch": torch.tensor(self.epoch), "check_i": torch.tensor(self.check_i), "lr": self.lr.cpu()}
         out.update({k: torch.as_tensor(getattr(self, k)) for k in self.RECORDS})
+        out.update({f"stop/{k}": torch.as_tensor(getattr(self.stopping, k)) for k in StopState.FIELDS})
         for i, ((W, b), (Wf, bf)) in enumerate(zip(self.params, self.final)):
             out[f"W{i}"], out[f"b{i}"], out[f"final_W{i}"], out[f"final_b{i}"] = W.cpu(), b.cpu(), Wf, bf
         out.update({f"opt/{k}": v.cpu() for k, v in self.opt.items()})
@@ -150,6 +157,7 @@ class TrainState:
             final=[(t[f"final_W{i}"], t[f"final_b{i}"]) for i in range(n)],
             epoch=int(t["epoch"]),
             check_i=int(t["check_i"]),
+            stopping=StopState(**{k: t[f"stop/{k}"].numpy().copy() for k in StopState.FIELDS}),
             **{k: t[k].numpy().copy() for k in cls.RECORDS},
         )
 
@@ -250,6 +258,9 @@ def train(
         raise ValueError(f"lr, order_seeds and init must each hold M = {M} models")
     say = progress or log.info
     checks = check_epochs(s)
+    rule = s.stop
+    if rule.monitor == "eval_error" and eval_set is None:
+        raise ValueError("a stop rule that monitors the evaluation error needs an eval_set")
 
     X = torch.as_tensor(x, dtype=dtype, device=dev)  # [N, d]
     Y = torch.as_tensor(y, dtype=dtype, device=dev)  # [N]
@@ -276,7 +287,7 @@ def train(
             active=np.arange(M), final=[(W.clone(), b.clone()) for W, b in init], epoch=0, check_i=0,
             history=np.full((M, len(checks)), np.nan), eval_history=np.full((M, len(checks)), np.nan),
             train_loss=np.full(M, np.nan), train_acc=np.full(M, np.nan), epochs=np.zeros(M, dtype=np.int64),
-            converged=np.zeros(M, dtype=bool), diverged=np.zeros(M, dtype=bool),
+            diverged=np.zeros(M, dtype=bool), stopping=rule.start(M),
         )
 
     B = s.batch_size
@@ -294,7 +305,7 @@ def train(
             if not (is_check or bool(bad.any())):
                 continue
             bad = bad.cpu().numpy()  # [M_act]
-            conv = np.zeros_like(bad)
+            done = np.zeros_like(bad)
             if is_check:
                 L, acc = _full_pass(st.params, X, Y, idx_all[st.active], loss, s.eval_chunk)
                 L, acc = L.double().cpu().numpy(), acc.double().cpu().numpy()
@@ -303,25 +314,29 @@ def train(
                 st.train_loss[st.active], st.train_acc[st.active] = L, acc
                 if Xe is not None:
                     st.eval_history[st.active, st.check_i] = np.where(bad, np.nan, _eval_error(st.params, Xe, Ye, loss, s.eval_chunk))
-                conv = loss.converged(L, acc, s.loss_threshold) & ~bad
+                value = L if rule.monitor == "train_loss" else st.eval_history[st.active, st.check_i]
+                done = rule.update(st.stopping, st.active, np.where(bad, np.inf, value),
+                                   loss.converged(L, acc, rule.threshold) & ~bad, st.epoch) & ~bad
                 st.check_i += 1
             st.train_loss[st.active[bad]] = np.inf
             st.diverged[st.active[bad]] = True
-            st.converged[st.active[conv]] = True
-            stop = bad | conv | (st.epoch == s.max_epochs)
+            rule.diverge(st.stopping, st.active[bad], st.epoch)
+            if st.epoch == s.max_epochs:
+                rule.budget(st.stopping, st.active[~(bad | done)], st.epoch)
+            stop = bad | done | (st.epoch == s.max_epochs)
             if stop.any():
                 st.retire(np.flatnonzero(stop))
             if is_check:
                 finite = st.train_loss[np.isfinite(st.train_loss)]
                 say(f"epoch {st.epoch}/{s.max_epochs}: {len(st.active)} of {M} models still training, "
-                    f"{int(st.converged.sum())} converged, {int(st.diverged.sum())} diverged, "
+                    f"{int(st.stopping.converged.sum())} converged, {int(st.diverged.sum())} diverged, "
                     f"lowest train loss {finite.min() if finite.size else float('nan'):.3g}, {time.perf_counter() - t0:.1f}s")
                 if checkpoint is not None and len(st.active):
                     checkpoint.save(key, st.to_tensors())
 
     return TrainResult(
-        train_loss=st.train_loss, train_accuracy=st.train_acc, epochs=st.epochs, converged=st.converged,
-        diverged=st.diverged, check_epochs=checks, history=st.history, eval_history=st.eval_history,
+        train_loss=st.train_loss, train_accuracy=st.train_acc, epochs=st.epochs, converged=st.stopping.converged,
+        diverged=st.diverged, stop_reason=st.stopping.reason.copy(), check_epochs=checks, history=st.history, eval_history=st.eval_history,
         params=st.final, seconds=time.perf_counter() - t0,
     )
 

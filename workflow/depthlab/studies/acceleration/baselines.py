@@ -25,9 +25,9 @@ def run_baseline(spec: "BaselineSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     S = len(spec.seeds)
     lr = torch.as_tensor(np.repeat(lrs, S), dtype=torch.float64, device=dev)
     # the depth-1 net's start: the balanced one, |w| = init_scale along the same direction as every depth's w_e(0)
-    w = linear.starts("balanced", spec.seeds, X.shape[1], 1, 1, spec.init_scale, 0.0, len(lrs), dev)[0][:, 0, :].clone()
+    w = linear.starts("balanced", spec.seeds, X.shape[1], 1, 1, spec.init_scale, len(lrs), dev)[0][:, 0, :].clone()
     state = optimizers.init_state(method, w)
-    target = float(data.target_loss.sel(p=p))
+    targets = data.target_loss.sel(p=p).values  # [fraction], loosest first
 
     def loss_now():
         return linear.lp_loss(X, y, w, p)
@@ -36,15 +36,18 @@ def run_baseline(spec: "BaselineSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
         _, g = linear.lp_grad(X, y, w, p)
         optimizers.step(method, w, torch.where(active.view(-1, 1), g, 0.0), torch.where(active, lr, 0.0), state, t)
 
-    r = run(loss_now, step, spec.iterations, target, progress=ctx.progress, label=f"{spec.job.dataset} p={p} {method}")
+    r = run(loss_now, step, spec.budget, targets, S, progress=ctx.progress, label=f"{spec.job.dataset} p={p} {method}")
     C = len(lrs)
     return xr.Dataset(
         {
             "loss": (("lr", "seed", "step"), r.loss.reshape(C, S, -1)),
-            "to_target": (("lr", "seed"), r.to_target.reshape(C, S), {"description": "iterations to the target loss (-1: not within the budget)"}),
+            "to_target": (("lr", "seed", "fraction"), r.to_target.reshape(C, S, -1),
+                          {"description": "iterations to each target loss (-1: not reached before the batch stopped)"}),
             "diverged_at": (("lr", "seed"), r.diverged_at.reshape(C, S)),
+            "target_loss": (("fraction",), targets),
         },
-        coords={"lr": lrs, "seed": list(spec.seeds), "step": r.steps},
-        attrs={"dataset": spec.job.dataset, "p": p, "method": method, "target_loss": target,
-               "optimum_loss": float(data.optimum_loss.sel(p=p)), "initial_loss": float(data.initial_loss.sel(p=p))},
+        coords={"lr": lrs, "seed": list(spec.seeds), "step": r.steps, "fraction": data.fraction.values},
+        attrs={"dataset": spec.job.dataset, "p": p, "method": method, "optimum_loss": float(data.optimum_loss.sel(p=p)),
+               "initial_loss": float(data.initial_loss.sel(p=p)), "stopped_at": int(r.stopped_at),
+               "max_iterations": spec.budget.max_iterations},
     )

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def make_data(spec: "DataSpec", inputs: dict, ctx=None) -> xr.Dataset:
     name = spec.job.dataset
-    if name == "synthetic":
+    if spec.synthetic is not None:
         s = spec.synthetic
         x, y = datasets.synthetic(s.n, s.d, s.decay, s.noise, rng(spec.seed, "accel_synthetic"))
     elif name == "diabetes":
@@ -27,7 +27,8 @@ def make_data(spec: "DataSpec", inputs: dict, ctx=None) -> xr.Dataset:
     ps = list(spec.ps)
     best = [datasets.optimum(x, y, p)[1] for p in ps]
     start = [float(np.mean(np.abs(y) ** p) / p) for p in ps]  # L(0)
-    target = [b + spec.target_fraction * (s - b) for b, s in zip(best, start)]
+    fractions = list(spec.target_fractions)
+    target = [[b + f * (s - b) for f in fractions] for b, s in zip(best, start)]
     eig = np.linalg.eigvalsh(x.T @ x / len(y))
     return xr.Dataset(
         {
@@ -35,9 +36,10 @@ def make_data(spec: "DataSpec", inputs: dict, ctx=None) -> xr.Dataset:
             "y": (("sample",), y),
             "optimum_loss": (("p",), np.asarray(best), {"description": "min_w L(w), least squares or damped Newton"}),
             "initial_loss": (("p",), np.asarray(start), {"description": "L(0)"}),
-            "target_loss": (("p",), np.asarray(target), {"description": "L* + target_fraction (L(0) - L*)"}),
+            "target_loss": (("p", "fraction"), np.asarray(target), {"description": "L* + fraction (L(0) - L*)"}),
             "covariance_eigenvalues": (("feature",), eig[::-1].copy()),
         },
-        coords={"p": ps},
-        attrs={"dataset": name, "condition_number": float(eig[-1] / max(eig[0], 1e-300)), "target_fraction": spec.target_fraction},
+        coords={"p": ps, "fraction": fractions},
+        attrs={"dataset": name, "condition_number": float(eig[-1] / max(eig[0], 1e-300)),
+               "covariance_decay": spec.synthetic.decay if spec.synthetic is not None else "n/a"},
     )

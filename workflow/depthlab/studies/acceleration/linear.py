@@ -101,10 +101,15 @@ def balanced_init(M: int, d: int, h: int, N: int, scale: float, gen: torch.Gener
     return Ws
 
 
-def gaussian_init(M: int, d: int, h: int, N: int, std: float, gen: torch.Generator, dtype=torch.float64) -> list[torch.Tensor]:
-    """Plain small Gaussian factors: every entry N(0, std^2) (not balanced)."""
+def gaussian_init(M: int, d: int, h: int, N: int, scale: float, gen: torch.Generator, dtype=torch.float64) -> list[torch.Tensor]:
+    """Independent Gaussian factors (not balanced), scaled together so that |w_e| = scale: every entry N(0, 1), then
+    every factor times (scale / |W_N ... W_1|)^(1/N).  The same |w_e(0)| as the balanced start, so a depth-N run and the
+    depth-1 run from this kind of start begin equally far from zero (a fixed entry std would put w_e of depth 1 at
+    std sqrt(d) and of depth N orders of magnitude nearer zero)."""
     shapes = [(h, d)] + [(h, h)] * (N - 2) + [(1, h)] if N > 1 else [(1, d)]
-    return [std * torch.randn(M, *sh, generator=gen, dtype=dtype) for sh in shapes]
+    Ws = [torch.randn(M, *sh, generator=gen, dtype=dtype) for sh in shapes]
+    c = (scale / end_to_end(Ws).norm(dim=1)) ** (1.0 / N)  # [M]
+    return [W * c.view(-1, 1, 1) for W in Ws]
 
 
 def balancedness(Ws: list[torch.Tensor]) -> torch.Tensor:
@@ -122,21 +127,22 @@ def diverged(loss: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
     return ~torch.isfinite(loss) | (loss > 1e6 * start)
 
 
-TRACK_EVERY_CAP = 4096  # rows of history kept per run at most: every step for short runs, evenly spaced otherwise
+TRACK_EVERY_CAP = 4096  # rows of history kept per run, beyond the first TRACK_ALL: evenly spaced
+TRACK_ALL = 512  # every one of the first iterations is kept (the fast rates' whole descent)
 
 
 def history_steps(iterations: int) -> list[int]:
-    """The iterations (0 = start) at which losses and distances are stored."""
+    """The iterations (0 = start) at which losses and distances are stored: every one up to TRACK_ALL, then evenly spaced."""
     every = max(1, math.ceil(iterations / TRACK_EVERY_CAP))
-    return sorted(set(range(0, iterations + 1, every)) | {iterations})
+    return sorted(set(range(0, min(iterations, TRACK_ALL) + 1)) | set(range(0, iterations + 1, every)) | {iterations})
 
 
-def starts(init: str, seeds, d: int, h: int, N: int, scale: float, std: float, reps: int, device) -> list[torch.Tensor]:
-    """The factors every model starts from: seed s's (balanced with |w_e| = scale, or Gaussian with entries N(0, std^2)),
-    repeated for each of ``reps`` rates; model m = (rate m // S, seed m % S).  The generator is keyed by the seed only,
-    so a balanced start points w_e the same way at every depth."""
+def starts(init: str, seeds, d: int, h: int, N: int, scale: float, reps: int, device) -> list[torch.Tensor]:
+    """The factors every model starts from: seed s's, balanced or Gaussian, both with |w_e| = scale, repeated for each of
+    ``reps`` rates; model m = (rate m // S, seed m % S).  The generator is keyed by the seed only, so a balanced start
+    points w_e the same way at every depth."""
     per_seed = []
     for s in seeds:
         gen = torch.Generator().manual_seed(seed(s, "accel_init"))
-        per_seed.append(balanced_init(1, d, h, N, scale, gen) if init == "balanced" else gaussian_init(1, d, h, N, std, gen))
+        per_seed.append(balanced_init(1, d, h, N, scale, gen) if init == "balanced" else gaussian_init(1, d, h, N, scale, gen))
     return [torch.cat([f[j] for f in per_seed] * reps).to(device) for j in range(len(per_seed[0]))]

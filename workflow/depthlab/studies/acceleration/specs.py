@@ -44,18 +44,31 @@ def figures(config: dict) -> list[str]:
     return list(FIGURES)
 
 
+def synthetic_name(decay: float) -> str:
+    """The data set id of the synthetic task with covariance decay j^-decay: synthetic-j1, synthetic-j2, synthetic-j1.5."""
+    return f"synthetic-j{decay:g}"
+
+
 def datasets(config: dict) -> list[str]:
-    return list(section(config)["datasets"])
+    """The data set ids: the synthetic task once per decay, then the others in config order."""
+    s = section(config)
+    out = []
+    for name in s["datasets"]:
+        out += [synthetic_name(float(v)) for v in s["synthetic"]["decays"]] if name == "synthetic" else [name]
+    return out
+
+
+DATASET = "synthetic-j[0-9]+(?:[.][0-9]+)?|diabetes|uci"
 
 
 @dataclass(frozen=True)
 class DataJob(Job):
-    dataset: str = field(metadata={"pattern": "synthetic|diabetes|uci"})
+    dataset: str = field(metadata={"pattern": DATASET})
 
 
 @dataclass(frozen=True)
 class TrainJob(Job):
-    dataset: str = field(metadata={"pattern": "synthetic|diabetes|uci"})
+    dataset: str = field(metadata={"pattern": DATASET})
     p: int
     init: str = field(metadata={"pattern": "balanced|gaussian"})
     depth: int
@@ -63,7 +76,7 @@ class TrainJob(Job):
 
 @dataclass(frozen=True)
 class BaselineJob(Job):
-    dataset: str = field(metadata={"pattern": "synthetic|diabetes|uci"})
+    dataset: str = field(metadata={"pattern": DATASET})
     p: int
     method: str = field(metadata={"pattern": "momentum|adagrad|adadelta|adam"})
 
@@ -84,7 +97,7 @@ class DataSpec(Spec):
     synthetic: Synthetic | None
     uci_file: str | None
     ps: tuple[int, ...]
-    target_fraction: float
+    target_fractions: tuple[float, ...]  # descending: loosest first
     seed: int
 
     @classmethod
@@ -95,9 +108,10 @@ class DataSpec(Spec):
     def from_config(cls, config: dict, job: DataJob) -> "DataSpec":
         s = section(config)
         syn = s["synthetic"]
-        return cls(job=job, synthetic=Synthetic(syn["n"], syn["d"], float(syn["decay"]), float(syn["noise"])) if job.dataset == "synthetic" else None,
+        decay = float(job.dataset.removeprefix("synthetic-j")) if job.dataset.startswith("synthetic-j") else None
+        return cls(job=job, synthetic=Synthetic(syn["n"], syn["d"], decay, float(syn["noise"])) if decay is not None else None,
                    uci_file=str(s["uci_file"]) if job.dataset == "uci" else None, ps=tuple(sorted(s["ps"])),
-                   target_fraction=float(s["target_fraction"]), seed=config["seed"])
+                   target_fractions=tuple(sorted((float(f) for f in s["target_fractions"]), reverse=True)), seed=config["seed"])
 
     def shape(self) -> tuple[int, int]:
         """(examples, features): the synthetic task's, diabetes' 442 x 10, the UCI ethanol subset's at most 3000 x 128."""
@@ -113,7 +127,17 @@ class DataSpec(Spec):
 def _run_fields(config: dict) -> dict:
     s = section(config)
     return {"log10_lr_range": tuple(float(v) for v in s["log10_lr_range"]), "lr_points": s["lr_points"],
-            "iterations": s["iterations"], "seeds": tuple(s["seeds"]), "init_scale": float(s["init_scale"])}
+            "budget": Budget(s["max_iterations"], s["min_iterations"], float(s["patience_factor"])), "seeds": tuple(s["seeds"]),
+            "init_scale": float(s["init_scale"])}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long a batch of runs goes on (depthlab/studies/acceleration/trajectory.py: run)."""
+
+    max_iterations: int
+    min_iterations: int
+    patience_factor: float
 
 
 @dataclass(frozen=True)
@@ -124,12 +148,11 @@ class TrainSpec(Spec):
     data: DataSpec
     init: str  # balanced | gaussian
     width: int  # hidden width h
-    init_scale: float  # |w_e| at a balanced start
-    gaussian_std: float  # entries' std at a Gaussian start
+    init_scale: float  # |w_e(0)| of every start
     weight_decay: float
     log10_lr_range: tuple[float, float]
     lr_points: int
-    iterations: int
+    budget: Budget
     seeds: tuple[int, ...]
 
     @classmethod
@@ -142,7 +165,7 @@ class TrainSpec(Spec):
     def from_config(cls, config: dict, job: TrainJob) -> "TrainSpec":
         s = section(config)
         return cls(job=job, data=DataSpec.from_config(config, DataJob(job.dataset)), init=job.init, width=s["width"],
-                   gaussian_std=float(s["gaussian_std"]), weight_decay=float(s["weight_decay"]), **_run_fields(config))
+                   weight_decay=float(s["weight_decay"]), **_run_fields(config))
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("data", DataJob(self.job.dataset))}
@@ -151,7 +174,7 @@ class TrainSpec(Spec):
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         n, d = self.data.shape()
         per_step = n * d + self.job.depth * self.width**2 + self.width * d  # the loss gradient, then the factors
-        return 2.0 * 2 * per_step * self.iterations * self.lr_points * len(self.seeds)  # the net and the rule beside it
+        return 2.0 * 2 * per_step * self.budget.max_iterations * self.lr_points * len(self.seeds)  # the net and the rule beside it
 
     def memory(self) -> dict[str, int]:
         n, d = (self.data.synthetic.n, self.data.synthetic.d) if self.data.synthetic else (3000, 128)
@@ -168,7 +191,7 @@ class BaselineSpec(Spec):
     init_scale: float
     log10_lr_range: tuple[float, float]
     lr_points: int
-    iterations: int
+    budget: Budget
     seeds: tuple[int, ...]
 
     @classmethod
@@ -183,7 +206,7 @@ class BaselineSpec(Spec):
     def work(self) -> float:
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         n, d = self.data.shape()
-        return 2.0 * n * d * self.iterations * self.lr_points * len(self.seeds)
+        return 2.0 * n * d * self.budget.max_iterations * self.lr_points * len(self.seeds)
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("data", DataJob(self.job.dataset))}
@@ -196,11 +219,13 @@ class FigureSpec(Spec):
     job: FigureJob
     nets: tuple[TrainJob, ...]
     baselines: tuple[BaselineJob, ...]
+    flow_tolerance: float  # A3's flow criterion: the curves figures draw each net at its largest rate within it
 
     @classmethod
     def from_config(cls, config: dict, job: FigureJob) -> "FigureSpec":
         base = tuple(BaselineSpec.jobs(config)) if job.figure == "iterations" else ()
-        return cls(job=job, nets=tuple(TrainSpec.jobs(config)), baselines=base)
+        return cls(job=job, nets=tuple(TrainSpec.jobs(config)), baselines=base,
+                   flow_tolerance=float(section(config)["flow_tolerance"]))
 
     def inputs(self) -> dict[str, Ref]:
         refs = [Ref("train", j) for j in self.nets] + [Ref("baseline", j) for j in self.baselines]
@@ -215,17 +240,21 @@ class ClaimsSpec(Spec):
     small_gain: float  # A2: a speed-up below this factor is "small or absent"
     tracking: float  # A3: the net's w_e within this relative distance of the rule's while the loss falls
     same_speed: float  # A3: the rule's iterations to target within this factor of the net's
+    flow_tolerance: float  # A3: the flow regime (halving the rate changes the loss curve in flow time by less than this)
     scale_note: str
 
     @classmethod
     def from_config(cls, config: dict, job: ClaimsJob) -> "ClaimsSpec":
         s = section(config)
         syn = s["synthetic"]
-        note = (f"Scale: data {', '.join(s['datasets'])} (synthetic: {syn['n']} x {syn['d']}, covariance eigenvalues ~ j^-{syn['decay']:g}, "
-                f"noise {syn['noise']:g}), standardised; l_p losses p = {sorted(s['ps'])}; depths {sorted(s['depths'])}, hidden width "
-                f"{s['width']}; starts {', '.join(s['inits'])} (balanced: |w_e| = {s['init_scale']:g}; Gaussian: entries' std "
-                f"{s['gaussian_std']:g}); weight decay {s['weight_decay']:g}; full-batch, {s['iterations']} iterations; "
-                f"{s['lr_points']} rates 10^{s['log10_lr_range'][0]:g} ... 10^{s['log10_lr_range'][1]:g} per method and depth, "
-                f"each method at its own best (fewest iterations to the target, not diverged); seeds {list(s['seeds'])}; target: "
-                f"L* + {s['target_fraction']:g} (L(0) - L*), L* the optimum.")
-        return cls(job=job, small_gain=2.0, tracking=0.1, same_speed=1.25, scale_note=note)
+        note = (f"Scale: data {', '.join(datasets(config))} (synthetic: {syn['n']} x {syn['d']}, covariance eigenvalues ~ j^-decay for "
+                f"decay {', '.join(f'{v:g}' for v in syn['decays'])}, noise {syn['noise']:g}), standardised; l_p losses p = "
+                f"{sorted(s['ps'])}; depths {sorted(s['depths'])}, hidden width {s['width']}; starts {', '.join(s['inits'])}, every "
+                f"one at |w_e(0)| = {s['init_scale']:g} (Gaussian: independent Gaussian factors scaled together to that norm); weight "
+                f"decay {s['weight_decay']:g}; full-batch, a budget of {s['max_iterations']} iterations (a batch stops once every run "
+                f"is at the tightest target, or at {s['patience_factor']:g} times the iterations its fastest rate needed, and not "
+                f"before {s['min_iterations']}); {s['lr_points']} rates 10^{s['log10_lr_range'][0]:g} ... "
+                f"10^{s['log10_lr_range'][1]:g} per method and depth, each method at its own best per target (fewest mean "
+                f"iterations, no seed diverged); seeds {list(s['seeds'])}; targets: L* + f (L(0) - L*) for f = "
+                f"{', '.join(f'{f:g}' for f in sorted(s['target_fractions'], reverse=True))}, L* the optimum.")
+        return cls(job=job, small_gain=2.0, tracking=0.1, same_speed=1.25, flow_tolerance=float(s["flow_tolerance"]), scale_note=note)

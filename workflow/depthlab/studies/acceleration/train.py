@@ -24,9 +24,9 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     lrs = 10.0 ** np.linspace(*spec.log10_lr_range, spec.lr_points)
     S = len(spec.seeds)
     lr = torch.as_tensor(np.repeat(lrs, S), dtype=torch.float64, device=dev)
-    Ws = linear.starts(spec.init, spec.seeds, X.shape[1], spec.width, N, spec.init_scale, spec.gaussian_std, len(lrs), dev)
+    Ws = linear.starts(spec.init, spec.seeds, X.shape[1], spec.width, N, spec.init_scale, len(lrs), dev)
     w_rule = linear.end_to_end(Ws).clone()
-    target = float(data.target_loss.sel(p=p))
+    targets = data.target_loss.sel(p=p).values  # [fraction], loosest first
     wd = spec.weight_decay
 
     M = len(lr)
@@ -50,10 +50,10 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
         b = linear.balancedness(Ws)
         return torch.cat([b, b])
 
-    both = run(loss_now, step, spec.iterations, target, track={"distance": distance, "balancedness": balance},
+    both = run(loss_now, step, spec.budget, targets, S, judged=M, track={"distance": distance, "balancedness": balance},
                progress=ctx.progress, label=f"{spec.job.dataset} p={p} {spec.init} depth {N} (net and end-to-end rule)")
-    net = Runs(both.steps, both.loss[:M], {k: v[:M] for k, v in both.extra.items()}, both.to_target[:M], both.diverged_at[:M])
-    rule = Runs(both.steps, both.loss[M:], {}, both.to_target[M:], both.diverged_at[M:])
+    net = Runs(both.steps, both.loss[:M], {k: v[:M] for k, v in both.extra.items()}, both.to_target[:M], both.diverged_at[:M], both.stopped_at)
+    rule = Runs(both.steps, both.loss[M:], {}, both.to_target[M:], both.diverged_at[M:], both.stopped_at)
     C = len(lrs)
 
     def grid(a):
@@ -67,13 +67,15 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
                          {"description": "|w_e(net) - w(rule)| / |w(rule)|: the net against its end-to-end rule"}),
             "balancedness": (("lr", "seed", "step"), grid(net.extra["balancedness"]),
                              {"description": "max_j |W_{j+1}^T W_{j+1} - W_j W_j^T| / |W_j W_j^T|"}),
-            "to_target": (("lr", "seed"), grid(net.to_target), {"description": "iterations to the target loss (-1: not within the budget)"}),
-            "rule_to_target": (("lr", "seed"), grid(rule.to_target)),
+            "to_target": (("lr", "seed", "fraction"), grid(net.to_target),
+                          {"description": "iterations to each target loss (-1: not reached before the batch stopped)"}),
+            "rule_to_target": (("lr", "seed", "fraction"), grid(rule.to_target)),
             "diverged_at": (("lr", "seed"), grid(net.diverged_at), {"description": "iteration of divergence (-1: none)"}),
             "rule_diverged_at": (("lr", "seed"), grid(rule.diverged_at)),
+            "target_loss": (("fraction",), targets),
         },
-        coords={"lr": lrs, "seed": list(spec.seeds), "step": net.steps},
-        attrs={"dataset": spec.job.dataset, "p": p, "depth": N, "init": spec.init, "width": spec.width, "target_loss": target,
+        coords={"lr": lrs, "seed": list(spec.seeds), "step": net.steps, "fraction": data.fraction.values},
+        attrs={"dataset": spec.job.dataset, "p": p, "depth": N, "init": spec.init, "width": spec.width,
                "optimum_loss": float(data.optimum_loss.sel(p=p)), "initial_loss": float(data.initial_loss.sel(p=p)),
-               "weight_decay": wd},
+               "weight_decay": wd, "stopped_at": int(both.stopped_at), "max_iterations": spec.budget.max_iterations},
     )

@@ -9,8 +9,8 @@ Every (lr, seed) of one (depth, width) trains in turn; seed s fixes the initiali
 under a seeded generator) and the data order (:func:`depthlab.core.trainer.epoch_order`); with ``augment``,
 each training image is randomly cropped to ``crop`` and flipped left-right (the TF CIFAR-10 tutorial's
 pipeline; the test set is centre-cropped).  The test accuracy is measured every ``check_every`` epochs: the
-paper's number is the best along the run.  A finished model's curve is checkpointed, so a killed job loses
-at most the model in progress.
+paper's number is the best along the run; a model stops when the stop rule says its test accuracy stopped improving,
+or at the epoch budget.  A finished model's curve is checkpointed, so a killed job loses at most the model in progress.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from depthlab.core.stopping import REASONS, StopRule, StopState
 from depthlab.core.trainer import epoch_order
 
 CLASSES = 10
@@ -79,8 +80,10 @@ def accuracy(net: nn.Module, x: torch.Tensor, y: torch.Tensor, chunk: int = 2048
 
 def train(x: np.ndarray, y: np.ndarray, xt: np.ndarray, yt: np.ndarray, *, depth: int, width: int, kernel: int,
           lrs: np.ndarray, init_seeds: np.ndarray, order_seeds: np.ndarray, epochs: int, batch_size: int, check_every: int,
-          augment: bool, crop: int, device: str, progress: Callable[[str], None], checkpoint=None) -> tuple[np.ndarray, np.ndarray]:
-    """Test accuracy [len(lrs) * S, checks] of model m = (lr m // S, seed m % S), and the check epochs.
+          augment: bool, crop: int, device: str, progress: Callable[[str], None], stop: StopRule,
+          checkpoint=None) -> tuple[np.ndarray, np.ndarray, StopState]:
+    """Test accuracy [len(lrs) * S, checks] of model m = (lr m // S, seed m % S) (NaN after it stopped), the check
+    epochs, and the stop rule's state (why and when each stopped; ``stop`` monitors the test error).
 
     x: [N, C, S, S] float32 (standardised), y: [N] int64; the same for the test set.
     """
@@ -93,13 +96,15 @@ def train(x: np.ndarray, y: np.ndarray, xt: np.ndarray, yt: np.ndarray, *, depth
     XT = centre(XT, crop) if augment else XT
     YT = torch.as_tensor(yt, device=dev)
     key = f"cnn|{x.shape}|{float(x.sum())!r}|{xt.shape}|{depth}|{width}|{kernel}|{list(lrs)}|{list(init_seeds)}|{list(order_seeds)}|" \
-          f"{epochs}|{batch_size}|{check_every}|{augment}|{crop}"
+          f"{epochs}|{batch_size}|{check_every}|{augment}|{crop}|{stop!r}"
     done = checkpoint.load(key) if checkpoint is not None else None
     acc = np.full((len(lrs) * S, len(checks)), np.nan)
+    state = stop.start(len(acc))
     start = 0
     if done is not None:
         start = int(done["done"])
         acc[:start] = done["acc"][:start].numpy()
+        state = StopState(**{k: done[f"stop/{k}"].numpy().copy() for k in StopState.FIELDS})
         progress(f"resumed from checkpoint: {start} of {len(acc)} models already trained")
     n = len(Y)
     for m in range(start, len(acc)):
@@ -107,6 +112,7 @@ def train(x: np.ndarray, y: np.ndarray, xt: np.ndarray, yt: np.ndarray, *, depth
         net = build(depth, width, kernel, x.shape[1], side, int(init_seeds[s])).to(dev)
         opt = torch.optim.Adam(net.parameters(), lr=lr)
         c = 0
+        ids = np.array([m])
         for epoch in range(1, epochs + 1):
             order = torch.as_tensor(epoch_order(int(order_seeds[s]), epoch, n), device=dev)
             rng = np.random.default_rng([int(order_seeds[s]), epoch, 1])
@@ -117,10 +123,19 @@ def train(x: np.ndarray, y: np.ndarray, xt: np.ndarray, yt: np.ndarray, *, depth
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
+            if not torch.isfinite(loss):  # diverged: its record so far is kept
+                StopRule.diverge(state, ids, epoch)
+                break
             if epoch == checks[c]:
-                acc[m, c] = accuracy(net, XT, YT) if torch.isfinite(loss) else np.nan
+                acc[m, c] = accuracy(net, XT, YT)
                 c += 1
-        progress(f"depth {depth} width {width} lr {lr:g} seed {s}: best test accuracy {np.nanmax(acc[m]):.4f}")
+                if stop.update(state, ids, np.array([1.0 - acc[m, c - 1]]), np.array([False]), epoch)[0]:
+                    break
+        else:
+            StopRule.budget(state, ids, epochs)
+        progress(f"depth {depth} width {width} lr {lr:g} seed {s}: best test accuracy {np.nanmax(acc[m]) if np.isfinite(acc[m]).any() else np.nan:.4f}, "
+                 f"{REASONS[state.reason[m]]} at epoch {state.stopped_at[m]}")
         if checkpoint is not None:
-            checkpoint.save(key, {"done": torch.tensor(m + 1), "acc": torch.as_tensor(acc)})
-    return acc, checks
+            checkpoint.save(key, {"done": torch.tensor(m + 1), "acc": torch.as_tensor(acc),
+                                  **{f"stop/{k}": torch.as_tensor(getattr(state, k)) for k in StopState.FIELDS}})
+    return acc, checks, state

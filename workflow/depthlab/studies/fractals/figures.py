@@ -30,8 +30,17 @@ def accuracy_table(inputs: list[StoreInput]) -> pd.DataFrame:
                 rows.append({"fractal": a["fractal"], "n": int(a["n"]), "pdeg": int(a["pdeg"]), "depth": int(a["depth"]),
                              "width": int(a["width"]), "n_params": int(a["n_params"]), "lr": float(lr), "seed": int(sd),
                              "best_accuracy": float(ds.best_accuracy.values[i, s]), "final_accuracy": float(ds.final_accuracy.values[i, s]),
-                             "train_accuracy": float(ds.train_accuracy.values[i, s]), **curve})
+                             "train_accuracy": float(ds.train_accuracy.values[i, s]), **_soundness(ds, i, s), **curve})
     return pd.DataFrame(rows)
+
+
+def _soundness(ds, i: int, s: int) -> dict:
+    """What a row's verdicts rest on, from its store: how the net stopped, and whether its rate is the store's choice and
+    where that choice lies in the grid (read, never recomputed)."""
+    return {"converged": bool(ds.converged.values[i, s]), "diverged": bool(ds.diverged.values[i, s]),
+            "stop_reason": str(ds.stop_reason.values[i, s]), "stopped_epoch": int(ds.stopped_epoch.values[i, s]),
+            "chosen": bool(np.isclose(ds.lr.values[i], float(ds.best_lr))), "lr_edge": str(ds.lr_edge.values),
+            "lr_flagged": bool(ds.lr_flagged)}
 
 
 def samples_table(inputs: list[StoreInput], points: int) -> pd.DataFrame:
@@ -71,8 +80,7 @@ def cnn_table(inputs: list[StoreInput]) -> pd.DataFrame:
             for s, sd in enumerate(ds.seed.values):
                 rows.append({"dataset": a["dataset"], "depth": int(a["depth"]), "width": int(a["width"]),
                              "n_params": int(a["n_params"]), "lr": float(lr), "seed": int(sd),
-                             "best_accuracy": float(ds.best_accuracy.values[i, s]),
-                             "final_accuracy": float(ds.accuracy.values[i, s, -1])})
+                             "best_accuracy": float(ds.best_accuracy.values[i, s]), **_soundness(ds, i, s)})
     return pd.DataFrame(rows)
 
 

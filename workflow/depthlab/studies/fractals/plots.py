@@ -17,11 +17,24 @@ from depthlab import plotstyle as ps
 CHANCE, PERFECT = 0.5, 1.0
 
 
+SOUND = ("converged", "lr_flagged", "lr_edge")  # what a verdict rests on, carried with the chosen rows
+
+
 def best(table: pd.DataFrame, keys: list[str], value: str = "best_accuracy") -> pd.DataFrame:
-    """Mean of ``value`` over seeds, then the max over learning rates, per ``keys``; ``lr`` is the rate that gave it."""
-    mean = table.groupby(keys + ["lr"])[value].mean().reset_index()
-    top = mean.loc[mean.groupby(keys)[value].idxmax().dropna()]
-    return top.reset_index(drop=True)[keys + [value, "lr"]]
+    """Mean of ``value`` over seeds at each net's chosen rate (the store's ``chosen`` column: the best over its grid),
+    then the max over whatever of the nets' coordinates is not in ``keys``; ``lr`` is the rate that gave it.  Without
+    a ``chosen`` column, the max over learning rates.  A net whose every seed has no value (diverged before its first
+    check) is left out; a group with none at all is left out too.  Where the table says how the nets stopped, each
+    row also carries ``converged`` (every seed of it) and the rate's ``lr_flagged`` / ``lr_edge``."""
+    rows = table[table.chosen.astype(bool)] if "chosen" in table else table
+    agg = {value: (value, "mean")}
+    if "converged" in rows:
+        agg.update(converged=("converged", "all"), lr_flagged=("lr_flagged", "any"), lr_edge=("lr_edge", "first"))
+    mean = rows.groupby(keys + ["lr"]).agg(**agg).reset_index().dropna(subset=[value])
+    if mean.empty:
+        return mean[keys + [c for c in (value, "lr", *SOUND) if c in mean]]
+    top = mean.loc[mean.groupby(keys)[value].idxmax()]
+    return top.reset_index(drop=True)[keys + [c for c in (value, "lr", *SOUND) if c in top]]
 
 
 def curve_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -32,6 +45,20 @@ def curve_table(table: pd.DataFrame) -> pd.DataFrame:
     top = per.loc[per.groupby("pdeg").best_accuracy.idxmax()].set_index("pdeg")
     out = curves.assign(best_accuracy=top.best_accuracy, width=top.width, lr=top.lr)
     return out.sort_values("P4" if "P4" in out else "P3", ascending=False, kind="stable")
+
+
+def _mark_unsound(ax: plt.Axes, x, y, rows: pd.DataFrame) -> None:
+    """A red ring on every point whose nets did not converge (still improving at the budget), a red square where the chosen
+    rate sits at a flagged edge of its grid: the numbers a verdict must not rest on."""
+    x, y = np.asarray(x), np.asarray(y)
+    if "converged" in rows:
+        bad = ~rows.converged.astype(bool).values
+        if bad.any():
+            ax.plot(x[bad], y[bad], "o", mfc="none", mec="red", ms=9, mew=1.0, label="still improving at the budget")
+    if "lr_flagged" in rows:
+        bad = rows.lr_flagged.astype(bool).values
+        if bad.any():
+            ax.plot(x[bad], y[bad], "s", mfc="none", mec="red", ms=10, mew=1.0, label="rate at a grid edge")
 
 
 def _accuracy_axis(ax: plt.Axes, label: str = "best test accuracy along the run") -> None:
@@ -49,6 +76,7 @@ def width_figure(table: pd.DataFrame, by_params: bool, title: str) -> plt.Figure
         for T in depths:
             g = b[b.depth == T].sort_values(x)
             ax.plot(g[x], g.best_accuracy, "-o", color=colors[T], ms=4, label=f"depth {T}")
+            _mark_unsound(ax, g[x], g.best_accuracy, g)
             for r in g.itertuples():
                 ax.annotate(f"{r.lr:g}", (getattr(r, x), r.best_accuracy), textcoords="offset points", xytext=(2, 3),
                             fontsize=4.5, color=colors[T])
@@ -144,6 +172,7 @@ def realdata_figure(table: pd.DataFrame, title: str) -> plt.Figure:
     for T in depths:
         g = b[b.depth == T].sort_values("width")
         ax.plot(g.width, g.best_accuracy, "-o", color=colors[T], ms=4, label=f"depth {T}")
+        _mark_unsound(ax, g.width, g.best_accuracy, g)
         for r in g.itertuples():
             ax.annotate(f"{r.lr:g}", (r.width, r.best_accuracy), textcoords="offset points", xytext=(2, 3), fontsize=4.5, color=colors[T])
     ax.set_xscale("log", base=2)

@@ -175,11 +175,24 @@ class DataSpec(Spec):
 
 @dataclass(frozen=True)
 class Training:
-    """The authors' training: hinge loss, Adam, batch 100; test accuracy at every check, no early stop."""
+    """The authors' training (hinge loss, Adam, batch 100; test accuracy at every check), each net until its test accuracy
+    stops improving, at a grid of rates that grows at its edges (depthlab/studies/fractals/training.py)."""
 
     batch_size: int
     check_every: int
-    max_epochs: int
+    max_epochs: int  # the budget
+    patience: int  # checks without a rise of the best test accuracy by more than abs_tol: converged
+    abs_tol: float
+    lr_factor: float  # growth of the rate grid beyond an edge choice
+    lr_rounds: int
+    log10_lr_limits: tuple[float, float]
+
+
+def _training(t: dict) -> Training:
+    g = t["lr_growth"]
+    return Training(batch_size=t["batch_size"], check_every=t["check_every"], max_epochs=t["max_epochs"], patience=t["patience"],
+                    abs_tol=float(t["abs_tol"]), lr_factor=float(g["factor"]), lr_rounds=g["rounds"],
+                    log10_lr_limits=tuple(float(v) for v in g["log10_limits"]))
 
 
 @dataclass(frozen=True)
@@ -202,8 +215,7 @@ class TrainSpec(Spec):
     def from_config(cls, config: dict, job: TrainJob) -> "TrainSpec":
         t = section(config)["training"]
         return cls(job=job, data=DataSpec.from_config(config, job.data), init="truncated_normal",
-                   lrs=tuple(float(v) for v in sorted(t["lrs"])), seeds=tuple(t["seeds"]),
-                   training=Training(batch_size=t["batch_size"], check_every=t["check_every"], max_epochs=t["max_epochs"]))
+                   lrs=tuple(float(v) for v in sorted(t["lrs"])), seeds=tuple(t["seeds"]), training=_training(t))
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("data", self.job.data)}
@@ -257,9 +269,7 @@ class CnnSpec(Spec):
     kernel: int
     lrs: tuple[float, ...]
     seeds: tuple[int, ...]
-    epochs: int
-    batch_size: int
-    check_every: int
+    training: Training  # max_epochs: fig7's epochs
     augment: bool
     crop: int
 
@@ -272,8 +282,8 @@ class CnnSpec(Spec):
     def from_config(cls, config: dict, job: CnnJob) -> "CnnSpec":
         f7 = section(config)["fig7"]
         return cls(job=job, data=ImagesSpec.from_config(config, ImagesJob(job.dataset)), kernel=f7["kernel"],
-                   lrs=tuple(float(v) for v in sorted(f7["lrs"])), seeds=tuple(f7["seeds"]), epochs=f7["epochs"],
-                   batch_size=f7["batch_size"], check_every=f7["check_every"], augment=f7["augment"],
+                   lrs=tuple(float(v) for v in sorted(f7["lrs"])), seeds=tuple(f7["seeds"]),
+                   training=_training({**f7, "max_epochs": f7["epochs"]}), augment=f7["augment"],
                    crop=f7["crop"] if f7["augment"] else 0)
 
     def inputs(self) -> dict[str, Ref]:
@@ -284,11 +294,11 @@ class CnnSpec(Spec):
         side = 32 if self.job.dataset == "cifar10" else 8
         n = self.data.n_train or (50000 if self.job.dataset == "cifar10" else 1347)
         per_image = self.job.depth * self.job.width**2 * self.kernel**2 * side * side
-        return 6.0 * per_image * n * self.epochs * len(self.lrs) * len(self.seeds)
+        return 6.0 * per_image * n * self.training.max_epochs * len(self.lrs) * len(self.seeds)
 
     def memory(self) -> dict[str, int]:
         side = 32 if self.job.dataset == "cifar10" else 8
-        acts = self.batch_size * self.job.width * side * side * self.job.depth * 4 * mem.F32
+        acts = self.training.batch_size * self.job.width * side * side * self.job.depth * 4 * mem.F32
         return {f"studies.{STUDY}.fig7.widths": self.data.memory()[f"studies.{STUDY}.fig7.dataset"] + acts}
 
 

@@ -23,6 +23,12 @@ Criteria (fixed here, printed in the report so a reader can disagree with them):
   every row says how many seeds diverged at which depth (never silently dropped).  The figures mark those points.
 * Claim 6 applies to a figure whose targets carry label noise, whose task is classification, or whose g is not the
   product: it repeats claims 1-2 there.
+* Inconclusive (depthlab.claims.judge), with the reason, when a net a row rests on did not converge (its training
+  loss still improving by more than the plateau tolerance when the epoch budget ran out), when the CV-chosen rate of a
+  depth sits at an edge of the rates its search evaluated and could not grow past it, or when the depth comparison a
+  claim makes (claims 1, 2 and "shallow best") is inside the seed spread.  Fig. 3's "best lr is large" is inconclusive
+  when the best converged rate is the largest or smallest rate of the sweep (depthlab.core.edges: every larger rate
+  tried must have failed to converge for the best to be inside the grid).
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from depthlab.claims import Verdict
+from depthlab.claims import Verdict, flagged, judge, unconverged
+from depthlab.core.edges import choose
 
 if TYPE_CHECKING:
     from .specs import ClaimsSpec
@@ -83,9 +90,15 @@ def _fmt(s: pd.Series) -> str:
 
 
 def _spread(nn: pd.Series, sd: pd.Series, a: int, b: int) -> str:
-    """' (inside the seed spread ...)' when |mean_a - mean_b| < sqrt(sd_a^2 + sd_b^2), else ''."""
+    """The problem 'the seeds do not resolve L=a vs L=b' when |mean_a - mean_b| < sqrt(sd_a^2 + sd_b^2), else ''."""
     diff, spread = abs(nn.loc[a] - nn.loc[b]), float(np.hypot(sd.loc[a], sd.loc[b]))
-    return f"; inside the seed spread (|diff| {diff:.3g} < spread {spread:.3g})" if diff < spread else ""
+    return (f"the seeds disagree beyond the margin: L={int(a)} vs L={int(b)} differ by {diff:.3g}, inside the seed spread "
+            f"{spread:.3g} (root-sum-square of their standard deviations)") if diff < spread else ""
+
+
+def _soundness(part: pd.DataFrame) -> list[str]:
+    """What a depth-sweep row rests on that could make it unsound: nets that did not converge, CV rates at a flagged edge."""
+    return [unconverged(part, lambda r: f"L={r.depth} seed {r.seed}"), flagged(part, lambda r: f"L={r.depth}")]
 
 
 def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[Verdict]:
@@ -97,39 +110,41 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
         nn, sd = _curve(part), _sd(part)
         ntk = _curve(part, "ntk_test_error")
         if len(nn) < 2 or nn.isna().all():
-            out.append(Verdict("-", "depth dependence (claims 1-4)", figure, name, None, "fewer than two depths with a finite NN error"))
+            out.append(judge("-", "depth dependence (claims 1-4)", figure, name, None, f"NN {_fmt(nn)}",
+                             why_none="fewer than two depths with a finite NN error"))
             continue
+        sound = _soundness(part)
         first = nn.index.min()
         deeper = nn.drop(index=first)
         best_deep = deeper.idxmin()
         lrs = part.groupby("depth").lr.first()
-        lr_note = "; CV lr " + ", ".join(f"L={int(L)}: {v:.3g}" for L, v in lrs.items()) + _diverged(part)
+        lr_note = "; CV lr " + ", ".join(f"L={int(L)}: {v:.3g}" for L, v in lrs.items()) + _diverged(part) + _stopped(part)
         if k >= 2 and loc == "local":
             ratio = nn.loc[first] / deeper.min()
             r = _rho(nn)
-            out.append(Verdict(tag + "1", "local: L = 1 clearly worse, error falls with L", figure, name,
-                               bool(ratio > CLEARLY and r < 0),
-                               f"NN {_fmt(nn)}; err(L=1)/min deeper = {ratio:.3f} (need > {CLEARLY}); Spearman(L, err) = {r:+.2f} "
-                               f"(need < 0){_spread(nn, sd, first, best_deep)}{lr_note}"))
+            out.append(judge(tag + "1", "local: L = 1 clearly worse, error falls with L", figure, name,
+                             bool(ratio > CLEARLY and r < 0),
+                             f"NN {_fmt(nn)}; err(L=1)/min deeper = {ratio:.3f} (need > {CLEARLY}); Spearman(L, err) = {r:+.2f} "
+                             f"(need < 0){lr_note}", sound + [_spread(nn, sd, first, best_deep)]))
         if k >= 2 and loc == "global":
-            out.append(Verdict(tag + "2", "global: L = 1 best", figure, name, bool(nn.loc[first] < deeper.min()),
-                               f"NN {_fmt(nn)}; err(L=1) = {nn.loc[first]:.4g} vs min deeper = {deeper.min():.4g}"
-                               f"{_spread(nn, sd, first, best_deep)}{lr_note}"))
+            out.append(judge(tag + "2", "global: L = 1 best", figure, name, bool(nn.loc[first] < deeper.min()),
+                             f"NN {_fmt(nn)}; err(L=1) = {nn.loc[first]:.4g} vs min deeper = {deeper.min():.4g}{lr_note}",
+                             sound + [_spread(nn, sd, first, best_deep)]))
         if k == 1:
-            out.append(Verdict("3", "k = 1: shallow best", figure, name, bool(nn.idxmin() == first),
-                               f"NN {_fmt(nn)}; best depth L = {int(nn.idxmin())}{_spread(nn, sd, first, nn.drop(index=first).idxmin())}"
-                               f"{lr_note}"))
-            out.append(_nonmonotonic(figure, name, nn, sd, lr_note))
+            out.append(judge("3", "k = 1: shallow best", figure, name, bool(nn.idxmin() == first),
+                             f"NN {_fmt(nn)}; best depth L = {int(nn.idxmin())}{lr_note}",
+                             sound + [_spread(nn, sd, first, nn.drop(index=first).idxmin())]))
+            out.append(_nonmonotonic(figure, name, nn, sd, lr_note, sound))
         rn, rk = _rho(nn), _rho(ntk)
         opposite, kernel_flat, nn_flat = np.sign(rn) != np.sign(rk), _flat(ntk), _flat(nn)
-        out.append(Verdict("4", "the NTK does not follow the NN at the CV-optimal lr (its trend in L)", figure, name,
-                           bool(opposite or (kernel_flat and not nn_flat)),
-                           f"NTK {_fmt(ntk)}; Spearman(L, NN) = {rn:+.2f}, Spearman(L, NTK) = {rk:+.2f} (need opposite signs, or the "
-                           f"NTK flat within {FLAT:.0%} where the NN is not: NTK flat {kernel_flat}, NN flat {nn_flat})"))
+        out.append(judge("4", "the NTK does not follow the NN at the CV-optimal lr (its trend in L)", figure, name,
+                         bool(opposite or (kernel_flat and not nn_flat)),
+                         f"NTK {_fmt(ntk)}; Spearman(L, NN) = {rn:+.2f}, Spearman(L, NTK) = {rk:+.2f} (need opposite signs, or the "
+                         f"NTK flat within {FLAT:.0%} where the NN is not: NTK flat {kernel_flat}, NN flat {nn_flat})", sound))
         best = nn.idxmin()
         gap = ntk.loc[best] / nn.loc[best]
-        out.append(Verdict("4-aside", "finding beside claim 4: the NTK is worse than the NN at the NN's best depth", figure, name,
-                           bool(gap > CLEARLY), f"NTK/NN at the NN's best depth L={int(best)}: {gap:.3f} (need > {CLEARLY})"))
+        out.append(judge("4-aside", "finding beside claim 4: the NTK is worse than the NN at the NN's best depth", figure, name,
+                         bool(gap > CLEARLY), f"NTK/NN at the NN's best depth L={int(best)}: {gap:.3f} (need > {CLEARLY})", sound))
     ones = table[table.k == 1]
     if not ones.empty and set(ones.locality) == {"local", "global"}:
         loc_c = _curve(ones[ones.locality == "local"])
@@ -137,24 +152,33 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
         common = loc_c.index.intersection(glo_c.index)
         r = float(spearmanr(loc_c[common], glo_c[common]).statistic) if len(common) >= 3 else float("nan")
         same = loc_c.idxmin() == glo_c.idxmin()
-        out.append(Verdict("3", "k = 1: local and global alike", figure, "1-local vs 1-global",
-                           bool(same and r > 0) if np.isfinite(r) else None,
-                           f"best depths {int(loc_c.idxmin())} vs {int(glo_c.idxmin())}; Spearman between curves = {r:+.2f}"))
+        out.append(judge("3", "k = 1: local and global alike", figure, "1-local vs 1-global",
+                         bool(same and r > 0) if np.isfinite(r) else None,
+                         f"best depths {int(loc_c.idxmin())} vs {int(glo_c.idxmin())}; Spearman between curves = {r:+.2f}",
+                         _soundness(ones), why_none="fewer than three common depths"))
     return out
 
 
-def _nonmonotonic(figure: str, name: str, nn: pd.Series, sd: pd.Series, note: str) -> Verdict:
+def _stopped(df: pd.DataFrame) -> str:
+    """'; stopped: L=1 3 plateau, ...' (how each depth's nets stopped), '' without the column."""
+    if "stop_reason" not in df:
+        return ""
+    per = df.groupby("depth").stop_reason.agg(lambda s: ", ".join(f"{n} {r}" for r, n in s.value_counts().sort_index().items()))
+    return "; stopped: " + "; ".join(f"L={int(L)} {v}" for L, v in per.items())
+
+
+def _nonmonotonic(figure: str, name: str, nn: pd.Series, sd: pd.Series, note: str, sound: list[str]) -> Verdict:
     """Claim 3's second half: some interior depth is worse than a deeper one by more than the seed spread."""
     depths = list(nn.index)
     found = [(a, b, nn[a] - nn[b], float(np.hypot(sd[a], sd[b]))) for i, a in enumerate(depths[1:-1], 1) for b in depths[i + 1:]
              if nn[a] - nn[b] > np.hypot(sd[a], sd[b])]
+    statement = "k = 1: the L-dependence is non-monotonic beyond the seed spread"
     if len(depths) < 3:
-        return Verdict("3", "k = 1: the L-dependence is non-monotonic beyond the seed spread", figure, name, None,
-                       f"NN {_fmt(nn)}: fewer than three depths, no interior depth")
+        return judge("3", statement, figure, name, None, f"NN {_fmt(nn)}", why_none="fewer than three depths, no interior depth")
     a, b, diff, spread = max(found, key=lambda f: f[2] - f[3]) if found else (None, None, 0.0, 0.0)
-    return Verdict("3", "k = 1: the L-dependence is non-monotonic beyond the seed spread", figure, name, bool(found),
-                   f"NN {_fmt(nn)}; " + (f"L={int(a)} is worse than L={int(b)} by {diff:.3g} > spread {spread:.3g}" if found else
-                                         "no interior depth is worse than a deeper one by more than the seed spread") + note)
+    return judge("3", statement, figure, name, bool(found),
+                 f"NN {_fmt(nn)}; " + (f"L={int(a)} is worse than L={int(b)} by {diff:.3g} > spread {spread:.3g}" if found else
+                                       "no interior depth is worse than a deeper one by more than the seed spread") + note, sound)
 
 
 def lr_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
@@ -171,8 +195,8 @@ def lr_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
         sd = ok.groupby("lr").nn_test_error.std().fillna(0.0)
         subject = f"{name} L={L}"
         if len(curve) < 2:
-            out.append(Verdict("5", "small lr matches the kernel; the best lr is large", figure, subject, None,
-                               "fewer than two learning rates at which every seed converged"))
+            out.append(judge("5", "small lr matches the kernel; the best lr is large", figure, subject, None,
+                             f"{len(curve)} rate(s) converged", why_none="fewer than two learning rates at which every seed converged"))
             continue
         small, nn = curve.index[0], curve.iloc[0]
         kernels = [("the net's own tangent kernel at init (Theta_hat)", part.groupby("seed").entk_test_error.first().mean()),
@@ -181,14 +205,20 @@ def lr_claims(figure: str, table: pd.DataFrame) -> list[Verdict]:
             if not np.isfinite(k):
                 continue
             rel = abs(nn - k) / k
-            out.append(Verdict("5", f"at small lr the net matches {label}", figure, subject, bool(rel < 0.25),
-                               f"at lr={small:.3g} (smallest converged): NN {nn:.4g} +- {sd.iloc[0]:.2g} vs kernel {k:.4g}: "
-                               f"rel. diff {rel:.2f} (need < 0.25); largest converged lr {curve.index.max():.3g}"))
+            out.append(judge("5", f"at small lr the net matches {label}", figure, subject, bool(rel < 0.25),
+                             f"at lr={small:.3g} (smallest converged): NN {nn:.4g} +- {sd.iloc[0]:.2g} vs kernel {k:.4g}: "
+                             f"rel. diff {rel:.2f} (need < 0.25); largest converged lr {curve.index.max():.3g}"))
         mid = np.sqrt(curve.index.min() * curve.index.max())
+        per = part.groupby("lr").agg(err=("nn_test_error", "mean"), ok=("converged", "all")).sort_index()
+        choice = choose(per.index.values, per.err.values, ~per.ok.values)
         best = curve.idxmin()
-        out.append(Verdict("5", "the best lr lies in the large-lr regime", figure, subject, bool(best > mid),
-                           f"best lr {best:.3g} (error {curve.min():.4g}) vs the geometric middle of the converged range {mid:.3g}; "
-                           f"converged rates {curve.index.min():.3g} ... {curve.index.max():.3g}"))
+        edge = (f"the best converged rate {best:.3g} is the {choice.edge} end of the sweep "
+                + ("and every rate tried converged, so the largest converging rate (the top of the curve) is unknown"
+                   if choice.edge == "upper" else "(a smaller rate was not tried)")) if choice.at_edge else ""
+        out.append(judge("5", "the best lr lies in the large-lr regime", figure, subject, bool(best > mid),
+                         f"best lr {best:.3g} (error {curve.min():.4g}) vs the geometric middle of the converged range {mid:.3g}; "
+                         f"converged rates {curve.index.min():.3g} ... {curve.index.max():.3g}; swept "
+                         f"{per.index.min():.3g} ... {per.index.max():.3g}", [edge]))
     return out
 
 

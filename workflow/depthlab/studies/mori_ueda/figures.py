@@ -38,7 +38,9 @@ def table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
                     "n_params": int(ds.attrs["n_params"]), "lr": float(lr), "lr_source": ds.attrs["lr_source"],
                     "seed": int(sd), "nn_test_error": float(ds.test_error.values[i, j]),
                     "converged": bool(ds.converged.values[i, j]), "diverged": bool(ds.diverged.values[i, j]),
-                    "epochs": int(ds.epochs.values[i, j]), "max_converged_lr": float(ds.max_converged_lr),
+                    "stop_reason": str(ds.stop_reason.values[i, j]), "epochs": int(ds.epochs.values[i, j]),
+                    "lr_edge": str(ds.lr_edge.values), "lr_flagged": bool(ds.lr_flagged),
+                    "max_converged_lr": float(ds.max_converged_lr),
                     "ntk_test_error": kerr["ntk"], "nngp_test_error": kerr["nngp"],
                     "entk_test_error": float(eerr.get(int(sd), np.nan)),
                 })

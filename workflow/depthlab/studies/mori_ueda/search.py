@@ -20,7 +20,8 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     data = inputs["data"]
     s = spec.search
     search = SearchSettings(folds=s.folds, log10_lr_bounds=s.log10_lr_bounds, init_points=s.init_points,
-                            rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed)
+                            rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed,
+                            grow_rounds=s.grow_rounds, log10_lr_limits=s.log10_lr_limits)
     sizes = layer_sizes(data.sizes["feature"], spec.shape.width, spec.shape.depth)
     res = search_lr(data.x_train.values, data.y_train.values, sizes, "glorot_uniform", search,
                     settings(spec.training, ctx.device), ctx.progress, ctx.checkpoint)
@@ -34,6 +35,8 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
             "epochs": (("eval", "fold"), res.epochs),
             "score": (("eval",), res.score, {"description": "-log10(mean val_error over folds), maximised"}),
             "best_lr": ((), res.best_lr),
+            "lr_edge": ((), res.edge, {"description": "where best_lr lies among the rates evaluated: '', 'lower' or 'upper'"}),
+            "lr_flagged": ((), res.flagged, {"description": "best_lr is at an edge the search could not grow past"}),
             "fold_of": (("train_sample",), res.fold_of),
         },
         coords={"fold": np.arange(search.folds), "depth": spec.shape.depth, "width": spec.shape.width},

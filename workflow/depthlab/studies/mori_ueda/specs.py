@@ -140,12 +140,16 @@ class Training:
     loss_threshold: float
     max_epochs: int
     loss: str  # mse | logistic
+    patience: int | None  # plateau rule (checks without rel_tol improvement); None: only the loss's target (lr sweeps)
+    rel_tol: float
 
 
 def _training(config: dict, figure: str, max_epochs: int) -> Training:
     tr = section(config)["training"]
+    sweep = _fig(config, figure)["kind"] == "lr_sweep"
     return Training(batch_size=tr["batch_size"], check_every=tr["check_every"], loss_threshold=float(tr["loss_threshold"]),
-                    max_epochs=max_epochs, loss="logistic" if _fig(config, figure)["task"] == "classification" else "mse")
+                    max_epochs=max_epochs, loss="logistic" if _fig(config, figure)["task"] == "classification" else "mse",
+                    patience=None if sweep else tr["patience"], rel_tol=float(tr["rel_tol"]))
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,8 @@ class Search:
     rounds: int
     candidates_per_round: int
     seed: int  # the search's own master seed (folds, proposals, the CV nets)
+    grow_rounds: int  # rounds that extend the search a decade beyond a choice at an edge
+    log10_lr_limits: tuple[float, float]  # how far it may grow
 
 
 def _data(config: dict, job: DepthJob) -> DataSpec:
@@ -210,7 +216,8 @@ class LrSearchSpec(Spec):
         ls = section(config)["lrsearch"]
         search = Search(folds=ls["folds"], log10_lr_bounds=tuple(float(v) for v in ls["log10_lr_bounds"]),
                         init_points=ls["init_points"], rounds=ls["rounds"], candidates_per_round=ls["candidates_per_round"],
-                        seed=seed(config["seed"], "search", job.depth, ls["seed"]))
+                        seed=seed(config["seed"], "search", job.depth, ls["seed"]), grow_rounds=ls["grow_rounds"],
+                        log10_lr_limits=tuple(float(v) for v in ls["log10_lr_limits"]))
         return cls(job=job, data=_data(config, job), shape=Shape.of(config, job),
                    training=_training(config, job.figure, ls["max_epochs"]), search=search)
 
@@ -221,6 +228,7 @@ class LrSearchSpec(Spec):
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         s, n = self.search, self.data.target.n_train
         evals = s.init_points + s.rounds * s.candidates_per_round  # each trains `folds` nets on (folds - 1)/folds of n
+        # (growth rounds, when the choice sits at an edge, are absorbed by the fitted rate)
         return 6.0 * self.shape.n_params * n * (s.folds - 1) * evals * self.training.max_epochs
 
     def memory(self) -> dict[str, int]:

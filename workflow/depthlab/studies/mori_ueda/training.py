@@ -16,6 +16,7 @@ import xarray as xr
 from depthlab.core.grid import train_grid
 from depthlab.core.mlp import init_params, predict
 from depthlab.core.shapes import layer_sizes
+from depthlab.core.stopping import reason_names
 
 from .seeding import model_seeds
 from .sgd import settings as sgd_settings
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
     data = inputs["data"]
     L, h = spec.shape.depth, spec.shape.width
-    lrs = np.atleast_1d(float(inputs["lrsearch"].best_lr)) if spec.lrs is None else np.asarray(spec.lrs)
+    search = inputs.get("lrsearch")
+    lrs = np.atleast_1d(float(search.best_lr)) if spec.lrs is None else np.asarray(spec.lrs)
     seeds_cfg = np.asarray(spec.seeds)
     init_s, order_s = model_seeds(list(seeds_cfg), L)
     settings = sgd_settings(spec.training, ctx.device)
@@ -45,7 +47,14 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
             "train_loss": (("lr", "seed"), grid.grid(res.train_loss)),
             "epochs": (("lr", "seed"), grid.grid(res.epochs)),
             "converged": (("lr", "seed"), conv),
+            "stop_reason": (("lr", "seed"), grid.grid(reason_names(res.stop_reason)).astype(str),
+                            {"description": "why training stopped: " + settings.stop.describe("check", f"{settings.max_epochs} epochs")}),
             "diverged": (("lr", "seed"), grid.grid(res.diverged)),
+            # the rate's place in its grid: the lrsearch store's choice (a depth sweep), or none (an lr sweep's own grid)
+            "lr_edge": ((), str(search.lr_edge.values) if search is not None else "",
+                        {"description": "'' (inside), 'lower' or 'upper': where the CV-chosen rate lies among the rates evaluated"}),
+            "lr_flagged": ((), bool(search.lr_flagged) if search is not None else False,
+                           {"description": "the CV-chosen rate sits at an edge its search could not grow past"}),
             "history": (("lr", "seed", "check"), grid.grid(res.history)),
             "prediction": (("lr", "seed", "test_sample"), grid.grid(pred).astype(np.float32)),
             "max_converged_lr": ((), float(lrs[ok].max()) if ok.any() else float("nan"),

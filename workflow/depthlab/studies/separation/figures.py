@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from .specs import FigureSpec
 
 
+def _last(row: np.ndarray) -> float:
+    """The last recorded value of a run (where it stopped: later checks are NaN), NaN if none."""
+    f = row[np.isfinite(row)]
+    return float(f[-1]) if len(f) else np.nan
+
+
 def _by_job(inputs: list[StoreInput], stage: str) -> list[StoreInput]:
     return sorted((i for i in inputs if i.stage == stage), key=lambda i: tuple(i.job.values().values()))
 
@@ -28,7 +34,8 @@ def sawtooth_table(inputs: list[StoreInput]) -> pd.DataFrame:
         rows.append({"level": int(L), "arch": "construction", "kind": "construction", "depth": int(L), "width": 2,
                      "n_params": n_params(1, 2, int(L)), "lr": np.nan, "seed": -1, "test_mse": float(con.max_abs_error.values[i]) ** 2,
                      "max_abs_error": float(con.max_abs_error.values[i]), "train_loss": np.nan, "pieces": int(con.pieces.values[i]),
-                     "best": True, "mse_bound": 0.0, "crossing_bound": 0.0, "window_bound": 0.0, "diverged": False})
+                     "best": True, "mse_bound": 0.0, "crossing_bound": 0.0, "window_bound": 0.0, "diverged": False,
+                     "converged": True, "stop_reason": "built", "lr_edge": ""})
     for inp in _by_job(inputs, "sawtooth"):
         ds, arch = inp.data, inp.job.arch
         best = int(ds.best)
@@ -40,7 +47,9 @@ def sawtooth_table(inputs: list[StoreInput]) -> pd.DataFrame:
                              "test_mse": float(ds.test_mse.values[i, j]), "max_abs_error": np.nan,
                              "train_loss": float(ds.train_loss.values[i, j]), "pieces": int(ds.pieces.values[i, j]),
                              "best": i * S + j == best, "mse_bound": float(ds.mse_bound), "crossing_bound": float(ds.crossing_bound),
-                             "window_bound": float(ds.window_bound), "diverged": bool(ds.diverged.values[i, j])})
+                             "window_bound": float(ds.window_bound), "diverged": bool(ds.diverged.values[i, j]),
+                             "converged": bool(ds.converged.values[i, j]), "stop_reason": str(ds.stop_reason.values[i, j]),
+                             "lr_edge": str(ds.lr_edge.values)})
     return pd.DataFrame(rows)
 
 
@@ -67,7 +76,9 @@ def radial_table(inputs: list[StoreInput]) -> pd.DataFrame:
             rows.append({"target": job.target, "dist": job.dist, "d": job.d, "budget": job.budget, "depth": job.depth,
                          "width": int(ds.width), "n_params": int(ds.attrs["n_params"]), "best_lr": float(ds.best_lr),
                          "seed": int(sd), "test_mse": float(ds.test_mse.values[j]), "test_nmse": float(ds.test_nmse.values[j]),
-                         "diverged": bool(ds.diverged.values[j]), "r0": float(ds.attrs["r0"]),
+                         "train_nmse": float(ds.train_nmse.values[j]), "diverged": bool(ds.diverged.values[j]),
+                         "converged": bool(ds.converged.values[j]), "stop_reason": str(ds.stop_reason.values[j]),
+                         "lr_edge": str(ds.lr_edge.values), "lr_flagged": bool(ds.lr_flagged), "r0": float(ds.attrs["r0"]),
                          "r0_density_ratio": float(ds.attrs["r0_density_ratio"]), "r0_inside": float(ds.attrs["r0_inside"])})
     return pd.DataFrame(rows)
 
@@ -88,15 +99,20 @@ def learner_table(inputs: list[StoreInput]) -> pd.DataFrame:
         ds = inp.data
         for j, sd in enumerate(ds.seed.values):
             base = {"dist": ds.attrs["dist"], "d": int(ds.attrs["d"]), "width": int(ds.attrs["width"]), "width_rule": ds.attrs["width_rule"],
-                    "n_params": int(ds.attrs["n_params"]), "seed": int(sd), "lr": float(ds.attrs["lr"]), "diverged": False}
-            rows.append({**base, "model": "learner", "test_nmse": float(ds.test_nmse.values[j, -1])})
-            rows.append({**base, "model": "reduced", "test_nmse": float(ds.reduced_test_nmse.values[j, -1])})
+                    "n_params": int(ds.attrs["n_params"]), "seed": int(sd), "lr": float(ds.best_lr),
+                    "diverged": str(ds.stop_reason.values[j]) == "diverged", "converged": bool(ds.converged.values[j]),
+                    "stop_reason": str(ds.stop_reason.values[j]), "stopped_step": int(ds.stopped_step.values[j]),
+                    "lr_edge": str(ds.lr_edge.values), "lr_flagged": bool(ds.lr_flagged)}
+            rows.append({**base, "model": "learner", "test_nmse": _last(ds.test_nmse.values[j]), "train_nmse": _last(ds.train_nmse.values[j])})
+            rows.append({**base, "model": "reduced", "test_nmse": _last(ds.reduced_test_nmse.values[j]), "train_nmse": np.nan})
     for inp in _by_job(inputs, "radial"):
         ds, job = inp.data, inp.job
         for j, sd in enumerate(ds.seed.values):
             rows.append({"dist": job.dist, "d": job.d, "width": int(ds.width), "width_rule": "equal parameters",
                          "n_params": int(ds.attrs["n_params"]), "seed": int(sd), "lr": float(ds.best_lr), "diverged": bool(ds.diverged.values[j]),
-                         "model": "1 hidden layer", "test_nmse": float(ds.test_nmse.values[j])})
+                         "converged": bool(ds.converged.values[j]), "stop_reason": str(ds.stop_reason.values[j]), "stopped_step": -1,
+                         "lr_edge": str(ds.lr_edge.values), "lr_flagged": bool(ds.lr_flagged),
+                         "model": "1 hidden layer", "test_nmse": float(ds.test_nmse.values[j]), "train_nmse": float(ds.train_nmse.values[j])})
     return pd.DataFrame(rows)
 
 
@@ -107,6 +123,8 @@ def learner_curves(inputs: list[StoreInput]) -> pd.DataFrame:
         ds = inp.data
         for j, sd in enumerate(ds.seed.values):
             for c, step in enumerate(ds.check_step.values):
+                if not np.isfinite(ds.alpha.values[j, c]):  # after it stopped
+                    continue
                 rows.append({"dist": ds.attrs["dist"], "d": int(ds.attrs["d"]), "width": int(ds.attrs["width"]),
                              "width_rule": ds.attrs["width_rule"], "seed": int(sd), "step": int(step),
                              "alpha": float(ds.alpha.values[j, c]), "reduced_alpha": float(ds.reduced_alpha.values[j, c]),

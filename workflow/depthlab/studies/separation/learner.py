@@ -75,12 +75,19 @@ def net_grads(V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor
     return 0.5 * (r * r).mean(1), gV, gw, gb
 
 
-def net_step(V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor, lr: float) -> torch.Tensor:
-    """One mean-field gradient step of every neuron, in place; returns the loss before the step [M]."""
+def _per_model(lr: float | torch.Tensor, like: torch.Tensor, dims: int) -> torch.Tensor | float:
+    """A rate per model [M] shaped to broadcast over a tensor with ``dims`` trailing dimensions (a float stays a float)."""
+    return lr if not isinstance(lr, torch.Tensor) else lr.to(like.dtype).reshape(-1, *([1] * dims))
+
+
+def net_step(V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor,
+             lr: float | torch.Tensor) -> torch.Tensor:
+    """One mean-field gradient step of every neuron, in place (``lr``: one rate, or one per model [M]); returns the loss
+    before the step [M]."""
     L, gV, gw, gb = net_grads(V, w, b, X, y)
-    V.sub_(lr * V.shape[1] * gV)
-    w.sub_(lr * w.shape[1] * gw)
-    b.sub_(lr * b.shape[1] * gb)
+    V.sub_(_per_model(lr, V, 2) * V.shape[1] * gV)
+    w.sub_(_per_model(lr, w, 1) * w.shape[1] * gw)
+    b.sub_(_per_model(lr, b, 1) * b.shape[1] * gb)
     return L
 
 
@@ -100,16 +107,16 @@ def reduced_grads(alpha: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torc
     return 0.5 * (r * r).mean(1), galpha, gw, gb
 
 
-def reduced_step(alpha: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor, lr: float,
-                 d: int) -> torch.Tensor:
+def reduced_step(alpha: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor,
+                 lr: float | torch.Tensor, d: int) -> torch.Tensor:
     """One step of the reduced model, in place: alpha <- alpha exp(-eta 4 C_d dL/dalpha), the exact solution over the step
     of dalpha/dt = 4 C_d alpha E[S |x|] (= -4 C_d alpha dL/dalpha) with the gradient held fixed, so alpha keeps its sign
     as C_d mean |v_i|^2 does (the explicit Euler step can flip it at a large rate); the second layer moves as the net's
     (mean-field scaled).  alpha [M]; returns the loss before the step [M]."""
     L, ga, gw, gb = reduced_grads(alpha, w, b, X, y)
-    alpha.mul_(torch.exp(-lr * 4 * c_d(d) * ga))
-    w.sub_(lr * w.shape[1] * gw)
-    b.sub_(lr * b.shape[1] * gb)
+    alpha.mul_(torch.exp(-_per_model(lr, alpha, 0) * 4 * c_d(d) * ga))
+    w.sub_(_per_model(lr, w, 1) * w.shape[1] * gw)
+    b.sub_(_per_model(lr, b, 1) * b.shape[1] * gb)
     return L
 
 

@@ -1,4 +1,14 @@
-"""Stage ``learner``: the 3-layer mean-field learner on ReLU(1 - |x|/r0) and its reduced model, from the same start (R3, R4)."""
+"""Stage ``learner``: the 3-layer mean-field learner on ReLU(1 - |x|/r0) and its reduced model, from the same start (R3, R4).
+
+Inputs are divided by the target's radius r0 (``scale_inputs: r0``), so the learner sees ReLU(1 - |x'|) with |x'| of
+order 1 on every law, the scale the theory assumes (unscaled Eldan-Shamir inputs reach |x| ~ 10 r0 at d = 64, where
+alpha collapses).  Every rate of a grid x every seed trains as one batch of full-batch gradient descent; each model stops
+when its training loss (the learner's own (1/2) MSE) has not fallen below its best by more than ``rel_tol`` for
+``patience`` checks in a row (converged), or at the step budget (not converged).  The rate reported is the one with the
+lowest mean final training loss over seeds (no test data in the choice); when it is the grid's smallest or largest the
+grid grows by ``factor`` on that side (depthlab.core.edges).  The reduced model steps beside its net, at the same rate,
+until the net stops.
+"""
 
 from __future__ import annotations
 
@@ -8,64 +18,137 @@ import numpy as np
 import torch
 import xarray as xr
 
+from depthlab.core import edges
 from depthlab.core.seeds import seed
+from depthlab.core.stopping import DIVERGED, PLATEAU, TARGET, StopRule, StopState, reason_names
 
 from . import learner as L
 
 if TYPE_CHECKING:
     from .specs import LearnerSpec
 
+RECORDS = ("nmse", "reduced_nmse", "train_nmse", "alpha", "reduced_alpha", "deviation")
+
+
+def stop_rule(spec: "LearnerSpec") -> StopRule:
+    return StopRule(patience=spec.patience, rel_tol=spec.rel_tol)
+
 
 def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
     data = inputs["data"]
     dev = torch.device(ctx.device)
     d, m, m2 = spec.job.d, spec.job.width, spec.second_width
-    X, Y, XT, YT = (torch.as_tensor(data[k].values, dtype=torch.float32, device=dev) for k in ("x_train", "y_train", "x_test", "y_test"))
-    per_seed = [L.init(1, m, m2, d, torch.Generator().manual_seed(seed(s, "learner_init", d, m))) for s in spec.seeds]
-    V, w, b = (torch.cat([p[i] for p in per_seed]).to(dev) for i in range(3))
-    alpha, wr, br = L.alpha_of(V).clone(), w.clone(), b.clone()
-    var = float(YT.var())
+    r0 = float(data.attrs["r0"])
+    scale = 1.0 / r0 if spec.scale_inputs == "r0" else 1.0
+    X, XT = (torch.as_tensor(data[k].values * scale, dtype=torch.float32, device=dev) for k in ("x_train", "x_test"))
+    Y, YT = (torch.as_tensor(data[k].values, dtype=torch.float32, device=dev) for k in ("y_train", "y_test"))
+    S = len(spec.seeds)
+    starts = [L.init(1, m, m2, d, torch.Generator().manual_seed(seed(s, "learner_init", d, m))) for s in spec.seeds]
+    var, var_train = float(YT.var()), float(Y.var())
     checks = sorted(set(range(0, spec.steps + 1, spec.check_every)) | {spec.steps})
-    rec = {k: [] for k in ("nmse", "reduced_nmse", "alpha", "reduced_alpha", "deviation")}
+    kept = {t: i for i, t in enumerate(checks)}
+    rule = stop_rule(spec)
 
-    def record():
-        with torch.no_grad():
-            f = L.second_layer(L.first_layer(V, XT), w, b)
-            fr = L.second_layer(alpha.unsqueeze(1) * XT.norm(dim=1), wr, br)
-            rec["nmse"].append(((f - YT) ** 2).mean(1) / var)
-            rec["reduced_nmse"].append(((fr - YT) ** 2).mean(1) / var)
-            rec["alpha"].append(L.alpha_of(V))
-            rec["reduced_alpha"].append(alpha.clone())
-            rec["deviation"].append(L.deviation(V, XT))
+    def train(rates: np.ndarray, r: int) -> list[dict]:
+        """Every rate x seed as one batch (model i = (rate i // S, seed i % S)), the stopped ones leaving it."""
+        M = len(rates) * S
+        V, w, b = (torch.cat([starts[i % S][k] for i in range(M)]).to(dev) for k in range(3))
+        alpha, wr, br = L.alpha_of(V).clone(), w.clone(), b.clone()
+        lr = torch.as_tensor(np.repeat(rates, S), dtype=torch.float32, device=dev)
+        rec = {k: np.full((M, len(checks)), np.nan) for k in RECORDS}
+        final = [None] * M  # the first layer of each model when it stopped (its profile is drawn from it)
+        active = np.arange(M)
+        state: StopState = rule.start(M)
+        for t in range(spec.steps + 1):
+            stop = np.zeros(len(active), dtype=bool)
+            if t in kept:
+                c = kept[t]
+                with torch.no_grad():
+                    loss = L.loss(L.second_layer(L.first_layer(V, X), w, b), Y)  # the training loss the rule watches
+                    f = L.second_layer(L.first_layer(V, XT), w, b)
+                    fr = L.second_layer(alpha.unsqueeze(1) * XT.norm(dim=1), wr, br)
+                    now = {"nmse": ((f - YT) ** 2).mean(1) / var, "reduced_nmse": ((fr - YT) ** 2).mean(1) / var,
+                           "train_nmse": 2 * loss / var_train, "alpha": L.alpha_of(V), "reduced_alpha": alpha,
+                           "deviation": L.deviation(V, XT)}
+                value = loss.double().cpu().numpy()
+                bad = ~np.isfinite(value)
+                for k, v in now.items():
+                    rec[k][active, c] = np.where(bad, np.nan, v.double().cpu().numpy())
+                rule.diverge(state, active[bad], t)
+                stop = bad | rule.update(state, active, np.where(bad, np.inf, value), np.zeros(len(active), dtype=bool), t)
+            if t == spec.steps:
+                rule.budget(state, active[~stop], t)
+                stop[:] = True
+            active, (V, w, b, alpha, wr, br, lr) = _leave(stop, active, final, (V, w, b, alpha, wr, br, lr))
+            if not len(active):
+                break
+            pre = L.net_step(V, w, b, X, Y, lr).double().cpu().numpy()  # the loss before this step
+            L.reduced_step(alpha, wr, br, X, Y, lr, d)
+            bad = ~np.isfinite(pre)
+            if bad.any():  # diverged: its record up to the last check is kept
+                rule.diverge(state, active[bad], t + 1)
+                active, (V, w, b, alpha, wr, br, lr) = _leave(bad, active, final, (V, w, b, alpha, wr, br, lr))
+            if (t + 1) % max(1, spec.steps // 4) == 0:
+                ctx.progress(f"{spec.job.dist} d={d} m={m}: step {t + 1}/{spec.steps}, {len(active)} of {M} still training")
+        return [{"rec": {k: v[i * S:(i + 1) * S] for k, v in rec.items()}, "reason": state.reason[i * S:(i + 1) * S],
+                 "stopped": state.stopped_at[i * S:(i + 1) * S], "final": final[i * S:(i + 1) * S]} for i in range(len(rates))]
 
-    start_profile = _profile(V, spec, d, dev)
-    for t in range(spec.steps + 1):
-        if t in checks:
-            record()
-        if t == spec.steps:
-            break
-        L.net_step(V, w, b, X, Y, spec.lr)
-        L.reduced_step(alpha, wr, br, X, Y, spec.lr, d)
-        if (t + 1) % max(1, spec.steps // 4) == 0:
-            ctx.progress(f"{spec.job.dist} d={d} m={m}: step {t + 1}/{spec.steps}, test nMSE "
-                         + ", ".join(f"{v:.3g}" for v in rec["nmse"][-1].tolist()))
-    end_profile = _profile(V, spec, d, dev)
-    stack = {k: torch.stack(v, 1).double().cpu().numpy() for k, v in rec.items()}  # [seed, check]
+    def score(x: dict) -> tuple[float, bool]:
+        tr = np.array([_last(row) for row in x["rec"]["train_nmse"]])
+        return (float(np.mean(tr)) if np.isfinite(tr).all() else np.nan), bool((x["reason"] == DIVERGED).any())
+
+    found = edges.search(np.asarray(spec.lrs), train, score, step=spec.lr_factor, limits=spec.lr_limits, rounds=spec.lr_rounds)
+    c = found.choice
+    at = found.results[c.index]
+    converged = np.isin(at["reason"], [TARGET, PLATEAU])
+    ctx.progress(f"{spec.job.dist} d={d} m={m}: final train nMSE per rate "
+                 + ", ".join(f"{lr:g}: {score(x)[0]:.4g}" for lr, x in zip(found.lrs, found.results))
+                 + f"; chosen {c.lr:g}" + (f" ({c.edge} edge{', flagged' if c.flagged else ''})" if c.at_edge else "")
+                 + f"; test nMSE " + ", ".join(f"{_last(row):.3g}" for row in at["rec"]["nmse"]))
+    start_profile = _profile(torch.cat([starts[s][0] for s in range(S)]).to(dev), spec, d, dev)
+    end_profile = _profile(torch.cat(at["final"]), spec, d, dev)
+    grid_train = np.array([[_last(row) for row in x["rec"]["train_nmse"]] for x in found.results])
     return xr.Dataset(
         {
-            "test_nmse": (("seed", "check"), stack["nmse"], {"description": "test MSE / Var(y) of the learner"}),
-            "reduced_test_nmse": (("seed", "check"), stack["reduced_nmse"], {"description": "the same of the reduced model (F = alpha |x|)"}),
-            "alpha": (("seed", "check"), stack["alpha"], {"description": "alpha = C_d mean |v_i|^2 of the finite first layer"}),
-            "reduced_alpha": (("seed", "check"), stack["reduced_alpha"], {"description": "alpha of the reduced model"}),
-            "deviation": (("seed", "check"), stack["deviation"], {"description": "|F/alpha - |x|| / ||x|| over the test inputs"}),
+            "test_nmse": (("seed", "check"), at["rec"]["nmse"], {"description": "test MSE / Var(y) of the learner (NaN after it stopped)"}),
+            "train_nmse": (("seed", "check"), at["rec"]["train_nmse"], {"description": "training MSE / Var(y_train) of the learner"}),
+            "reduced_test_nmse": (("seed", "check"), at["rec"]["reduced_nmse"], {"description": "the same of the reduced model (F = alpha |x|)"}),
+            "alpha": (("seed", "check"), at["rec"]["alpha"], {"description": "alpha = C_d mean |v_i|^2 of the finite first layer"}),
+            "reduced_alpha": (("seed", "check"), at["rec"]["reduced_alpha"], {"description": "alpha of the reduced model"}),
+            "deviation": (("seed", "check"), at["rec"]["deviation"], {"description": "|F/alpha - |x|| / ||x|| over the test inputs"}),
+            "converged": (("seed",), converged, {"description": "stopped because its training loss stopped improving"}),
+            "stop_reason": (("seed",), reason_names(at["reason"]),
+                            {"description": "why training stopped: " + rule.describe("check", f"{spec.steps} steps")}),
+            "stopped_step": (("seed",), at["stopped"]),
             "start_profile": (("seed", "plane", "angle"), start_profile, {"description": "F(u) / alpha on great circles, at the start"}),
-            "end_profile": (("seed", "plane", "angle"), end_profile, {"description": "F(u) / alpha on great circles, after training"}),
+            "end_profile": (("seed", "plane", "angle"), end_profile, {"description": "F(u) / alpha on great circles, when it stopped"}),
+            "grid_train_nmse": (("lr", "seed"), grid_train, {"description": "final training nMSE at every rate of the grid"}),
+            "best_lr": ((), c.lr, {"description": "the rate with the lowest mean final training loss"}),
+            "lr_edge": ((), c.edge, {"description": "'' (inside), 'lower' or 'upper': where best_lr lies in the grid of rates trained"}),
+            "lr_flagged": ((), c.flagged, {"description": "best_lr is at an edge the grid could not grow past"}),
         },
-        coords={"seed": list(spec.seeds), "check_step": (("check",), np.asarray(checks)),
+        coords={"seed": list(spec.seeds), "check_step": (("check",), np.asarray(checks)), "lr": found.lrs,
                 "angle": np.linspace(0.0, 2 * np.pi, spec.profile_points)},
-        attrs={"dist": spec.job.dist, "d": d, "width": m, "width_rule": spec.width_rule, "second_width": m2, "n_params": L.n_params(m, m2, d), "lr": spec.lr,
-               "r0": float(data.attrs["r0"]), "C_d": L.c_d(d)},
+        attrs={"dist": spec.job.dist, "d": d, "width": m, "width_rule": spec.width_rule, "second_width": m2,
+               "n_params": L.n_params(m, m2, d), "r0": r0, "input_scale": scale, "C_d": L.c_d(d)},
     )
+
+
+def _leave(stop: np.ndarray, active: np.ndarray, final: list, batch: tuple[torch.Tensor, ...]):
+    """Models at positions ``stop`` of the batch leave it, their first layer (``batch[0]``) kept in ``final``; returns the
+    ids still active and the batch of those."""
+    if not stop.any():
+        return active, batch
+    for i in np.flatnonzero(stop):
+        final[active[i]] = batch[0][i : i + 1].clone()
+    keep = torch.as_tensor(np.flatnonzero(~stop), device=batch[0].device)
+    return active[~stop], tuple(a.index_select(0, keep) for a in batch)
+
+
+def _last(row: np.ndarray) -> float:
+    """The last recorded value of a run (where it stopped), NaN if none."""
+    f = row[np.isfinite(row)]
+    return float(f[-1]) if len(f) else np.nan
 
 
 def _profile(V: torch.Tensor, spec, d: int, dev) -> np.ndarray:

@@ -146,6 +146,15 @@ def es16_shells(d: int, n_shells: int, quantile: float) -> np.ndarray:
     return np.interp(np.linspace(*ES16_MASS, n_shells + 1), cdf, grid)
 
 
+def es16_signs(n: int, rng: np.random.Generator) -> np.ndarray:
+    """N balanced random signs: ceil(N/2) of one sign and floor(N/2) of the other (which one gets the extra is a coin
+    flip), in a uniformly random order.  An unbalanced draw can leave the function nearly constant on the radii where the
+    law has its mass (one draw at d = 16 gave 7 of 8 shells one sign), which is not the hard function."""
+    major = rng.choice([-1.0, 1.0])
+    signs = np.where(np.arange(n) < -(-n // 2), major, -major)
+    return rng.permutation(signs)
+
+
 def es16_target(x: np.ndarray, edges: np.ndarray, signs: np.ndarray) -> np.ndarray:
     """g(x) = sum_i eps_i 1{|x| in [edges_i, edges_{i+1})}: random signs on thin radial shells, 0 elsewhere."""
     norm = np.linalg.norm(x, axis=1)

@@ -24,7 +24,7 @@ def make_data(spec: "RadialDataSpec", inputs: dict, ctx=None) -> xr.Dataset:
     if t == "es16":
         n = radial.es16_shell_count(d, spec.es16_shells_per_sqrt_d)
         edges = radial.es16_shells(d, n, quant)
-        signs = rng(spec.seed, "es16_signs", d).choice([-1.0, 1.0], n)
+        signs = radial.es16_signs(n, rng(spec.seed, "es16_signs", d))
         y, yt = radial.es16_target(x, edges, signs), radial.es16_target(xt, edges, signs)
         extra = {"shell_edges": (("edge",), edges), "shell_signs": (("shell",), signs)}
         mean, var = radial.es16_moments(signs)

@@ -12,6 +12,7 @@ from depthlab.core.lrsearch import SearchSettings, search_lr
 from depthlab.core.mlp import init_params, predict
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes
+from depthlab.core.stopping import reason_names
 
 from .training import settings
 
@@ -26,14 +27,15 @@ def run_radial(spec: "RadialSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dat
     sizes = layer_sizes(d, h, L)
     s = spec.search
     search = SearchSettings(folds=s.folds, use_folds=s.use_folds, log10_lr_bounds=s.log10_lr_bounds,
-                            init_points=s.init_points, rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed)
+                            init_points=s.init_points, rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed,
+                            grow_rounds=s.grow_rounds, log10_lr_limits=s.log10_lr_limits)
     ckpt = ctx.checkpoint
     found = search_lr(x, y, sizes, spec.init, search, settings(spec.search_training, ctx.device), ctx.progress, ckpt)
     seeds_cfg = list(spec.seeds)
     init = init_params(sizes, np.array([seed(v, "init", d, L, h) for v in seeds_cfg]), spec.init)
-    res = train_grid(x, y, [found.best_lr], init, np.array([seed(v, "order", d, L, h) for v in seeds_cfg]),
-                     settings(spec.training, ctx.device), progress=ctx.progress,
-                     checkpoint=ckpt.child("final") if ckpt is not None else None).result
+    final = settings(spec.training, ctx.device)
+    res = train_grid(x, y, [found.best_lr], init, np.array([seed(v, "order", d, L, h) for v in seeds_cfg]), final,
+                     progress=ctx.progress, checkpoint=ckpt.child("final") if ckpt is not None else None).result
     mse = np.where(res.diverged, np.nan, np.mean((predict(res.params, xt) - yt) ** 2, axis=1))
     var = float(np.var(yt))
     return xr.Dataset(
@@ -41,11 +43,18 @@ def run_radial(spec: "RadialSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dat
             "test_mse": (("seed",), mse),
             "test_nmse": (("seed",), mse / var, {"description": "test MSE / Var(y_test): 1 is the constant predictor"}),
             "train_loss": (("seed",), res.train_loss),
+            "train_nmse": (("seed",), res.train_loss / float(np.var(y)), {"description": "training MSE / Var(y_train)"}),
             "epochs": (("seed",), res.epochs),
+            "converged": (("seed",), res.converged),
+            "stop_reason": (("seed",), reason_names(res.stop_reason),
+                            {"description": "why training stopped: " + final.stop.describe("check", f"{final.max_epochs} epochs")}),
             "diverged": (("seed",), res.diverged),
             "search_lr": (("eval",), found.lr),
             "search_val_error": (("eval", "fold"), found.val_error),
+            "search_converged": (("eval", "fold"), found.converged),
             "best_lr": ((), found.best_lr),
+            "lr_edge": ((), found.edge, {"description": "'' (inside), 'lower' or 'upper': where best_lr lies among the rates the search evaluated"}),
+            "lr_flagged": ((), found.flagged, {"description": "best_lr is at an edge the search could not grow past"}),
         },
         coords={"seed": seeds_cfg, "depth": L, "width": h, "d": d},
         attrs={"n_params": spec.n_params, "target_variance": var, "r0": data.attrs["r0"],

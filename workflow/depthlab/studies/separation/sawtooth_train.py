@@ -8,10 +8,12 @@ import numpy as np
 import torch
 import xarray as xr
 
+from depthlab.core.edges import choose
 from depthlab.core.grid import train_grid
 from depthlab.core.mlp import init_params, predict
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes
+from depthlab.core.stopping import reason_names
 
 from .sawtooth import construction, crossing_bound, mse_bound, pieces, sawtooth, window_bound
 from .training import settings
@@ -44,6 +46,10 @@ def run_sawtooth(spec: "SawtoothSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     count = np.array([pieces(res.params, m)[0] if not res.diverged[m] else -1 for m in range(M)])
     loss = np.where(res.diverged, np.inf, res.train_loss)
     best = int(np.argmin(loss))
+    # the rate with the lowest mean training loss over seeds, and where it lies in the grid (no growth: S2 rests on a bound
+    # that holds for every net, S3 is a question; the edge is reported beside the answer)
+    choice = choose(lrs, grid.grid(loss).mean(1), grid.grid(res.diverged).all(1))
+    rule = settings(spec.training, ctx.device).stop
     ctx.progress(f"L={L} {spec.job.arch}: best (by training loss) test MSE {mse[best]:.3g}, {count[best]} pieces of {2**L}")
     return xr.Dataset(
         {
@@ -52,6 +58,9 @@ def run_sawtooth(spec: "SawtoothSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
             "pieces": (("lr", "seed"), grid.grid(count), {"description": "exact linear pieces on [0, 1] (-1: diverged)"}),
             "epochs": (("lr", "seed"), grid.grid(res.epochs)),
             "converged": (("lr", "seed"), grid.grid(res.converged)),
+            "stop_reason": (("lr", "seed"), grid.grid(reason_names(res.stop_reason)),
+                            {"description": "why training stopped: " + rule.describe("check", f"{spec.training.max_epochs} epochs")}),
+            "lr_edge": ((), choice.edge, {"description": "where the rate with the lowest mean training loss lies in the grid"}),
             "diverged": (("lr", "seed"), grid.grid(res.diverged)),
             "prediction": (("lr", "seed", "plot_point"), grid.grid(predict(res.params, xp))),
             "best": ((), best, {"description": "flat index (lr * seeds + seed) of the model with the lowest training loss"}),

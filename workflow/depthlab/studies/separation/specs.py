@@ -142,12 +142,15 @@ class Training:
     batch_size: int
     check_every: int
     loss_threshold: float
-    max_epochs: int
+    max_epochs: int  # the budget
+    patience: int  # plateau rule: checks without a rel_tol fall of the training MSE
+    rel_tol: float
 
 
 def _training(t: dict, max_epochs: int | None = None) -> Training:
     return Training(optimizer=t["optimizer"], batch_size=t["batch_size"], check_every=t["check_every"],
-                    loss_threshold=float(t["loss_threshold"]), max_epochs=t["max_epochs"] if max_epochs is None else max_epochs)
+                    loss_threshold=float(t["loss_threshold"]), max_epochs=t["max_epochs"] if max_epochs is None else max_epochs,
+                    patience=t["patience"], rel_tol=float(t["rel_tol"]))
 
 
 @dataclass(frozen=True)
@@ -281,6 +284,8 @@ class Search:
     rounds: int
     candidates_per_round: int
     seed: int
+    grow_rounds: int
+    log10_lr_limits: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -320,7 +325,8 @@ class RadialSpec(Spec):
                    search=Search(folds=se["folds"], use_folds=se["use_folds"],
                                  log10_lr_bounds=tuple(float(v) for v in se["log10_lr_bounds"]), init_points=se["init_points"],
                                  rounds=se["rounds"], candidates_per_round=se["candidates_per_round"],
-                                 seed=seed(config["seed"], "search", job.d, job.depth, job.budget)),
+                                 seed=seed(config["seed"], "search", job.d, job.depth, job.budget), grow_rounds=se["grow_rounds"],
+                                 log10_lr_limits=tuple(float(v) for v in se["log10_lr_limits"])),
                    search_training=_training(r["training"], se["max_epochs"]), training=_training(r["training"]),
                    seeds=tuple(r["seeds"]))
 
@@ -356,9 +362,15 @@ class LearnerSpec(Spec):
     data: RadialDataSpec
     width_rule: str  # "4d" (k d, poly(d)) or "8" (a fixed width that does not grow with d)
     second_width: int  # m2
-    lr: float  # the mean-field rate: each neuron moves by lr times its gradient times its layer's width
-    steps: int  # full-batch gradient steps
+    lrs: tuple[float, ...]  # the mean-field rates tried: each neuron moves by lr times its gradient times its layer's width
+    lr_factor: float  # the grid's growth beyond an edge choice
+    lr_rounds: int
+    lr_limits: tuple[float, float]
+    steps: int  # the budget of full-batch gradient steps
     check_every: int
+    patience: int  # plateau rule on the training loss
+    rel_tol: float
+    scale_inputs: str  # r0 | none
     seeds: tuple[int, ...]
     directions: int  # great circles on which F/alpha is drawn
     profile_points: int
@@ -375,8 +387,12 @@ class LearnerSpec(Spec):
         r = section(config)["radial"]
         lr = r["learner"]
         return cls(job=job, data=RadialDataSpec.from_config(config, RadialDataJob("relu", job.dist, job.d)),
-                   width_rule=learner_rule(r, job.d, job.width), second_width=lr["second_width"], lr=float(lr["lr"]), steps=lr["steps"], check_every=lr["check_every"],
-                   seeds=tuple(lr["seeds"]), directions=lr["directions"], profile_points=lr["profile_points"])
+                   width_rule=learner_rule(r, job.d, job.width), second_width=lr["second_width"],
+                   lrs=tuple(float(v) for v in sorted(lr["lrs"])), lr_factor=float(lr["lr_growth"]["factor"]),
+                   lr_rounds=lr["lr_growth"]["rounds"], lr_limits=tuple(float(v) for v in lr["lr_growth"]["limits"]),
+                   steps=lr["steps"], check_every=lr["check_every"], patience=lr["patience"], rel_tol=float(lr["rel_tol"]),
+                   scale_inputs=lr["scale_inputs"], seeds=tuple(lr["seeds"]), directions=lr["directions"],
+                   profile_points=lr["profile_points"])
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("radial_data", RadialDataJob("relu", self.job.dist, self.job.d))}
@@ -384,11 +400,11 @@ class LearnerSpec(Spec):
     def work(self) -> float:
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         d, m = self.job.d, self.job.width
-        return 6.0 * len(self.seeds) * self.steps * (self.data.n_train + self.data.n_test / max(1, self.check_every)) * m * (d + self.second_width)
+        return 6.0 * len(self.seeds) * len(self.lrs) * self.steps * (self.data.n_train + self.data.n_test / max(1, self.check_every)) * m * (d + self.second_width)
 
     def memory(self) -> dict[str, int]:
         n = max(self.data.n_train, self.data.n_test)
-        return {f"studies.{STUDY}.radial.learner.widths_per_d": 6 * len(self.seeds) * n * self.job.width * mem.F32
+        return {f"studies.{STUDY}.radial.learner.widths_per_d": 6 * len(self.seeds) * len(self.lrs) * n * self.job.width * mem.F32
                 + self.data.memory()[f"studies.{STUDY}.radial.n_train"]}
 
 
@@ -432,6 +448,7 @@ class ClaimsSpec(Spec):
     near_variance: float  # R2: a 1-hidden-layer nMSE within this of 1 counts as "at the variance"
     learner_small: float  # R3: a test nMSE at or below this counts as "small"
     deviation_growth: float  # R4: the deviation's maximum over training at most this multiple of its start
+    deviation_max: float  # R4: ... and at most this, at every recorded step ("stays small")
     alpha_gap: float  # R4: alpha of the finite net within this relative gap of the reduced model's
     scale_note: str
 
@@ -443,8 +460,12 @@ class ClaimsSpec(Spec):
         extra = ((f"; ES16 target: N = ceil({es['shells_per_sqrt_d']:g} sqrt(d)) equal-mass shells between the 5 % and 95 % radii, "
                   f"depths {sorted(es['depths'])}" if es else "")
                  + (f"; learner: m = {lr['widths_per_d']} x d and fixed {lr['fixed_widths']}, m2 = {lr['second_width']}, mean-field "
-                    f"rate {lr['lr']:g}, {lr['steps']} full-batch steps, seeds {list(lr['seeds'])}" if lr else ""))
-        return cls(job=job, found_mse=1e-3 / 12, near_variance=0.1, learner_small=0.2, deviation_growth=2.0, alpha_gap=0.1,
+                    f"rates {sorted(lr['lrs'])} (growing by x{lr['lr_growth']['factor']:g} at an edge), a budget of {lr['steps']} "
+                    f"full-batch steps (stops on a plateau of the training loss: {lr['patience']} checks of {lr['check_every']} "
+                    f"steps without a {lr['rel_tol']:g} relative fall), inputs "
+                    + ("divided by r0" if lr["scale_inputs"] == "r0" else "unscaled") + f", seeds {list(lr['seeds'])}" if lr else ""))
+        return cls(job=job, found_mse=1e-3 / 12, near_variance=0.1, learner_small=0.2, deviation_growth=2.0, deviation_max=0.25,
+                   alpha_gap=0.1,
                    scale_note=f"Scale: sawtooth L = {sorted(sw['levels'])}, deep widths {sorted(sw['deep_widths'])}, "
                               f"N = {sw['n_train']}, {sw['training']['optimizer']} {sw['training']['max_epochs']} epochs, "
                               f"lrs {sorted(sw['lrs'])} x seeds {list(sw['seeds'])}; radial d = {sorted(r['dims'])}, "

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from depthlab.claims import Verdict
+from depthlab.claims import Verdict, judge
 
 if TYPE_CHECKING:
     from .specs import ClaimsSpec
@@ -39,8 +39,8 @@ def b1(table: pd.DataFrame, tol: float, spread: float) -> list[Verdict]:
         fitted = g.dropna(subset=["slope"])
         theory = float(g.theory_slope.iloc[0])
         if fitted.empty:
-            out.append(Verdict("B1", "mu_k decays as k^(-d-2nu+1) at every depth", "slopes", f"{fam}, d = {d}", None,
-                               "no reliable tail to fit"))
+            out.append(judge("B1", "mu_k decays as k^(-d-2nu+1) at every depth", "slopes", f"{fam}, d = {d}", None,
+                             f"theory {theory:g}", why_none="no reliable tail to fit"))
             continue
         off = float(np.max(np.abs(fitted.slope - theory)))
         spreads = [float(p.slope.max() - p.slope.min()) for _, p in fitted.groupby("parity")]
@@ -62,8 +62,8 @@ def b2(table: pd.DataFrame, spread: float) -> list[Verdict]:
     lap = rates[rates.kernel == "laplace"].rate
     for fam, g in rates[rates.family.isin(["rf", "ntk"])].groupby("family"):
         if len(g) < 2:
-            out.append(Verdict("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, None,
-                               "fewer than two depths"))
+            out.append(judge("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, None,
+                             f"{len(g)} depth(s)", why_none="fewer than two depths"))
             continue
         s = float(g.rate.max() - g.rate.min())
         out.append(Verdict("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, bool(s <= spread),
@@ -78,8 +78,8 @@ def b3(table: pd.DataFrame, factor: float, n_min: int) -> list[Verdict]:
         per_n = g.groupby("n").agg(measured=("best_mse", "mean"), predicted=("predicted_best_mse", "first"))
         per_n = per_n[per_n.index >= n_min]
         if per_n.empty or per_n.predicted.isna().all():
-            out.append(Verdict("B3", "the spectrum predicts the learning curve", "learning_curves", f"{kern}, depth {L}", None,
-                               f"no n >= {n_min} with a prediction"))
+            out.append(judge("B3", "the spectrum predicts the learning curve", "learning_curves", f"{kern}, depth {L}", None,
+                             "", why_none=f"no n >= {n_min} with a prediction"))
             continue
         ratio = per_n.predicted / per_n.measured
         worst = float(np.max(np.abs(np.log(ratio))))

@@ -1,0 +1,104 @@
+"""The stop rule (depthlab.core.stopping) on hand-written sequences, and inside the trainer on real nets."""
+
+import numpy as np
+import pytest
+import torch
+
+from depthlab.core.losses.mse import MSE
+from depthlab.core.mlp import init_params
+from depthlab.core.optim.sgd import SGD
+from depthlab.core.shapes import layer_sizes
+from depthlab.core.stopping import BUDGET, DIVERGED, PLATEAU, RUNNING, TARGET, StopRule
+from depthlab.core.trainer import TrainSettings, train
+from depthlab.studies.mori_ueda.targets import sample_inputs, target
+
+
+def run(rule: StopRule, values, reached=None, budget=None):
+    """Feed one model's monitored values check by check; (reason, stopped_at) with checks numbered 1, 2, ..."""
+    st = rule.start(1)
+    for i, v in enumerate(values, 1):
+        r = np.array([False if reached is None else reached[i - 1]])
+        if rule.update(st, np.array([0]), np.array([v]), r, i)[0]:
+            break
+    else:
+        StopRule.budget(st, np.array([0]), budget or len(values))
+    return int(st.reason[0]), int(st.stopped_at[0]), bool(st.converged[0])
+
+
+def test_a_plateau_stops_after_patience_checks_without_a_relative_improvement():
+    # falls by 10 % per check, then flat: the first check without > 1 % improvement is 6, the third in a row is 8
+    values = [1.0, 0.9, 0.81, 0.729, 0.6561, 0.6560, 0.6559, 0.6558, 0.5]
+    assert run(StopRule(patience=3, rel_tol=0.01), values) == (PLATEAU, 8, True)
+    # a 0.5 % fall per check is no improvement at rel_tol 1 %, but is at 0.1 %
+    slow = [1.0 * 0.995**i for i in range(40)]
+    assert run(StopRule(patience=3, rel_tol=0.01), slow)[0] == PLATEAU
+    assert run(StopRule(patience=3, rel_tol=0.001), slow, budget=40) == (BUDGET, 40, False)
+
+
+def test_noise_below_the_best_does_not_reset_the_count_but_a_new_best_does():
+    # best 0.5 at check 2; then values above it, and one new best at check 5 beyond the tolerance
+    values = [1.0, 0.5, 0.6, 0.55, 0.4, 0.45, 0.41, 0.42, 0.43]
+    assert run(StopRule(patience=3, rel_tol=0.01), values) == (PLATEAU, 8, True)
+    # an absolute tolerance: improvements of 0.001 do not count at abs_tol 0.002 (accuracy-like errors)
+    acc_err = [0.3, 0.299, 0.298, 0.297, 0.296]
+    assert run(StopRule(patience=4, rel_tol=0.0, abs_tol=0.002), acc_err)[:2] == (PLATEAU, 5)
+    assert run(StopRule(patience=4, rel_tol=0.0, abs_tol=0.0005), acc_err, budget=5)[0] == BUDGET
+
+
+def test_the_target_stops_at_once_and_counts_as_converged():
+    assert run(StopRule(threshold=1e-4, patience=3), [1.0, 0.1, 0.01], reached=[False, False, True]) == (TARGET, 3, True)
+    # no plateau rule: only the target or the budget end it
+    assert run(StopRule(), [1.0] * 10, budget=10) == (BUDGET, 10, False)
+
+
+def test_budget_does_not_overwrite_a_reason_and_bad_arguments_are_refused():
+    rule = StopRule(patience=1)
+    st = rule.start(2)
+    rule.update(st, np.array([0, 1]), np.array([1.0, 1.0]), np.array([False, False]), 1)
+    rule.update(st, np.array([0]), np.array([1.0]), np.array([False]), 2)  # model 0 plateaus
+    StopRule.budget(st, np.array([0, 1]), 2)
+    assert st.reason.tolist() == [PLATEAU, BUDGET] and st.converged.tolist() == [True, False]
+    StopRule.diverge(st, np.array([1]), 2)
+    assert st.reason[1] == DIVERGED and not st.converged[1]
+    assert rule.start(3).reason.tolist() == [RUNNING] * 3
+    for bad in (dict(patience=0), dict(monitor="test_loss"), dict(rel_tol=-1.0)):
+        with pytest.raises(ValueError):
+            StopRule(**bad)
+
+
+def _net(lrs, rule, max_epochs=600):
+    d, N = 5, 200
+    x = sample_inputs(N, d, 0)
+    y = target(x, 2, "local")
+    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=max_epochs, check_every=10, stop=rule, device="cpu", dtype="float64")
+    M = len(lrs)
+    init = init_params(layer_sizes(d, 32, 1), np.arange(M), "glorot_uniform", torch.float64)
+    return train(x, y, np.tile(np.arange(N), (M, 1)), np.asarray(lrs), init, np.arange(M), s)
+
+
+def test_in_the_trainer_a_net_that_stops_improving_stops_and_one_still_improving_runs_to_the_budget():
+    # lr 1e-7 barely moves (plateau after `patience` checks); lr 0.05 keeps improving by > 1 % per 30 epochs on this
+    # target for the whole budget of 120 epochs, so the budget ends it: not converged
+    res = _net([1e-7, 0.05], StopRule(patience=3, rel_tol=0.01), max_epochs=120)
+    assert res.stop_reason.tolist() == [PLATEAU, BUDGET]
+    assert res.converged.tolist() == [True, False] and res.epochs.tolist() == [40, 120]
+    # the plateau is real: the recorded history of the slow net moved by less than 1 % over its last three checks
+    h = res.history[0][np.isfinite(res.history[0])]
+    assert abs(h[-1] - h[-4]) < 0.01 * h[-4]
+    # and the fast one was still falling at the end (so "not converged" is the truth, not an artefact)
+    h = res.history[1]
+    assert h[-1] < 0.99 * np.min(h[:-3])
+
+
+def test_a_diverged_net_keeps_its_history_up_to_the_divergence():
+    d, N = 5, 200
+    x = sample_inputs(N, d, 0)
+    y = target(x, 2, "local")
+    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=50, check_every=1, stop=StopRule(patience=3), device="cpu",
+                      dtype="float64")
+    init = init_params(layer_sizes(d, 32, 1), np.arange(2), "glorot_uniform", torch.float64)
+    res = train(x, y, np.tile(np.arange(N), (2, 1)), np.array([0.05, 0.9]), init, np.arange(2), s)  # lr 0.9 blows up at epoch 3
+    assert res.diverged.tolist() == [False, True] and res.stop_reason[1] == DIVERGED and not res.converged[1]
+    h = res.history[1]
+    # the checks before the divergence keep their finite losses; the divergence is marked inf; nothing after it
+    assert np.isfinite(h[:2]).all() and np.isinf(h[2]) and np.isnan(h[3:]).all() and res.epochs[1] == 3

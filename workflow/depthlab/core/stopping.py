@@ -1,0 +1,124 @@
+"""When training is done: one stop rule for every trainer of every study (SPEC §6: a verdict rests on nets trained until
+they stop improving).
+
+A model is checked every so often (every ``check_every`` epochs, steps or iterations: the trainer decides).  At each
+check it reports one *monitored value* (lower is better: a training loss, or a test error) and whether the loss's own
+target is met (Mori & Ueda: training loss < 1e-4; the logistic loss: 100 % training accuracy).  The rule stops it when
+
+* ``target``:  the target is met (:attr:`StopRule.threshold`, handed to the loss's ``converged``);
+* ``plateau``: the monitored value has not improved on its best so far by more than ``rel_tol`` (relative) plus
+  ``abs_tol`` (absolute) for ``patience`` checks in a row: it has stopped improving;
+* ``budget``:  the trainer's maximum budget ran out first (the trainer says so: :meth:`StopRule.budget`);
+* ``diverged``: a non-finite loss or parameter appeared (the trainer says so).
+
+``converged`` means *target* or *plateau*: the net stopped because it was done, not because the budget ran out.  A
+model stopped by the budget was still improving within the last ``patience`` checks, so a claim resting on it is
+inconclusive.
+
+The rule is a small pure object; its per-model state (:class:`StopState`: numpy arrays over all M models of a batch)
+travels with the trainer's state, so a checkpoint resumes it exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+RUNNING, TARGET, PLATEAU, BUDGET, DIVERGED = 0, 1, 2, 3, 4
+REASONS = ("running", "target", "plateau", "budget", "diverged")  # a reason code's name: REASONS[code]
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """Stop on the loss's target, on a plateau of the monitored value, or (the trainer's call) on the budget."""
+
+    threshold: float | None = None  # the loss's target (see depthlab.core.losses.base); None: no target
+    patience: int | None = None  # checks in a row without improvement before a plateau stops it; None: no plateau rule
+    rel_tol: float = 0.01  # an improvement: value < best - (rel_tol |best| + abs_tol)
+    abs_tol: float = 0.0
+    monitor: str = "train_loss"  # train_loss | eval_error (the error on the trainer's evaluation set)
+
+    def __post_init__(self) -> None:
+        if self.monitor not in ("train_loss", "eval_error"):
+            raise ValueError(f"monitor must be train_loss or eval_error, got {self.monitor!r}")
+        if self.patience is not None and self.patience < 1:
+            raise ValueError(f"patience must be >= 1 or None, got {self.patience}")
+        if self.rel_tol < 0 or self.abs_tol < 0:
+            raise ValueError("rel_tol and abs_tol must be >= 0")
+
+    def start(self, M: int) -> "StopState":
+        return StopState(best=np.full(M, np.inf), since=np.zeros(M, dtype=np.int64), reason=np.zeros(M, dtype=np.int64),
+                         stopped_at=np.full(M, -1, dtype=np.int64))
+
+    def update(self, state: "StopState", ids: np.ndarray, value: np.ndarray, reached: np.ndarray, at: int) -> np.ndarray:
+        """One check of models ``ids`` (still running): their monitored values [n] and whether their loss's target is met
+        [n] (the loss decides, from :attr:`threshold`: ``Loss.converged``).
+        Records the stop reason and ``at`` (the check's epoch, step or iteration) of those that stop; returns the stop
+        mask [n].  A non-finite value is left to the trainer (it is a divergence: :meth:`diverge`)."""
+        ids = np.asarray(ids)
+        value = np.asarray(value, dtype=np.float64)
+        best = state.best[ids]
+        better = value < best - (self.rel_tol * np.abs(np.where(np.isfinite(best), best, 0.0)) + self.abs_tol)
+        better |= ~np.isfinite(best) & np.isfinite(value)
+        state.best[ids] = np.where(np.isfinite(value), np.minimum(best, value), best)
+        state.since[ids] = np.where(better, 0, state.since[ids] + 1)
+        target = np.asarray(reached, dtype=bool)
+        plateau = (state.since[ids] >= self.patience) if self.patience is not None else np.zeros(len(ids), dtype=bool)
+        reason = np.where(target, TARGET, np.where(plateau, PLATEAU, RUNNING))
+        stop = reason != RUNNING
+        state.reason[ids[stop]] = reason[stop]
+        state.stopped_at[ids[stop]] = at
+        return stop
+
+    @staticmethod
+    def budget(state: "StopState", ids: np.ndarray, at: int) -> None:
+        """The budget ran out for models ``ids`` (those still running are marked ``budget``)."""
+        ids = np.asarray(ids)
+        ids = ids[state.reason[ids] == RUNNING]
+        state.reason[ids] = BUDGET
+        state.stopped_at[ids] = at
+
+    @staticmethod
+    def diverge(state: "StopState", ids: np.ndarray, at: int) -> None:
+        ids = np.asarray(ids)
+        state.reason[ids] = DIVERGED
+        state.stopped_at[ids] = at
+
+    def describe(self, unit: str = "check", budget: str = "") -> str:
+        """The rule in words, for a store's attributes and the claims' notes."""
+        parts = []
+        if self.threshold is not None:
+            parts.append(f"the loss's target ({self.threshold:g}) is met")
+        if self.patience is not None:
+            tol = " + ".join(t for t in (f"{self.rel_tol:g} relative" if self.rel_tol else "",
+                                          f"{self.abs_tol:g} absolute" if self.abs_tol else "") if t) or "0"
+            parts.append(f"the {self.monitor.replace('_', ' ')} has not improved on its best by more than {tol} "
+                         f"for {self.patience} {unit}s in a row")
+        parts.append(f"the budget{(' (' + budget + ')') if budget else ''} runs out (not converged)")
+        return "stops when " + ", or ".join(parts)
+
+
+@dataclass
+class StopState:
+    """Per-model state of a :class:`StopRule` over M models (all numpy, so a checkpoint carries it)."""
+
+    best: np.ndarray  # [M] best monitored value so far
+    since: np.ndarray  # [M] checks since the last improvement
+    reason: np.ndarray  # [M] REASONS code (running until it stops)
+    stopped_at: np.ndarray  # [M] the check's epoch / step / iteration at which it stopped (-1: still running)
+
+    FIELDS = ("best", "since", "reason", "stopped_at")
+
+    @property
+    def converged(self) -> np.ndarray:
+        """[M] bool: stopped because it was done (target or plateau), not by the budget or a divergence."""
+        return (self.reason == TARGET) | (self.reason == PLATEAU)
+
+    def names(self) -> np.ndarray:
+        """[M] the stop reasons as words (for a store)."""
+        return np.asarray(REASONS, dtype=object)[self.reason]
+
+
+def reason_names(codes: np.ndarray) -> np.ndarray:
+    return np.asarray(REASONS, dtype=object)[np.asarray(codes)]

@@ -1,0 +1,31 @@
+"""What the fractal nets and the CNNs share: their stop rule (the test accuracy stops rising) and reading a run's record
+of test accuracies (the best along the run, the last it reached)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from depthlab.core.stopping import StopRule
+
+if TYPE_CHECKING:
+    from .specs import Training
+
+
+def stop_rule(t: "Training") -> StopRule:
+    return StopRule(patience=t.patience, rel_tol=0.0, abs_tol=t.abs_tol, monitor="eval_error")
+
+
+def best_along(acc: np.ndarray) -> np.ndarray:
+    """The best of each row of test accuracies [..., checks], NaN (not an error) for a row with none: a net that diverged
+    before its first check, or checks it never reached."""
+    finite = np.isfinite(acc)
+    return np.where(finite.any(-1), np.max(np.where(finite, acc, -np.inf), axis=-1), np.nan)
+
+
+def last_along(acc: np.ndarray) -> np.ndarray:
+    """The last finite accuracy of each row (where the net stopped), NaN for a row with none."""
+    finite = np.isfinite(acc)
+    idx = acc.shape[-1] - 1 - np.argmax(finite[..., ::-1], axis=-1)
+    return np.where(finite.any(-1), np.take_along_axis(acc, idx[..., None], -1)[..., 0], np.nan)
