@@ -64,4 +64,4 @@ for _study in STUDIES:
             name:
                 f"{_study}_{_figure}"
             input:
-                figure_files(_study, _figure),
+                figure_targets(_study, _figure),

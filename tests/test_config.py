@@ -119,6 +119,14 @@ CASES = [
     ("double quote in results", lambda c: c.update(results='r"x'), r"config error at results: .* holds '\"'"),
     ("backslash in results", lambda c: c.update(results="r\\x"), r"config error at results: .* holds '\\\\'"),
     ("quote in a nested value", lambda c: local2(c).update(locality="local'"), r"config error at studies.mori_ueda.figures.fig2.targets.2-local.locality: .* holds"),
+    # issue 42 item 8: names that look like depthlab's own files hid stores from `ls` and broke open_results
+    ("target named x.zarr", lambda c: fig2(c)["targets"].update({"x.zarr": fig2(c)["targets"].pop("2-local")}),
+     r"config error at studies.mori_ueda.figures.fig2.targets.x.zarr: the name 'x.zarr' ends in .zarr"),
+    ("target named y.zarr.tmp-1", lambda c: fig2(c)["targets"].update({"y.zarr.tmp-1": fig2(c)["targets"].pop("2-local")}),
+     r"the name 'y.zarr.tmp-1' ends in .zarr or holds"),
+    ("target named z.ckpt", lambda c: fig2(c)["targets"].update({"z.ckpt": fig2(c)["targets"].pop("2-local")}), r"the name 'z.ckpt'"),
+    ("results below a file", lambda c: c.update(results=str(ROOT / "README.md" / "results")),
+     r"config error at results: .* lies below .*README.md, which is a file"),
     ("dollar in a key", lambda c: fig2(c)["targets"].update({"t$x": fig2(c)["targets"].pop("2-local")}),
      r"config error at studies.mori_ueda.figures.fig2.targets.t\$x: the key holds '\$'"),
 ]

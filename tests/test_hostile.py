@@ -485,3 +485,33 @@ def test_a_job_that_runs_out_of_space_says_so_in_its_log_and_in_snakemakes_outpu
     p = smk(tmp_path, "--configfile", str(path), env={"DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")})
     assert (results / "tiny" / "draws" / "n1000000.zarr" / "zarr.json").exists()
     assert "tiny_draws" in p.stdout + p.stderr and "n5.zarr" not in (p.stdout + p.stderr).split("Job stats")[0]
+
+
+def test_a_forged_store_survives_a_rebuild_and_the_audit_but_not_a_reproduction(smoke_run, tmp_path):
+    """Issue 42 item 2.  Change test_error in one training store, rewrite only that store's content_hash and record_hash
+    with the package's own functions, touch it and rerun: the figure, the claims and the index are rebuilt from the
+    forged number and `audit --strict` passes (the folder agrees with itself).  `audit --job STORE` re-runs the store's
+    job from its recorded spec and inputs and names it; `--reproduce N` on an unforged copy passes."""
+    run = smoke_run.copy(tmp_path / "w")
+    rel = "mori_ueda/fig2/train/2-local/L1.zarr"
+    store = run.results / rel
+    z = zarr.open_group(str(store), mode="r+")
+    z["test_error"][...] = z["test_error"][...] * 0.5
+    rec = st.read_record(store)
+    rec["content_hash"] = st.content_hash(st.read_store(store))
+    _set_record(store, _rehash({k: v for k, v in rec.items() if k != "record_hash"}))
+    for f in (store, store / ".snakemake_timestamp"):  # Snakemake dates a directory output by its timestamp file
+        if f.exists():
+            os.utime(f)
+    smk(run.work, "--configfile", str(run.config_path))
+    index = run.results / "claims.md"
+    depthlab = [sys.executable, "-m", "depthlab", "audit", str(index)]
+    p = subprocess.run([*depthlab, "--strict"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    p = subprocess.run([*depthlab, "--job", rel], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert p.returncode == 1 and f"{rel}: re-running its job from its recorded spec and inputs gives other arrays" in p.stderr, \
+        p.stdout[-2000:] + p.stderr[-2000:]
+    clean = smoke_run.copy(tmp_path / "clean")
+    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(clean.results / "claims.md"), "--reproduce", "5",
+                        "--seed", "3"], capture_output=True, text=True, cwd=tmp_path, timeout=900)
+    assert p.returncode == 0 and p.stdout.count("reproduced ") == 5, p.stdout[-3000:] + p.stderr[-2000:]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import sys
 
@@ -115,15 +117,25 @@ def test_timings_saved_with_measure_calibrate_like_the_results_folder_and_a_gpu_
     doc = json.loads(saved.read_text())
     doc["devices"] = ["cuda:Some GPU", "cpu (numpy only)"]
     saved.write_text(json.dumps(doc))
-    monkeypatch.setattr(pl, "COSTS_GPU", tmp_path / "gpu.json")
-    monkeypatch.setattr(pl, "COSTS", tmp_path / "cpu.json")
-    assert pl.calibrate([saved])["written_to"] == str(tmp_path / "gpu.json") and not (tmp_path / "cpu.json").exists()
-    stages, device, note = pl.gpu_calibration(tmp_path / "gpu.json")
+    shipped = (pl.COSTS.read_bytes(), pl.COSTS_GPU.read_bytes())
+    assert pl.calibrate([saved])["written_to"] == str(tmp_path / "costs_gpu.json") and not (tmp_path / "costs.json").exists()
+    stages, device, note = pl.gpu_calibration(tmp_path / "costs_gpu.json")
     assert device == "cuda:Some GPU" and "sharing it" in note and stages.keys() == a["stages"].keys()
+    # issue 42 item 5: without --costs nothing is written into the package (it marked the checkout dirty)
+    assert (pl.COSTS.read_bytes(), pl.COSTS_GPU.read_bytes()) == shipped
+    folder = tmp_path / "run"
+    shutil.copytree(smoke_run.results / "benchmarks", folder / "benchmarks")
+    for rel in ("mori_ueda",):
+        shutil.copytree(smoke_run.results / rel, folder / rel)
+    assert pl.calibrate([folder])["written_to"] == str(folder / "costs.json")
+    assert (pl.COSTS.read_bytes(), pl.COSTS_GPU.read_bytes()) == shipped
 
 
 @pytest.mark.parametrize("text", ['{"devices": [], "stages": {"a/b": [[1.0, NaN]]}}', '{"devices": [], "stages": {"a/b": [[1.0]]}}',
-                                  '{"stages": {}}', '[1, 2]', 'not json', '{"devices": [], "stages": {"a/b": [[-1, 2]]}}'])
+                                  '{"stages": {}}', '[1, 2]', 'not json', '{"devices": [], "stages": {"a/b": [[-1, 2]]}}',
+                                  '{"devices": [], "stages": {"a/b": [[1.0, -3.0]]}}', '{"devices": [], "stages": {"a/b": [[1.0, 1e308]]}}',
+                                  '{"devices": [], "stages": {"a/b": [[1.0, Infinity]]}}',
+                                  '{"devices": [], "stages": {"a/b": ' + "[" * 5000 + "]" * 5000 + '}}'])
 def test_a_damaged_timings_file_is_refused_naming_it(tmp_path, text):
     bad = tmp_path / "bad.json"
     bad.write_text(text)
@@ -162,3 +174,19 @@ def test_job_requests_follow_the_job_and_grow_with_the_attempt(root):
     assert pl.job_resources(big, "mori_ueda", "train", True, "cpu")["gpu"] == 0
     ntk = mu.spec(cfg, "ntk", mu.jobs(cfg, "ntk")[0])
     assert pl.job_resources(ntk, "mori_ueda", "ntk", False, "auto")["gpu"] == 0
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e308", "-2.5"])
+def test_a_benchmark_file_with_an_impossible_time_is_refused_naming_it(tmp_path, smoke_run, value):
+    """Issue 42 item 5: negative seconds gave a cost model that predicts 0 s; nan, inf and 1e308 gave tracebacks."""
+    folder = tmp_path / "run"
+    shutil.copytree(smoke_run.results / "benchmarks", folder / "benchmarks")
+    shutil.copytree(smoke_run.results / "mori_ueda", folder / "mori_ueda")
+    tsv = next((folder / "benchmarks" / "mori_ueda").rglob("*.tsv"))
+    head, row = tsv.read_text().splitlines()[:2]
+    cells = row.split("\t")
+    cells[head.split("\t").index("s")] = value
+    tsv.write_text(head + "\n" + "\t".join(cells) + "\n")
+    with pytest.raises(SystemExit, match=re.escape(str(tsv))):
+        pl.calibrate([folder], tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()

@@ -256,6 +256,21 @@ def test_killed_run_recovers_with_the_documented_commands(smoke_run, tmp_path):
             assert a == st.read_record(smoke_run.results / f"mori_ueda/fig2/train/{t}/L{L}.zarr")["content_hash"]
 
 
+def test_a_store_deleted_by_hand_is_rebuilt_with_everything_downstream(smoke_run, tmp_path):
+    """Issue 42 item 7: with the figure downstream still present, `make run` said "Nothing to be done" for a store
+    deleted by hand (or lost when a kill interrupted its replacement).  Every store of a target is itself a target now:
+    the store and what reads it are rebuilt, to the same arrays."""
+    run = smoke_run.copy(tmp_path / "w")
+    rel = "mori_ueda/fig2/lrsearch/2-local/L1.zarr"
+    shutil.rmtree(run.results / rel)
+    dry = smk(run.work, "--configfile", str(run.config_path), "-n", "--quiet", "rules")
+    assert "mori_ueda_lrsearch" in dry.stdout and "mori_ueda_train" in dry.stdout and "figure" in dry.stdout, dry.stdout[-3000:]
+    smk(run.work, "--configfile", str(run.config_path))
+    for r in (rel, "mori_ueda/fig2/train/2-local/L1.zarr"):
+        assert st.read_record(run.results / r)["content_hash"] == st.read_record(smoke_run.results / r)["content_hash"]
+    assert "Nothing to be done" in smk(run.work, "--configfile", str(run.config_path), "-n").stdout
+
+
 # ---- the audit: integrity always fails, history fails only with --strict ----------------------
 
 

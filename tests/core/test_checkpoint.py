@@ -205,3 +205,20 @@ def test_malformed_checkpoint_is_ignored_and_the_run_completes(tmp_path, payload
     fresh = train(x, y, np.arange(N)[None], np.array([0.01]), init, np.array([1]), s)
     assert not any(m.startswith("resumed") for m in messages)
     np.testing.assert_array_equal(res.history, fresh.history)
+
+
+def test_clear_removes_exactly_the_names_a_checkpoint_writes(tmp_path):
+    """Issue 42 item 10: the clean-up removed every ``<store>.ckpt*``, a user's file included."""
+    from depthlab.checkpoint import FileCheckpoint
+
+    ck = FileCheckpoint(tmp_path / "L1.zarr.ckpt")
+    ours = ["L1.zarr.ckpt", "L1.zarr.ckpt.round0", "L1.zarr.ckpt.round12", "L1.zarr.ckpt.final", "L1.zarr.ckpt.grow1",
+            "L1.zarr.ckpt.tmp-123", "L1.zarr.ckpt.round3.tmp-77", "L1.zarr.ckpt.final.round2"]
+    theirs = ["L1.zarr.ckpt.notes", "L1.zarr.ckpt-old", "L1.zarr.ckpt.bak", "L1.zarr.ckpt.round", "L1.zarr.ckpts", "L2.zarr.ckpt"]
+    for n in ours + theirs:
+        (tmp_path / n).write_text("x")
+    ck.clear()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(theirs)
+    with pytest.raises(ValueError, match="checkpoint child"):
+        ck.child("notes")
+    assert ck.child("round4").child("grow1").path.name == "L1.zarr.ckpt.round4.grow1"

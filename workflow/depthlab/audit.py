@@ -40,13 +40,13 @@ folder audits the same from any working directory.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import provenance as prov
+from . import safeio
 from . import storage
 
 
@@ -251,12 +251,7 @@ def _load_json(a: Audit, depth: int, path: Path) -> dict | None:
     if not _regular(a, depth, path):
         return None
     try:
-        if os.stat(path).st_size > MAX_JSON_BYTES:
-            raise ValueError(f"larger than {MAX_JSON_BYTES >> 20} MiB")
-        rec = json.loads(path.read_bytes())
-    except RecursionError:
-        a.fail(depth, f"{_show(a, path)}: unreadable (nested too deeply to be a provenance record)")
-        return None
+        rec = safeio.read_json(path, MAX_JSON_BYTES)  # NaN and infinities are refused: no record of ours holds one
     except (OSError, ValueError) as e:
         a.fail(depth, f"{_show(a, path)}: unreadable ({type(e).__name__}: {str(e)[:200]})")
         return None
@@ -477,3 +472,67 @@ def run(target: str, config: dict | None, strict: bool = False) -> Audit:
     {"store": lambda: audit_store(a, rel, 0, None), "figure": lambda: audit_figure(a, rel, 0),
      "claims": lambda: audit_claims(a, rel, 0)}[kind]()
     return a
+
+
+def reproduce(a: Audit, n: int, named: list[str], seed: int = 0, timeout: float = 3600.0) -> None:
+    """Re-run store jobs of the audited lineage in a temporary folder and compare content hashes.
+
+    The rest of the audit checks that the folder agrees with itself: a store whose arrays were changed and whose
+    recorded hashes were then rewritten with the package's own functions passes it.  A store job is deterministic (the
+    same spec and inputs give the same bits on the CPU, one thread), so re-running it from its recorded spec, on the
+    stores its record names as inputs, must give its content hash: a mismatch names a store that is not what its spec
+    and inputs make.  ``named`` stores (paths relative to the results folder, or store paths) are re-run, and ``n``
+    more drawn at random (seeded) from the lineage's other stores."""
+    import random
+    import subprocess
+    import sys
+    import tempfile
+
+    stores = sorted(s for s in a.seen if s.endswith(".zarr"))
+    chosen = []
+    for name in named:
+        rel = storage.relpath(name, a.root) if Path(name).is_absolute() or Path(name).exists() else name
+        if rel not in stores:
+            a.fail(0, f"reproduce: {name} is not a store of this lineage ({len(stores)} stores: e.g. {', '.join(stores[:3])})")
+            continue
+        chosen.append(rel)
+    rest = [s for s in stores if s not in chosen]
+    chosen += random.Random(seed).sample(rest, min(n, len(rest)))
+    if not chosen:
+        return
+    a.say(0, f"reproduce: re-running {len(chosen)} store job(s) in a temporary folder (seed {seed}): {', '.join(chosen)}")
+    with tempfile.TemporaryDirectory(prefix="depthlab-reproduce-") as tmp:
+        for rel in chosen:
+            path = a.root / rel
+            rec = storage.read_record(path)
+            if not str(rec.get("device", "cpu")).startswith("cpu"):
+                a.note(1, f"{rel}: made on {rec.get('device')}: not reproducible bit for bit on this CPU; not re-run")
+                continue
+            try:
+                from .studies import get_study
+
+                code = prov.code_fingerprint(get_study(rec["study"]).stage(rec["stage"]).fingerprint_modules)
+            except Exception as e:  # a study or stage this checkout does not have
+                a.fail(1, f"{rel}: its job cannot be re-run by this checkout ({type(e).__name__}: {e})")
+                continue
+            if rec.get("code_fingerprint") != code:
+                a.note(1, f"{rel}: made by other code than the checkout's (fingerprint {str(rec.get('code_fingerprint'))[:12]}, "
+                          f"the checkout's {code[:12]}): a re-run would not reproduce it; not re-run", strict_fails=True)
+                continue
+            inputs = {k: str(a.root / v["path"]) for k, v in sorted(rec.get("inputs", {}).items())}
+            out = Path(tmp) / rel
+            env = {**os.environ, "DEPTHLAB_DEVICE_BY_STUDY": "{}"}
+            cmd = [sys.executable, "-m", "depthlab", "stage", "--spec", prov.canonical_json(rec["spec"]),
+                   "--inputs", prov.canonical_json(inputs), "--output", str(out), "--results", tmp, "--device", "cpu",
+                   "--threads", "1"]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+            if p.returncode != 0:
+                a.fail(1, f"{rel}: re-running its job failed (exit {p.returncode}): {p.stderr.strip().splitlines()[-1:]}")
+                continue
+            got = storage.content_hash(storage.read_store(out))
+            have = storage.content_hash(storage.read_store(path))
+            if got != have:
+                a.fail(1, f"{rel}: re-running its job from its recorded spec and inputs gives other arrays (content hash "
+                          f"{got[:12]} against the store's {have[:12]}): the store is not what its spec and inputs make")
+            else:
+                a.say(1, f"reproduced {rel}: the same content hash ({got[:12]})")

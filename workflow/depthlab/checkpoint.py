@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("depthlab")
 _FP = "fingerprint"
 _CODE = "code_fingerprint"
+CHILD = r"round[0-9]+|final|grow[0-9]+"  # the children the trainers take (lrsearch rounds, the radial final run, grid growth)
+_MINE = re.compile(rf"(?:\.(?:{CHILD}))*(?:\.tmp-[0-9]+)?")  # what follows a checkpoint's name in the files it writes
 
 
 def _as_bytes(text: str) -> "torch.Tensor":
@@ -42,6 +45,8 @@ class FileCheckpoint:
         self.code = code  # the code fingerprint of the stage that writes and reads this checkpoint
 
     def child(self, name: str) -> "FileCheckpoint":
+        if not re.fullmatch(CHILD, name):
+            raise ValueError(f"checkpoint child {name!r} is not one of {CHILD} (clear() removes those names only)")
         return FileCheckpoint(self.path.with_name(f"{self.path.name}.{name}"), self.code)
 
     def save(self, fingerprint: str, tensors: dict[str, "torch.Tensor"]) -> None:
@@ -75,7 +80,9 @@ class FileCheckpoint:
         return state
 
     def clear(self) -> None:
-        """Remove this checkpoint, its children and any half-written temporaries."""
-        for p in self.path.parent.glob(f"{self.path.name}*"):
-            if p.is_file():
+        """Remove this checkpoint, its children and any half-written temporaries: exactly the names this class writes
+        (a user's ``<store>.ckpt.notes`` or ``<store>.ckpt-old`` beside it is left alone)."""
+        for p in self.path.parent.iterdir():
+            rest = p.name[len(self.path.name):] if p.name.startswith(self.path.name) else None
+            if rest is not None and _MINE.fullmatch(rest) and p.is_file() and not p.is_symlink():
                 p.unlink(missing_ok=True)

@@ -4,7 +4,7 @@
     depthlab index --inputs JSON --output DIR/claims.md --results DIR
     depthlab snapshot --config-json JSON --output DIR/config.used.yaml
     depthlab validate CONFIG
-    depthlab audit TARGET [--configfile CONFIG] [--strict]
+    depthlab audit TARGET [--configfile CONFIG] [--strict] [--reproduce N] [--job STORE ...] [--seed S]
     depthlab fingerprint STUDY STAGE
 
 A stage's spec names its study and stage (``{"study": ..., "stage": ..., "job": ...}``);
@@ -75,6 +75,7 @@ def run_store(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str]
     # training state survives a killed job here (SIGTERM, SIGKILL, a SLURM time limit); removed once the store is written
     # tagged with the code fingerprint: a checkpoint left by other code is ignored, never continued
     code = prov.code_fingerprint(study.stage(spec.STAGE).fingerprint_modules)
+    Path(output).parent.mkdir(parents=True, exist_ok=True)  # (Snakemake makes it; a job run by hand, or re-run by the audit, not)
     ckpt = FileCheckpoint(f"{output}.ckpt", code=code)
     ds = fn(spec, {k: storage.read_store(p) for k, p in inputs.items()}, StageContext(dev, log.info, ckpt))
     storage.write_store(ds, output, _record(study, spec, output, results, inputs, where, code))
@@ -202,9 +203,11 @@ def snapshot(args: argparse.Namespace) -> None:
 
 
 def _load_or_exit(path: str, memory: bool = True) -> dict:
+    from .studies import StudyPathError
+
     try:
         return cfg.validate(cfg.read_yaml(path), memory=memory)
-    except cfg.ConfigError as e:
+    except (cfg.ConfigError, StudyPathError) as e:
         print(e, file=sys.stderr)
         raise SystemExit(2) from None
 
@@ -219,6 +222,8 @@ def audit(args: argparse.Namespace) -> None:
 
     config = _load_or_exit(args.configfile, memory=False) if args.configfile else None
     result = au.run(args.target, config, strict=args.strict)
+    if (args.reproduce or args.job) and not result.problems:
+        au.reproduce(result, args.reproduce, args.job or [], args.seed)
     print("\n".join(result.lines))
     if result.problems:
         print(f"\nAUDIT FAILED: {len(result.problems)} problem(s):", file=sys.stderr)
@@ -303,6 +308,10 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("target", help="a figure (.png/.pdf/.csv/.provenance.json), a claims.md, or a .zarr store")
     a.add_argument("--configfile", help="also check that each store was made from exactly this config's values")
     a.add_argument("--strict", action="store_true", help="also fail on stores made by code whose fingerprint differs from the checkout's")
+    a.add_argument("--reproduce", type=int, default=0, metavar="N", help="re-run N store jobs of the lineage (a seeded random "
+                   "sample) in a temporary folder and compare content hashes: the check a reviewer runs")
+    a.add_argument("--job", action="append", metavar="STORE", help="also re-run this store's job (repeatable)")
+    a.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     a.set_defaults(func=audit)
     v = sub.add_parser("validate", help="validate a config file")
     v.add_argument("config")
@@ -313,9 +322,10 @@ def main(argv: list[str] | None = None) -> None:
     pl_ = sub.add_parser("plan", help="jobs, peak memory and CPU time per study and stage of a config, before it runs")
     pl_.add_argument("config", nargs="?", help="a config file")
     pl_.add_argument("--results", help="the results folder whose missing stores count as 'to run' (default: the config's)")
-    pl_.add_argument("--costs", help="the cost calibration to use or write (default: the package's costs.json)")
+    pl_.add_argument("--costs", help="the cost calibration to use (default: the package's costs.json), or the file --calibrate writes")
     pl_.add_argument("--calibrate", nargs="+", metavar="RESULTS", help="fit the cost model to finished runs' benchmarks (results folders, or files --measure wrote); "
-                     "writes costs_gpu.json when their jobs ran on CUDA, else costs.json (or --costs)")
+                     "writes costs_gpu.json when their jobs ran on CUDA, else costs.json, into the first RESULTS folder (or --costs); "
+                     "never into the package unless --costs names it")
     pl_.add_argument("--check", metavar="RESULTS", help="per stage, the model's predicted vs a finished run's measured "
                      "core-minutes; exits 1 when a stage is off by more than --factor")
     pl_.add_argument("--factor", type=float, default=2.0, help="the tolerated factor of --check (default 2)")
@@ -330,8 +340,13 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if args.func is not stage:  # a stage job turns it on once its modules are loaded
         start_gc()
+    from .studies import StudyPathError
+
     try:
         args.func(args)
+    except StudyPathError as e:  # a study folder on $DEPTHLAB_STUDY_PATH that cannot join: one line, naming it
+        print(f"depthlab: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     except Exception as e:
         if _no_space(e) is None:
             raise

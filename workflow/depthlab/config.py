@@ -43,6 +43,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from . import safeio
 from .provenance import canonical_json, spec_hash  # noqa: F401  (re-exported: specs use them)
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
@@ -53,9 +54,13 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # value, and (under a cluster executor) in the working directory and config paths (:func:`check_remote_paths`).
 SHELL_META = re.compile(r"['\"`$\\\n]")
 SHELL_META_SHOWN = "' \" ` $ \\ or a newline"
+# A key can become a file or folder name (a target's stores): one that looks like a store, a temporary of one, or a
+# checkpoint would hide stores from the listing and the audit, or be cleaned up as a leftover.
+RESERVED_NAME = re.compile(r"[.]zarr$|[.]zarr[.](?:tmp|old)-|[.]ckpt")
 MAX_YAML_NODES = 100_000  # a real config has a few hundred; aliases may not expand a file beyond this
 NAME_MAX = 255  # bytes in one file name (ext4, xfs, ...): keys become path components
 PATH_MAX = 4096
+MAX_CONFIG_BYTES = 4 * 2**20  # a config is a few kB; a FIFO or /dev/zero is refused unread (depthlab.safeio)
 
 
 DEVICES = ("auto", "cpu", "cuda")  # the schema's `device` enum (tests/test_config.py checks they agree)
@@ -130,11 +135,11 @@ def read_yaml(path: str | Path) -> Any:
     """Parse a YAML file strictly; a missing or broken file is a one-line ConfigError."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = safeio.read_text(p, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"config file {p} does not exist") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"config file {p} cannot be read: {e}") from None
+    except safeio.UnsafeFile as e:
+        raise ConfigError(f"config file {e}") from None
     loader = _StrictLoader(text)  # a SafeLoader subclass
     try:
         node = loader.get_single_node()
@@ -258,6 +263,10 @@ def _no_control(value: Any, path: tuple = ()) -> None:
                 raise ConfigError(f"config error at {key(path + (k,))!r}: the key contains a control character "
                                   f"({k!r}); keys are plain text")
             _no_shell_meta(k, path + (k,), "the key")
+            if RESERVED_NAME.search(k):
+                raise ConfigError(f"config error at {key(path + (k,))}: the name {k!r} ends in .zarr or holds .zarr.tmp-, "
+                                  f".zarr.old- or .ckpt, which depthlab's own files use (a store, a write in progress, a "
+                                  f"checkpoint); choose another name")
             if len(k.encode()) > NAME_MAX:
                 raise ConfigError(f"config error at {key(path)}: the key {k[:40]!r}... is {len(k.encode())} bytes long; a key "
                                   f"can become a file name, which the file system limits to {NAME_MAX} bytes")
@@ -306,6 +315,9 @@ def _check_results(results: str) -> None:
         raise ConfigError(f"{where} has a component of {len(long[0].encode())} bytes; the file system allows {NAME_MAX}")
     if os.path.exists(full) and not os.path.isdir(full):
         raise ConfigError(f"{where} names an existing file, not a folder; choose another folder for the results")
+    for parent in Path(full).parents:
+        if os.path.exists(parent) and not os.path.isdir(parent):
+            raise ConfigError(f"{where} lies below {parent}, which is a file, not a folder; no folder can be made there")
 
 
 def validate(config: Any, memory: bool = True) -> dict:

@@ -15,7 +15,10 @@ import fcntl
 import json
 import os
 import socket
+import stat
 from pathlib import Path
+
+from . import safeio
 
 LOCK_NAME = ".depthlab.lock"
 _held: dict[str, int] = {}  # results folder -> open file descriptor (kept open: the lock lives as long as it does)
@@ -32,7 +35,15 @@ def acquire(results: str | Path) -> Path:
     path = root / LOCK_NAME
     if str(root) in _held:
         return path
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as e:  # a directory, a symlink, a file we may not write
+        raise ResultsInUse(f"{path}: cannot be opened as depthlab's lock file ({e.strerror}); remove it if it is yours, or "
+                           f"use another `results` folder") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ResultsInUse(f"{path}: not a regular file (a FIFO, socket or device), so not depthlab's lock file; remove it "
+                           f"if it is yours, or use another `results` folder")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -50,7 +61,7 @@ def acquire(results: str | Path) -> Path:
 
 def holder_of(path: str | Path) -> str:
     try:
-        h = json.loads(Path(path).read_text()[:4096])
+        h = json.loads(safeio.read_text(path, 4096))
         return f"pid {h['pid']} on {h['host']}, started {h['started']} from {h['cwd']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "holder unknown"

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import safeio
+
 COSTS = Path(__file__).with_name("costs.json")
 COSTS_GPU = Path(__file__).with_name("costs_gpu.json")
 GPU_TIMED = ("measured", "extrapolated", "modelled")  # the GPU column's labels that come with a runtime
@@ -57,12 +59,27 @@ def _stores(results: Path):
                 continue
 
 
+MAX_SECONDS = 1e8  # about three years: a timing beyond it (or negative, or not finite) is a damaged file, not a job
+
+
+def _plausible(seconds: float, where: str) -> float:
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_SECONDS):
+        raise SystemExit(f"error: {where}: {seconds!r} seconds is not a job's time (a finite number of seconds from 0 to "
+                         f"{MAX_SECONDS:g}); depthlab will not fit a cost model to it")
+    return seconds
+
+
 def _seconds(tsv: Path) -> float | None:
+    """The seconds a Snakemake benchmark file recorded (None if it is missing or not a benchmark file); a timing that
+    cannot be a job's is refused, naming the file."""
     try:
-        head, row = tsv.read_text().splitlines()[:2]
-        return float(dict(zip(head.split("\t"), row.split("\t")))["s"])
+        head, row = safeio.read_text(tsv, 1 << 20).splitlines()[:2]
+        secs = float(dict(zip(head.split("\t"), row.split("\t")))["s"])
+    except safeio.UnsafeFile as e:
+        raise SystemExit(f"error: {e}") from None
     except (OSError, ValueError, KeyError):
         return None
+    return _plausible(secs, str(tsv))
 
 
 def measurements(results: str | Path, devices: set[str] | None = None) -> dict[str, list[tuple[float, float]]]:
@@ -121,9 +138,18 @@ def fit(points: list[tuple[float, float]]) -> StageCost:
     return StageCost(float(a), float(1 / b) if b > 0 else None, len(points), max_work=float(w.max()))
 
 
+def default_output(results: list[str | Path], gpu: bool) -> Path:
+    """Where a calibration goes without ``--costs``: into the first source's folder (a results folder, or the folder of
+    a --measure file), never into the package (that would mark the checkout dirty, and every later store +dirty)."""
+    first = Path(results[0])
+    folder = first if first.is_dir() else first.parent
+    return folder / ("costs_gpu.json" if gpu else "costs.json")
+
+
 def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[str, Any]:
     """Fit every stage's constants to the jobs of one or more finished runs (a small and a large scale together pin
-    both the start-up and the rate) and write them to ``out``."""
+    both the start-up and the rate) and write them to ``out`` (default: :func:`default_output`).  The shipped
+    calibration is refitted only by naming it (``--costs workflow/depthlab/costs.json``)."""
     from . import provenance as prov
 
     data: dict[str, list[tuple[float, float]]] = {}
@@ -140,7 +166,7 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
                     "it; the other stages on that machine's CPU cores" if cuda else
                     "one CPU core per job (the default profile)") + "; seconds = overhead_s + work / rate",
            "device": cuda[0] if cuda else "cpu", "stages": stages}
-    out = out if out is not None else (COSTS_GPU if cuda else COSTS)  # a GPU run never overwrites the CPU calibration
+    out = out if out is not None else default_output(results, bool(cuda))
     Path(out).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return {**doc, "written_to": str(out)}
 
@@ -159,21 +185,24 @@ def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[t
     if source.is_dir():
         return measurements(source, devices)
     try:
-        doc = json.loads(source.read_text())
+        doc = safeio.read_json(source)
         out = {str(k): [(float(w), float(t)) for w, t in v] for k, v in doc["stages"].items()}
         devices.update(str(d) for d in doc["devices"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise SystemExit(f"error: {source} is neither a results folder nor a file that `depthlab plan --measure` wrote "
                          f"({type(e).__name__}: {e})") from None
-    if any(not (math.isfinite(w) and math.isfinite(t) and w >= 0 and t >= 0) for v in out.values() for w, t in v):
-        raise SystemExit(f"error: {source}: every work and seconds value must be a finite number >= 0")
+    if any(not (math.isfinite(w) and w >= 0) for v in out.values() for w, t in v):
+        raise SystemExit(f"error: {source}: every work value must be a finite number >= 0")
+    for v in out.values():
+        for _, t in v:
+            _plausible(t, str(source))
     return out
 
 
 def gpu_calibration(path: str | Path = COSTS_GPU) -> tuple[dict[str, StageCost], str, str]:
     """The GPU calibration's stages, device and note; no stages when there is none."""
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = safeio.read_json(path)
     except (OSError, ValueError):
         return {}, "", ""
     if not str(doc.get("device", "")).startswith("cuda"):
@@ -183,7 +212,7 @@ def gpu_calibration(path: str | Path = COSTS_GPU) -> tuple[dict[str, StageCost],
 
 def load_costs(path: str | Path = COSTS) -> dict[str, StageCost]:
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = safeio.read_json(path)
     except (OSError, ValueError):
         return {}
     return {k: StageCost(**v) for k, v in doc.get("stages", {}).items()}

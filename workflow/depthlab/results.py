@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import safeio
+
 RECORD_ATTR = "depthlab_provenance"  # storage.RECORD_ATTR, repeated so this module imports nothing heavy
 
 
@@ -46,10 +48,12 @@ def _record(path: Path) -> dict[str, Any]:
     """The provenance record of the store at ``path``, read from its root ``zarr.json`` alone (no arrays opened)."""
     meta = path / "zarr.json"
     try:
-        attrs = json.loads(meta.read_text()).get("attributes", {})
+        attrs = safeio.read_json(meta).get("attributes", {})
         rec = json.loads(attrs[RECORD_ATTR])
     except FileNotFoundError:
         raise ResultsError(f"{path}: not a zarr store (no zarr.json)") from None
+    except safeio.UnsafeFile as e:
+        raise ResultsError(f"{path}: unreadable store metadata: {e}") from None
     except (KeyError, TypeError, AttributeError):
         raise ResultsError(f"{path}: a zarr store without a depthlab provenance record") from None
     except (OSError, ValueError) as e:
@@ -400,19 +404,22 @@ def _human(n: float) -> str:
 
 def _figure_state(root: Path, prov_path: Path, records: dict[str, str]) -> str:
     """'up to date', or why not: its files differ from what was recorded, or an input store was rewritten since."""
-    import hashlib
-
     try:
-        rec = json.loads(prov_path.read_text())
-    except (OSError, ValueError):
-        return "unreadable provenance"
+        rec = safeio.read_json(prov_path)
+    except (OSError, ValueError) as e:
+        return f"unreadable provenance ({e})"
+    if not isinstance(rec, dict):
+        return f"unreadable provenance ({prov_path.name} is a JSON {type(rec).__name__}, not a record)"
     stem = prov_path.with_name(prov_path.name.removesuffix(".provenance.json"))
     for suffix, key in ((".csv", "csv_sha256"), (".pdf", "pdf_sha256")):
         f = stem.with_suffix(suffix)
-        if not f.is_file():
+        if not f.exists():
             return f"{suffix[1:]} missing"
-        if hashlib.sha256(f.read_bytes()).hexdigest() != rec.get(key):
-            return f"{suffix[1:]} edited"
+        try:
+            if safeio.file_hash(f) != rec.get(key):
+                return f"{suffix[1:]} edited"
+        except (OSError, ValueError) as e:
+            return f"{suffix[1:]} unreadable ({e})"
     inputs = rec.get("inputs", {}) if isinstance(rec.get("inputs"), dict) else {}
     changed = sum(1 for inp in inputs.values() if records.get(inp.get("path")) != inp.get("record_hash"))
     return "up to date" if not changed else f"stale: {changed} of {len(inputs)} input stores changed since"

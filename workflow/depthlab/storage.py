@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from . import safeio
 from .provenance import canonical_json, record_hash
 
 RECORD_ATTR = "depthlab_provenance"
@@ -286,7 +287,7 @@ def consolidated_mismatches(path: str | Path) -> list[str] | None:
     differs from the array's own ``zarr.json`` (what the audit's hashes cover), plus any name present in only one of
     them; None if the store has no consolidated metadata."""
     path = Path(path)
-    root = json.loads((path / "zarr.json").read_text())
+    root = safeio.read_json(path / "zarr.json")
     cons = root.get("consolidated_metadata")
     if cons is None:
         return None
@@ -294,7 +295,7 @@ def consolidated_mismatches(path: str | Path) -> list[str] | None:
     own = {p.parent.relative_to(path).as_posix(): p for p in path.glob("*/zarr.json")}
     bad = sorted(set(meta) ^ set(own))
     for name in sorted(set(meta) & set(own)):
-        if json.loads(own[name].read_text()) != meta[name]:
+        if safeio.read_json(own[name]) != meta[name]:
             bad.append(name)
     return bad
 
@@ -323,7 +324,7 @@ def write_json(obj: Any, path: str | Path) -> str:
 
 
 def file_hash(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return safeio.file_hash(path)
 
 
 def png_pixels_hash(png: bytes | str | Path) -> str:

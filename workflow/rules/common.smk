@@ -91,8 +91,32 @@ def figure_files(study, figure):
     return [f"{stem}.png", f"{stem}.pdf", f"{stem}.csv", f"{stem}.provenance.json"]
 
 
+def lineage(study, refs):
+    """Every store the stores ``refs`` read, directly or not, and themselves (paths): a target list naming them makes
+    Snakemake rebuild a store deleted by hand (or lost to a kill) even while the figures downstream of it exist, and then
+    everything downstream (their inputs were updated)."""
+    out, todo = {}, list(refs)
+    while todo:
+        ref = todo.pop()
+        path = _path(study, ref)
+        if path not in out:
+            out[path] = ref
+            todo += list(_spec(study, ref.stage, ref.job).inputs().values())
+    return sorted(out)
+
+
+def study_stores(study):
+    st = get_study(study)
+    return lineage(study, [Ref(s.name, j) for s in st.store_stages() for j in st.jobs(config, s.name)])
+
+
+def figure_targets(study, figure):
+    return figure_files(study, figure) + lineage(study, get_study(study).figure_inputs(config, figure).values())
+
+
 def study_targets(study):
-    return [f for fig in get_study(study).figures(config) for f in figure_files(study, fig)] + [f"{R}/{study}/claims.md"]
+    return ([f for fig in get_study(study).figures(config) for f in figure_files(study, fig)] + [f"{R}/{study}/claims.md"]
+            + study_stores(study))
 
 
 def all_targets(wildcards):

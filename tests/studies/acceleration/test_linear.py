@@ -129,3 +129,15 @@ def test_every_start_has_the_same_norm_of_w_e(N):
     g = torch.Generator().manual_seed(N)
     for Ws in (linear.gaussian_init(3, 7, 5, N, 1e-3, g), linear.balanced_init(3, 7, 5, N, 1e-3, g)):
         np.testing.assert_allclose(linear.end_to_end(Ws).norm(dim=1), 1e-3, rtol=1e-10)
+
+
+@pytest.mark.parametrize("p", [2, 4])
+def test_the_problem_gives_the_direct_loss_and_gradient(p):
+    """The p = 2 quadratic form (X^T X precomputed) against the residuals computed directly."""
+    X, y = problem(m=300, d=9)
+    w = torch.randn(4, 9, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    L, g = linear.Problem(X, y, p).grad(w)
+    L0, g0 = linear.lp_grad(X, y, w, p)
+    np.testing.assert_allclose(L, L0, rtol=1e-12)
+    np.testing.assert_allclose(g, g0, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(linear.Problem(X, y, p).loss(w), L0, rtol=1e-12)

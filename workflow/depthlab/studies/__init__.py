@@ -20,7 +20,22 @@ from depthlab.study import NAME, Study, bind
 
 BUILTIN = Path(__file__).resolve().parent
 # extra folders holding study packages (a namespace-style search path for this package)
-__path__ = [str(BUILTIN)] + [p for p in os.environ.get("DEPTHLAB_STUDY_PATH", "").split(os.pathsep) if p]
+def _search_path() -> list[str]:
+    """This package's folder, then each folder on $DEPTHLAB_STUDY_PATH once (a folder named twice, or the built-in one
+    named again, is the same folder: its studies are not defined twice)."""
+    out, seen = [str(BUILTIN)], {BUILTIN}
+    for p in os.environ.get("DEPTHLAB_STUDY_PATH", "").split(os.pathsep):
+        if p and Path(p).resolve() not in seen:
+            seen.add(Path(p).resolve())
+            out.append(p)
+    return out
+
+
+__path__ = _search_path()
+
+
+class StudyPathError(ImportError):
+    """A study folder on $DEPTHLAB_STUDY_PATH that cannot join the registry; the message names it."""
 
 
 def folders() -> list[Path]:
@@ -39,7 +54,9 @@ def names() -> tuple[str, ...]:
             if not info.ispkg or not NAME.match(info.name):
                 continue
             if info.name in seen:
-                raise ImportError(f"study {info.name!r} is defined twice: in {seen[info.name]} and in {folder}")
+                where = "a built-in study" if seen[info.name].resolve() == BUILTIN else f"a study in {seen[info.name]}"
+                raise StudyPathError(f"$DEPTHLAB_STUDY_PATH: the study folder {folder / info.name} has the name of {where}; "
+                                     f"rename the folder (a study from the path never replaces another)")
             if (folder / info.name / "schema.yaml").is_file():
                 seen[info.name] = folder
     return tuple(sorted(seen))

@@ -29,11 +29,13 @@ def run_baseline(spec: "BaselineSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     state = optimizers.init_state(method, w)
     targets = data.target_loss.sel(p=p).values  # [fraction], loosest first
 
-    def loss_now():
-        return linear.lp_loss(X, y, w, p)
+    prob = linear.Problem(X, y, p)
+
+    def loss_now(active):
+        return linear.on_rows(prob.loss, w, active)
 
     def step(active, t):
-        _, g = linear.lp_grad(X, y, w, p)
+        g = linear.on_rows(lambda v: prob.grad(v)[1], w, active)
         optimizers.step(method, w, torch.where(active.view(-1, 1), g, 0.0), torch.where(active, lr, 0.0), state, t)
 
     r = run(loss_now, step, spec.budget, targets, S, progress=ctx.progress, label=f"{spec.job.dataset} p={p} {method}")

@@ -35,6 +35,9 @@ def check(sec: dict, config: dict) -> None:
             uci_files(sec["uci_file"])
         except DataError as e:
             raise ConfigError(f"config error at {where}.uci_file: {e}") from None
+    if sec["patience_factor"] < len(sec["seeds"]):
+        raise ConfigError(f"config error at {where}.patience_factor: {sec['patience_factor']:g} is below the number of seeds "
+                          f"({len(sec['seeds'])}); a batch stopped then could miss a rate whose mean over seeds is the best")
     lo, hi = sec["log10_lr_range"]
     if not lo < hi:
         raise ConfigError(f"config error at {where}.log10_lr_range: need low < high, got [{lo}, {hi}]")

@@ -32,13 +32,16 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     M = len(lr)
 
     # the net (models 0..M-1) and its end-to-end rule (models M..2M-1) step together, so they are compared at every step
-    def loss_now():
-        return torch.cat([linear.lp_loss(X, y, linear.end_to_end(Ws), p), linear.lp_loss(X, y, w_rule, p)])
+    prob = linear.Problem(X, y, p)
+
+    def loss_now(active):
+        return torch.cat([linear.on_rows(prob.loss, linear.end_to_end(Ws), None if active is None else active[:M]),
+                          linear.on_rows(prob.loss, w_rule, None if active is None else active[M:])])
 
     def step(active, t):
-        _, g = linear.lp_grad(X, y, linear.end_to_end(Ws), p)
+        g = linear.on_rows(lambda w: prob.grad(w)[1], linear.end_to_end(Ws), active[:M])
         linear.net_step(Ws, g, torch.where(active[:M], lr, 0.0), wd)
-        _, g = linear.lp_grad(X, y, w_rule, p)
+        g = linear.on_rows(lambda w: prob.grad(w)[1], w_rule, active[M:])
         linear.rule_step(w_rule, g, torch.where(active[M:], lr, 0.0), N, wd)
 
     def distance():

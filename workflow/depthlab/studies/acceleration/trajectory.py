@@ -34,10 +34,12 @@ class Runs:
     stopped_at: int  # the iteration at which the batch stopped
 
 
-def run(loss_now: Callable[[], torch.Tensor], step: Callable[[torch.Tensor, int], None], budget, targets: np.ndarray,
+def run(loss_now: Callable[[torch.Tensor], torch.Tensor], step: Callable[[torch.Tensor, int], None], budget, targets: np.ndarray,
         seeds: int, judged: int | None = None, track: dict[str, Callable[[], torch.Tensor]] | None = None,
         progress: Callable[[str], None] | None = None, label: str = "") -> Runs:
-    """``loss_now()`` -> the current loss [M]; ``step(active, t)`` takes step t = 1..T of the models where active [M] is True.
+    """``loss_now(active)`` -> the current loss [M] (only the rows where active [M] is True are read); ``step(active, t)``
+    takes step t = 1..T of the models where active is True.  A model leaves the batch (active False) when it diverges or
+    reaches the tightest target: its record is complete, and it costs nothing more.
 
     ``targets`` [F]: target losses, the tightest last; ``budget``: max_iterations, min_iterations, patience_factor (the
     module docstring); the first ``judged`` models (default: all) are the rates x ``seeds`` seeds whose progress ends the
@@ -48,7 +50,7 @@ def run(loss_now: Callable[[], torch.Tensor], step: Callable[[torch.Tensor, int]
     targets = np.asarray(targets, dtype=np.float64)
     keep = history_steps(budget.max_iterations)
     kept = {t: i for i, t in enumerate(keep)}
-    start = loss_now()
+    start = loss_now(None)
     M = start.shape[0]
     J = M if judged is None else judged
     loss = np.full((M, len(keep)), np.nan)
@@ -63,7 +65,7 @@ def run(loss_now: Callable[[], torch.Tensor], step: Callable[[torch.Tensor, int]
     for t in range(0, budget.max_iterations + 1):
         if t > 0:
             step(active, t)
-            cur = loss_now()
+            cur = loss_now(active)
         bad = diverged(cur, start) & active
         if bool(bad.any()):
             div_at[bad.cpu().numpy()] = t
@@ -76,6 +78,9 @@ def run(loss_now: Callable[[], torch.Tensor], step: Callable[[torch.Tensor, int]
             loss[:, kept[t]] = c
             for k, fn in track.items():
                 extra[k][:, kept[t]] = np.where(act, fn().double().cpu().numpy(), np.nan)
+        finished = act & (to_target[:, -1] >= 0)  # at the tightest target: its record is complete
+        if finished.any():
+            active &= ~torch.as_tensor(finished, device=active.device)
         done = (to_target[:J, -1] >= 0) | (div_at[:J] >= 0)
         if first is None:
             per_rate = ((to_target[:J, -1] >= 0) & (div_at[:J] < 0)).reshape(-1, seeds).all(1)
