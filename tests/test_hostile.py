@@ -421,7 +421,7 @@ def test_the_clean_up_of_a_failed_write_outlasts_writer_threads_that_recreate_th
     import time
 
     out = tmp_path / "x.zarr"
-    tmp = tmp_path / f"x.zarr.tmp-{os.getpid()}"
+    tmp = st.own(tmp_path / "x.zarr")
     stop = time.monotonic() + 0.3
     recreated = []
 
@@ -515,3 +515,59 @@ def test_a_forged_store_survives_a_rebuild_and_the_audit_but_not_a_reproduction(
     p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(clean.results / "claims.md"), "--reproduce", "5",
                         "--seed", "3"], capture_output=True, text=True, cwd=tmp_path, timeout=900)
     assert p.returncode == 0 and p.stdout.count("reproduced ") == 5, p.stdout[-3000:] + p.stderr[-2000:]
+
+
+def _long_job(smoke_run, out: Path) -> list[str]:
+    """`depthlab stage` for a Mori & Ueda training store of the smoke run, made long (a budget of 20 000 epochs, no
+    plateau rule): the command line Snakemake would run."""
+    rec = st.read_record(smoke_run.results / "mori_ueda/fig2/train/2-local/L2.zarr")
+    spec = copy.deepcopy(rec["spec"])
+    spec["training"].update(max_epochs=20000, patience=None, loss_threshold=1e-12)
+    inputs = {k: str(smoke_run.results / v["path"]) for k, v in rec["inputs"].items()}
+    return [sys.executable, "-m", "depthlab", "stage", "--spec", canonical_json(spec), "--inputs", canonical_json(inputs),
+            "--output", str(out), "--results", str(out.parent), "--device", "cpu"]
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
+    import time
+
+    end = time.time() + timeout
+    while not path.exists():
+        assert proc.poll() is None and time.time() < end, "the job ended first"
+        time.sleep(0.02)
+
+
+def test_a_second_job_on_the_same_store_waits_and_takes_over_only_once_the_first_is_gone(smoke_run, tmp_path):
+    """Issue 42 item 6 (and issue 41's killed submit host): a job orphaned by `kill -9` of Snakemake keeps writing its
+    store; the next run started the same store job beside it, sharing its checkpoint and log.  Now the second job waits
+    on the store's lock, and takes it over when the first is gone; the store is written once, to the bits of an
+    undisturbed run."""
+    import signal
+    import time
+
+    out = tmp_path / "r" / "L2.zarr"
+    cmd = _long_job(smoke_run, out)
+    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _wait_for(Path(f"{out}.lock"), first)
+    second = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(3)
+    assert second.poll() is None and first.poll() is None and not out.exists(), "the second job must wait"
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    log = second.communicate(timeout=600)[0]
+    assert second.returncode == 0, log[-3000:]
+    assert "waiting: L2.zarr is being written by another job (pid %d" % first.pid in log
+    assert f"taking over the lock of L2.zarr.lock from pid {first.pid}" in log and "has ended" in log
+    assert out.is_dir() and not list(out.parent.glob("*.tmp-*")) and not Path(f"{out}.lock").exists()
+    # the second job finished the work alone: the store is the undisturbed run's
+    alone = tmp_path / "alone" / "L2.zarr"
+    subprocess.run(_long_job(smoke_run, alone), check=True, capture_output=True)
+    assert st.read_record(out)["content_hash"] == st.read_record(alone)["content_hash"]
+    # and a job that waited for one that finished keeps the store it wrote instead of writing it again
+    out.rename(tmp_path / "r" / "done.zarr")
+    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(Path(f"{out}.lock"), first)
+    second = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert first.wait(timeout=600) == 0
+    log = second.communicate(timeout=600)[0]
+    assert second.returncode == 0 and "was written by the job that held its lock while this one waited" in log, log[-2000:]

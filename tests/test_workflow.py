@@ -377,3 +377,25 @@ def test_config_used_is_a_config_that_reruns_nothing_and_audits(smoke_run, tmp_p
     assert planned(p) == Counter(), p.stdout[-3000:]
     p = audit(tmp_path, str(smoke_run.results / "mori_ueda/figures/fig2.png"), "--configfile", str(used), "--strict")
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+
+
+def test_a_study_from_the_study_path_records_its_folder_and_ls_names_it_when_the_path_is_unset(tmp_path):
+    """Issue 42 item 9: a study from DEPTHLAB_STUDY_PATH left no trace of its own code in provenance (only the checkout's
+    commit), and without the variable `ls` skipped its results silently."""
+    import subprocess as sp
+
+    studies = tmp_path / "mystudies"
+    shutil.copytree(ROOT / "docs" / "example_study" / "tiny", studies / "tiny")
+    sp.run(["git", "init", "-q", str(studies)], check=True)
+    sp.run(["git", "-C", str(studies), "-c", "user.email=a@b", "-c", "user.name=a", "add", "."], check=True)
+    sp.run(["git", "-C", str(studies), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"], check=True)
+    head = sp.run(["git", "-C", str(studies), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("results: results\ndevice: cpu\nseed: 0\nstudies:\n  tiny:\n    sizes: [5]\n")
+    smk(tmp_path, "--configfile", str(cfg), env={"DEPTHLAB_STUDY_PATH": str(studies)})
+    rec = st.read_record(tmp_path / "results" / "tiny" / "draws" / "n5.zarr")
+    assert rec["study_source"] == {"folder": str((studies / "tiny").resolve()), "version": head}
+    env = {k: v for k, v in os.environ.items() if k != "DEPTHLAB_STUDY_PATH"}
+    p = sp.run([str(BIN / "depthlab"), "ls", str(tmp_path / "results")], capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and "tiny: stores of study 'tiny', whose code this checkout does not have" in p.stdout, p.stdout
+    assert str((studies / "tiny").resolve()) in p.stdout

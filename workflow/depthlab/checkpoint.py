@@ -28,7 +28,7 @@ log = logging.getLogger("depthlab")
 _FP = "fingerprint"
 _CODE = "code_fingerprint"
 CHILD = r"round[0-9]+|final|grow[0-9]+"  # the children the trainers take (lrsearch rounds, the radial final run, grid growth)
-_MINE = re.compile(rf"(?:\.(?:{CHILD}))*(?:\.tmp-[0-9]+)?")  # what follows a checkpoint's name in the files it writes
+_MINE = re.compile(rf"(?:\.(?:{CHILD}))*(?:\.tmp-[0-9]+(?:-[A-Za-z0-9]+-[0-9a-f]+)?)?")  # what follows a checkpoint's name in the files it writes
 
 
 def _as_bytes(text: str) -> "torch.Tensor":
@@ -52,7 +52,9 @@ class FileCheckpoint:
     def save(self, fingerprint: str, tensors: dict[str, "torch.Tensor"]) -> None:
         import torch
 
-        tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
+        from .storage import own
+
+        tmp = own(self.path)
         torch.save({**tensors, _FP: _as_bytes(fingerprint), _CODE: _as_bytes(self.code)}, tmp)
         os.replace(tmp, self.path)  # atomic: a kill mid-write leaves the previous checkpoint intact
 

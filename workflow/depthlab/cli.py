@@ -55,6 +55,7 @@ def _record(study: "Study", spec: "Spec", output: str | Path, results: str, inpu
         "code_version": prov.code_version(), "code_fingerprint": code or prov.code_fingerprint(stage.fingerprint_modules),
         "packages": prov.package_versions(), "device": device,
         "inputs": {k: storage.input_record(p, results) for k, p in sorted(inputs.items())},
+        **({"study_source": src} if (src := prov.study_source(study.folder)) else {}),
     }
 
 
@@ -168,12 +169,36 @@ def stage(args: argparse.Namespace) -> None:
     start_gc()  # the job's modules are loaded
     inputs = json.loads(args.inputs)
     out = Path(args.output)
-    if st.kind == "store":
-        run_store(study, spec, fn, inputs, out, args.results, job_device(args.device, study.name, st.gpu), args.threads)
-    elif st.kind == "figure":
-        run_figure(study, spec, fn, inputs, out, args.results)
-    else:
-        run_claims(study, spec, fn, inputs, out, args.results)
+    from .lock import OutputLock
+
+    # one writer per output, whatever else runs: a job orphaned by a killed Snakemake, or one on another node after the
+    # submit host restarted, holds it; this job waits, and takes over only once that holder is gone (depthlab.lock)
+    with OutputLock(out, say=log.info), storage.owning(out):
+        if st.kind == "store":
+            if _written_meanwhile(study, spec, out):
+                return
+            run_store(study, spec, fn, inputs, out, args.results, job_device(args.device, study.name, st.gpu), args.threads)
+        elif st.kind == "figure":
+            run_figure(study, spec, fn, inputs, out, args.results)
+        else:
+            run_claims(study, spec, fn, inputs, out, args.results)
+
+
+def _written_meanwhile(study: "Study", spec: "Spec", out: Path) -> bool:
+    """True when the store this job is about to write is already there, from this very spec and code: another job (one
+    that held the output's lock while this one waited) finished it.  Snakemake removes a job's outputs before it
+    starts, so a store found here was written since."""
+    if not out.is_dir():
+        return False
+    try:
+        rec = storage.read_record(out)
+    except Exception:
+        return False
+    same = (rec.get("spec") == spec.to_dict()
+            and rec.get("code_fingerprint") == prov.code_fingerprint(study.stage(spec.STAGE).fingerprint_modules))
+    if same:
+        log.info("%s was written by the job that held its lock while this one waited (the same spec and code): kept", out)
+    return same
 
 
 def index(args: argparse.Namespace) -> None:

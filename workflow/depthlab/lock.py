@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import stat
+import time
 from pathlib import Path
 
 from . import safeio
@@ -72,3 +73,139 @@ def release(results: str | Path) -> None:
     if fd is not None:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+# ---- one writer per output ----------------------------------------------------------------------------------------
+
+
+class OutputInUse(RuntimeError):
+    pass
+
+
+STALE_AFTER = 600.0  # seconds without a heartbeat after which a holder on another host counts as gone ($DEPTHLAB_LOCK_STALE)
+
+
+class OutputLock:
+    """An exclusive lock on one job's output (``<output>.lock``), so that no store, figure or claims file is written by
+    two jobs at once: not by a job orphaned when Snakemake was killed and its replacement started by the next run, nor by
+    two jobs on two hosts of a cluster after the submit host's Snakemake was restarted.
+
+    The lock file is created with O_EXCL (atomic on a local disk and on NFS v3 and later) and names its holder: host, pid,
+    a random token and the start time.  The holder refreshes its modification time every ``stale_after / 4`` seconds.
+    A second job waits for it.  The lock is taken over, never shared, when its holder is gone: a process of this host that
+    no longer exists, or a holder anywhere whose heartbeat stopped ``stale_after`` seconds ago (a killed node).
+    """
+
+    def __init__(self, output: str | Path, stale_after: float | None = None, poll: float = 1.0,
+                 say=None):
+        self.path = Path(f"{output}.lock")
+        self.stale_after = float(stale_after if stale_after is not None else os.environ.get("DEPTHLAB_LOCK_STALE", STALE_AFTER))
+        self.poll = poll
+        self.say = say or (lambda text: None)
+        self.token = os.urandom(8).hex()
+        self._stop = None
+        self._thread = None
+
+    def _holder(self) -> dict:
+        try:
+            h = json.loads(safeio.read_text(self.path, 4096))
+            return h if isinstance(h, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _stale(self, h: dict) -> str:
+        """Why the current holder is gone ('' if it may be alive)."""
+        if h.get("host") == socket.gethostname() and isinstance(h.get("pid"), int) and not _alive(h["pid"]):
+            return f"its process {h['pid']} on this host has ended"
+        try:
+            age = time.time() - os.stat(self.path).st_mtime
+        except FileNotFoundError:
+            return "it is gone"
+        if age > self.stale_after:
+            return f"no heartbeat for {age:.0f} s"
+        return ""
+
+    def _take_over(self, h: dict) -> None:
+        """Remove the stale lock ``h``, unless another job replaced it meanwhile (then leave that one in place)."""
+        aside = self.path.with_name(f"{self.path.name}.stale-{self.token}")
+        try:
+            os.replace(self.path, aside)
+        except FileNotFoundError:
+            return
+        try:
+            if json.loads(safeio.read_text(aside, 4096)).get("token") == h.get("token"):
+                return
+            os.link(aside, self.path)  # not the lock we judged stale: put it back (fails if a new one appeared)
+        except (OSError, ValueError):
+            pass
+        finally:
+            aside.unlink(missing_ok=True)
+
+    def acquire(self, wait: float | None = None) -> "OutputLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        t0, told = time.monotonic(), False
+        while True:
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
+            except FileExistsError:
+                h = self._holder()
+                why = self._stale(h)
+                if why:
+                    self.say(f"taking over the lock of {self.path.name} from {_who(h)}: {why}")
+                    self._take_over(h)
+                    continue
+                if not told:
+                    self.say(f"waiting: {self.path.name.removesuffix('.lock')} is being written by another job ({_who(h)})")
+                    told = True
+                if wait is not None and time.monotonic() - t0 > wait:
+                    raise OutputInUse(f"{self.path.name.removesuffix('.lock')} is being written by another job ({_who(h)})")
+                time.sleep(self.poll)
+                continue
+            except OSError as e:
+                raise OutputInUse(f"{self.path}: cannot be created as a lock file ({e.strerror})") from None
+            with os.fdopen(fd, "w") as f:
+                json.dump({"host": socket.gethostname(), "pid": os.getpid(), "token": self.token,
+                           "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}, f)
+            self._heartbeat()
+            return self
+
+    def _heartbeat(self) -> None:
+        import threading
+
+        self._stop = threading.Event()
+
+        def beat():
+            while not self._stop.wait(self.stale_after / 4):
+                try:
+                    os.utime(self.path)
+                except OSError:
+                    return
+
+        self._thread = threading.Thread(target=beat, name="depthlab-lock-heartbeat", daemon=True)
+        self._thread.start()
+
+    def release(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self._holder().get("token") == self.token:
+            self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> "OutputLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _who(h: dict) -> str:
+    return f"pid {h.get('pid', '?')} on {h.get('host', '?')}, since {h.get('started', '?')}" if h else "holder unknown"

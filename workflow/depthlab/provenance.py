@@ -165,13 +165,31 @@ def code_version() -> str:
     env = os.environ.get("DEPTHLAB_CODE_VERSION")
     if env:
         return env
+    return git_version(REPO)
+
+
+@functools.lru_cache(maxsize=None)
+def git_version(folder: str | Path) -> str:
+    """The git commit of the repository holding ``folder`` ('+dirty' when it has uncommitted changes to tracked files),
+    'not a git repository' otherwise."""
     try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+        head = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no", "--", "."],
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return "unknown" if Path(folder) == REPO else "not a git repository"
     return head + ("+dirty" if dirty else "")
+
+
+def study_source(folder: str | Path) -> dict[str, str] | None:
+    """Where a study's code comes from when it is not built in (a folder on $DEPTHLAB_STUDY_PATH): the folder and its
+    git version; None for a built-in study (the checkout's code_version covers it)."""
+    from .studies import BUILTIN
+
+    folder = Path(folder).resolve()
+    if folder.parent == BUILTIN:
+        return None
+    return {"folder": str(folder), "version": git_version(folder)}
 
 
 @functools.lru_cache(maxsize=1)

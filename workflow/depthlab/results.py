@@ -70,7 +70,7 @@ def _stores(folder: Path):
         for d in sorted(dirnames):
             if d.endswith(".zarr"):
                 yield Path(dirpath) / d
-            elif ".zarr.tmp-" not in d:
+            elif ".zarr.tmp-" not in d and ".zarr.old-" not in d:
                 keep.append(d)
         dirnames[:] = keep
 
@@ -435,6 +435,19 @@ def list_results(results: str | Path) -> str:
         raise ResultsError(f"{root}: no such results folder")
     lines = [f"results folder {root.resolve()}"]
     known = set(names())
+    for other in sorted(p for p in root.iterdir() if p.is_dir() and p.name not in known and not p.name.startswith(".")
+                        and p.name not in ("logs", "benchmarks")):
+        first = next(_stores(other), None)
+        if first is None:
+            continue
+        try:
+            rec = _record(first)
+        except ResultsError:
+            continue
+        src = rec.get("study_source") or {}
+        where = f" (its code was in {src['folder']}, {src.get('version')})" if src.get("folder") else ""
+        lines.append(f"{other.name}: stores of study {rec.get('study', other.name)!r}, whose code this checkout does not have{where}; "
+                     "set DEPTHLAB_STUDY_PATH to the folder holding it to list them")
     for study_dir in sorted(p for p in root.iterdir() if p.is_dir() and p.name in known):
         study = get_study(study_dir.name)
         by_stage: dict[str, list[Found]] = {}

@@ -28,9 +28,11 @@ import json
 import os
 import re
 import shutil
+import socket
 import stat
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -174,17 +176,50 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale(path: str | Path) -> list[Path]:
-    """Delete ``<path>.tmp-<pid>`` (a half-written new version) or ``<path>.old-<pid>`` (the previous version, set aside
-    while the new one was renamed in) left by a killed write of this same output (called before each write): exactly
-    those names (not a sibling whose own name starts with them) and only when process <pid> is gone, so a live
-    writer's files are never touched.  Returns what was removed."""
+_HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:40] or "host"
+_RAND: dict[int, str] = {}
+_OWNED: set[str] = set()  # outputs whose lock this process holds (depthlab.lock.OutputLock): no one else writes them
+
+
+def own(path: str | Path, kind: str = "tmp") -> Path:
+    """This process's ``<path>.<kind>-<pid>-<host>-<random>``: unique across hosts (a pid repeats on another node of a
+    cluster) and across processes."""
+    pid = os.getpid()
+    rand = _RAND.setdefault(pid, os.urandom(4).hex())
     path = Path(path)
-    pattern = re.compile(re.escape(path.name) + r"\.(?:tmp|old)-(\d+)")
+    return path.with_name(f"{path.name}.{kind}-{pid}-{_HOST}-{rand}")
+
+
+@contextmanager
+def owning(path: str | Path):
+    """While held, :func:`remove_stale` of ``path`` treats every other temporary of it as stale: the caller holds the
+    output's lock, so no live writer can own one (on this host or another)."""
+    key = str(Path(path).resolve())
+    _OWNED.add(key)
+    try:
+        yield
+    finally:
+        _OWNED.discard(key)
+
+
+def remove_stale(path: str | Path) -> list[Path]:
+    """Delete ``<path>.tmp-<pid>[-<host>-<random>]`` (a half-written new version) or ``<path>.old-...`` (the previous
+    version, set aside while the new one was renamed in) left by a killed write of this same output (called before each
+    write): exactly those names (not a sibling whose own name starts with them), never this process's own, and only
+    when its writer is gone: its process on this host has ended, or this process holds the output's lock (no other job
+    can be writing it, on any host).  A live writer's files are never touched.  Returns what was removed."""
+    path = Path(path)
+    pattern = re.compile(re.escape(path.name) + r"\.(?:tmp|old)-(\d+)(?:-([A-Za-z0-9]+)-([0-9a-f]+))?")
+    locked = str(path.resolve()) in _OWNED
     removed = []
     for tmp in [*path.parent.glob(f"{glob_escape(path.name)}.tmp-*"), *path.parent.glob(f"{glob_escape(path.name)}.old-*")]:
         m = pattern.fullmatch(tmp.name)
-        if m is None or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
+        if m is None:
+            continue
+        pid, host, rand = int(m.group(1)), m.group(2), m.group(3)
+        mine = pid == os.getpid() and (host is None or (host == _HOST and rand == _RAND.get(pid)))
+        here = host is None or host == _HOST
+        if mine or (not locked and (not here or _pid_alive(pid))):
             continue
         shutil.rmtree(tmp) if tmp.is_dir() and not tmp.is_symlink() else tmp.unlink(missing_ok=True)
         removed.append(tmp)
@@ -212,7 +247,7 @@ def discard_own_tmp(path: str | Path, settle: float = 0.0) -> bool:
     while other chunks are still being written, and each of them can re-create the folder after it was removed.
     With ``settle`` > 0 the removal repeats until the path has stayed gone for ``settle`` seconds (giving up after
     ``20 * settle``).  Returns whether the path is gone."""
-    tmp = Path(f"{path}.tmp-{os.getpid()}")
+    tmp = own(path)
     start = gone_since = time.monotonic()
     while True:
         if tmp.exists() or tmp.is_symlink():  # there (again): remove it and start the quiet period afresh
@@ -252,7 +287,7 @@ def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dic
     out = ds.copy().map(_vlen_strings, keep_attrs=True)
     out = out.assign_coords({k: _vlen_strings(v) for k, v in out.coords.items() if v.dtype.kind == "U"})
     out.attrs = {**attrs, RECORD_ATTR: canonical_json(rec)}
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    tmp = own(path)
     with warnings.catch_warnings():
         # zarr 3 notes that consolidated metadata is outside the v3 spec; xarray and zarr-python read it, and it is what
         # lets a plain xr.open_zarr(store) open without a warning (the audit checks it against the arrays' own metadata)
@@ -275,7 +310,7 @@ def replace_dir(new: Path, path: Path) -> None:
     ``<path>.old-<pid>``, the new one renamed in, then the old one deleted.  A reader sees the old store or the new one,
     never a half-deleted one; a kill in between leaves no store at ``path`` (which the workflow rebuilds) and a leftover
     that :func:`remove_stale` clears."""
-    aside = path.with_name(f"{path.name}.old-{os.getpid()}")
+    aside = own(path, "old")
     if path.exists() or path.is_symlink():
         os.replace(path, aside)
     os.replace(new, path)
@@ -305,7 +340,7 @@ def write_bytes(data: bytes, path: str | Path) -> str:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(path)
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    tmp = own(path)
     try:
         tmp.write_bytes(data)
     except BaseException:
