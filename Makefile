@@ -14,7 +14,17 @@ SMK_ARGS ?=
 SLOW ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-slow report bench plan clean
+.PHONY: setup run test test-slow report bench plan clean help check-config
+
+help: setup
+	@echo "make run [CONFIG=config/smoke.yaml] [SMK_ARGS=\"<target> --dry-run\"]  build (default: config/config.yaml)"
+	@echo "make test [SLOW=1]    the test suite (SLOW=1: with the real SLURM test)"
+	@echo "make report | plan | bench | clean"
+	@$(BIN)/depthlab targets $(CONFIG)
+
+# a mistyped CONFIG: one line, not Snakemake's traceback
+check-config:
+	@test -f "$(CONFIG)" || { echo "make: config file '$(CONFIG)' does not exist (CONFIG=...)" >&2; exit 2; }
 
 setup: $(STAMP)
 
@@ -26,7 +36,7 @@ $(STAMP): envs/requirements.txt envs/constraints.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-run: setup
+run: setup check-config
 	$(SMK) $(SMK_ARGS) --configfile $(CONFIG)
 
 test: setup
@@ -35,7 +45,7 @@ test: setup
 test-slow: setup
 	$(BIN)/python -m pytest -q --run-slow -m slow $(PYTEST_ARGS) tests
 
-report: setup
+report: setup check-config
 	$(SMK) $(SMK_ARGS) --configfile $(CONFIG) --report $(REPORT)
 
 # What CONFIG costs before it runs: jobs, peak memory, core-hours per study and stage (depthlab plan).

@@ -65,3 +65,9 @@ for _study in STUDIES:
                 f"{_study}_{_figure}"
             input:
                 figure_targets(_study, _figure),
+
+
+# A target that is no rule and no path: one line naming the close matches, not Snakemake's generic error.
+unknown_target = check_targets()
+if unknown_target:
+    sys.exit(unknown_target)

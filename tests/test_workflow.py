@@ -399,3 +399,19 @@ def test_a_study_from_the_study_path_records_its_folder_and_ls_names_it_when_the
     p = sp.run([str(BIN / "depthlab"), "ls", str(tmp_path / "results")], capture_output=True, text=True, env=env)
     assert p.returncode == 0 and "tiny: stores of study 'tiny', whose code this checkout does not have" in p.stdout, p.stdout
     assert str((studies / "tiny").resolve()) in p.stdout
+
+
+def test_first_day_edges_answer_in_one_line(tmp_path):
+    """Issue 39 item 6: an unknown target names the close matches and where the list is; a mistyped config path is one
+    line; `depthlab --version` names the package version and the commit; `depthlab targets` lists every target."""
+    p = smk(tmp_path, "--configfile", str(ROOT / "config" / "smoke.yaml"), "-n", "mori_ueda_fg2", check=False)
+    out = (p.stdout + p.stderr).strip().splitlines()
+    assert p.returncode != 0 and out[-1].startswith("depthlab: no target 'mori_ueda_fg2'; did you mean mori_ueda_fig2"), out
+    assert "make help" in out[-1] and "Traceback" not in p.stdout + p.stderr
+    p = subprocess.run(["make", "-s", "run", "CONFIG=config/nope.yaml"], cwd=ROOT, capture_output=True, text=True, env=tool_env())
+    assert p.returncode != 0 and p.stderr.splitlines()[0] == "make: config file 'config/nope.yaml' does not exist (CONFIG=...)"
+    assert "Traceback" not in p.stderr
+    v = subprocess.run([str(BIN / "depthlab"), "--version"], capture_output=True, text=True)
+    assert v.returncode == 0 and re.fullmatch(r"depthlab \d+\.\d+\.\d+ \(code [0-9a-f]{40}(\+dirty)?\)\n", v.stdout), v.stdout
+    t = subprocess.run([str(BIN / "depthlab"), "targets", str(ROOT / "config" / "smoke.yaml")], capture_output=True, text=True)
+    assert t.returncode == 0 and "  mori_ueda_fig2" in t.stdout and "  separation " in t.stdout and "  all " in t.stdout

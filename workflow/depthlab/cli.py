@@ -237,6 +237,25 @@ def _load_or_exit(path: str, memory: bool = True) -> dict:
         raise SystemExit(2) from None
 
 
+def _version() -> str:
+    from . import __version__
+
+    return f"depthlab {__version__} (code {prov.code_version()})"
+
+
+def targets(args: argparse.Namespace) -> None:
+    from .studies import get_study
+
+    config = _load_or_exit(args.config, memory=False)
+    lines = [f"targets of {args.config} (make run SMK_ARGS=<target>; a store or figure path works too):",
+             "  all                          every study, its figures and claims, the claims index (the default)"]
+    for name in sorted(config["studies"]):
+        study = get_study(name)
+        lines.append(f"  {name:<28} {study.title}: every figure and the claims")
+        lines += [f"  {name}_{fig}" for fig in study.figures(config)]
+    print("\n".join(lines))
+
+
 def validate(args: argparse.Namespace) -> None:
     _load_or_exit(args.config)
     print(f"{args.config}: OK")
@@ -311,7 +330,11 @@ def fingerprint(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     p = argparse.ArgumentParser(prog="depthlab")
+    p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("targets", help="list the Snakemake targets a config has: all, one per study, one per figure")
+    t.add_argument("config", nargs="?", default="config/config.yaml")
+    t.set_defaults(func=targets)
     s = sub.add_parser("stage", help="run one pipeline stage (called by the Snakemake rules)")
     s.add_argument("--spec", required=True, help="canonical JSON spec of the job (names its study and stage)")
     s.add_argument("--inputs", default="{}", help="JSON {name: path} of the job's inputs")
@@ -369,6 +392,9 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         args.func(args)
+    except BrokenPipeError:  # `depthlab targets | head`: the reader is gone, nothing to say
+        sys.stderr.close()
+        raise SystemExit(0) from None
     except StudyPathError as e:  # a study folder on $DEPTHLAB_STUDY_PATH that cannot join: one line, naming it
         print(f"depthlab: {e}", file=sys.stderr)
         raise SystemExit(2) from None

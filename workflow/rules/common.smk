@@ -119,6 +119,30 @@ def study_targets(study):
             + study_stores(study))
 
 
+def check_targets():
+    """A message for the first requested target that is neither a rule nor a path ('' if none): close matches, and where
+    the whole list is (`make help`, `depthlab targets CONFIG`)."""
+    import difflib
+
+    names = sorted(r.name for r in workflow.rules)
+    # Snakemake hands its targets to the workflow only after parsing the Snakefile: read them from its command line
+    try:
+        from snakemake.cli import get_argument_parser
+
+        requested = get_argument_parser().parse_known_args(sys.argv[1:])[0].targets or []
+    except (Exception, SystemExit):
+        requested = []
+    if not os.path.basename(sys.argv[0]).startswith("snakemake") or workflow.remote_exec:
+        requested = []
+    for t in sorted(requested):
+        if t in names or "/" in t or "." in t:
+            continue
+        close = difflib.get_close_matches(t, names, n=4, cutoff=0.6)
+        return (f"depthlab: no target {t!r}" + (f"; did you mean {', '.join(close)}?" if close else ".")
+                + " `make help` (or `depthlab targets CONFIG`) lists every target")
+    return ""
+
+
 def all_targets(wildcards):
     return [f for s in STUDIES for f in study_targets(s)] + [f"{R}/claims.md", f"{R}/config.used.yaml"]
 
