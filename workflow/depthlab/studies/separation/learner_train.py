@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 RECORDS = ("nmse", "reduced_nmse", "train_nmse", "alpha", "reduced_alpha", "deviation")
 
 
-def stop_rule(spec: "LearnerSpec") -> StopRule:
-    return StopRule(patience=spec.patience, rel_tol=spec.rel_tol)
+def stop_rule(spec: "LearnerSpec", variance: float) -> StopRule:
+    """On the learner's own loss, (1/2) MSE: ``abs_tol`` is in nMSE units, so (abs_tol / 2) Var(y_train) here."""
+    return StopRule(patience=spec.patience, rel_tol=spec.rel_tol, abs_tol=spec.abs_tol * variance / 2)
 
 
 def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
@@ -40,14 +41,17 @@ def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.D
     d, m, m2 = spec.job.d, spec.job.width, spec.second_width
     r0 = float(data.attrs["r0"])
     scale = 1.0 / r0 if spec.scale_inputs == "r0" else 1.0
-    X, XT = (torch.as_tensor(data[k].values * scale, dtype=torch.float32, device=dev) for k in ("x_train", "x_test"))
-    Y, YT = (torch.as_tensor(data[k].values, dtype=torch.float32, device=dev) for k in ("y_train", "y_test"))
+    n = spec.n_train or data.sizes["train_sample"]  # the first n training points (the full-batch step costs n m d)
+    X = torch.as_tensor(data.x_train.values[:n] * scale, dtype=torch.float32, device=dev)
+    Y = torch.as_tensor(data.y_train.values[:n], dtype=torch.float32, device=dev)
+    XT = torch.as_tensor(data.x_test.values * scale, dtype=torch.float32, device=dev)
+    YT = torch.as_tensor(data.y_test.values, dtype=torch.float32, device=dev)
     S = len(spec.seeds)
     starts = [L.init(1, m, m2, d, torch.Generator().manual_seed(seed(s, "learner_init", d, m))) for s in spec.seeds]
     var, var_train = float(YT.var()), float(Y.var())
     checks = sorted(set(range(0, spec.steps + 1, spec.check_every)) | {spec.steps})
     kept = {t: i for i, t in enumerate(checks)}
-    rule = stop_rule(spec)
+    rule = stop_rule(spec, var_train)
 
     def train(rates: np.ndarray, r: int) -> list[dict]:
         """Every rate x seed as one batch (model i = (rate i // S, seed i % S)), the stopped ones leaving it."""

@@ -30,10 +30,11 @@ def run_radial(spec: "RadialSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dat
                             init_points=s.init_points, rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed,
                             grow_rounds=s.grow_rounds, log10_lr_limits=s.log10_lr_limits)
     ckpt = ctx.checkpoint
-    found = search_lr(x, y, sizes, spec.init, search, settings(spec.search_training, ctx.device), ctx.progress, ckpt)
+    var_y = float(np.var(y))
+    found = search_lr(x, y, sizes, spec.init, search, settings(spec.search_training, ctx.device, var_y), ctx.progress, ckpt)
     seeds_cfg = list(spec.seeds)
     init = init_params(sizes, np.array([seed(v, "init", d, L, h) for v in seeds_cfg]), spec.init)
-    final = settings(spec.training, ctx.device)
+    final = settings(spec.training, ctx.device, var_y)
     res = train_grid(x, y, [found.best_lr], init, np.array([seed(v, "order", d, L, h) for v in seeds_cfg]), final,
                      progress=ctx.progress, checkpoint=ckpt.child("final") if ckpt is not None else None).result
     mse = np.where(res.diverged, np.nan, np.mean((predict(res.params, xt) - yt) ** 2, axis=1))

@@ -38,7 +38,7 @@ def run_sawtooth(spec: "SawtoothSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     else:
         init = init_params(layer_sizes(1, width, depth), np.array([seed(s, "init", L, depth, width) for s in seeds_cfg]), spec.init)
     grid = train_grid(x, y, lrs, init, np.array([seed(s, "order", L, depth, width) for s in seeds_cfg]),
-                      settings(spec.training, ctx.device), progress=ctx.progress, checkpoint=ctx.checkpoint)
+                      settings(spec.training, ctx.device, float(np.var(y))), progress=ctx.progress, checkpoint=ctx.checkpoint)
     res = grid.result  # model m = (lr m // S, seed m % S)
     M = len(res.diverged)
     mse = np.mean((predict(res.params, xt) - yt) ** 2, axis=1)
@@ -49,7 +49,7 @@ def run_sawtooth(spec: "SawtoothSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     # the rate with the lowest mean training loss over seeds, and where it lies in the grid (no growth: S2 rests on a bound
     # that holds for every net, S3 is a question; the edge is reported beside the answer)
     choice = choose(lrs, grid.grid(loss).mean(1), grid.grid(res.diverged).all(1))
-    rule = settings(spec.training, ctx.device).stop
+    rule = settings(spec.training, ctx.device, float(np.var(y))).stop
     ctx.progress(f"L={L} {spec.job.arch}: best (by training loss) test MSE {mse[best]:.3g}, {count[best]} pieces of {2**L}")
     return xr.Dataset(
         {

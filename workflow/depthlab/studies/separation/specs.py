@@ -143,14 +143,15 @@ class Training:
     check_every: int
     loss_threshold: float
     max_epochs: int  # the budget
-    patience: int  # plateau rule: checks without a rel_tol fall of the training MSE
+    patience: int  # plateau rule: checks without a fall of the training MSE by rel_tol of its best + abs_tol Var(y)
     rel_tol: float
+    abs_tol: float  # in units of the training targets' variance
 
 
 def _training(t: dict, max_epochs: int | None = None) -> Training:
     return Training(optimizer=t["optimizer"], batch_size=t["batch_size"], check_every=t["check_every"],
                     loss_threshold=float(t["loss_threshold"]), max_epochs=t["max_epochs"] if max_epochs is None else max_epochs,
-                    patience=t["patience"], rel_tol=float(t["rel_tol"]))
+                    patience=t["patience"], rel_tol=float(t["rel_tol"]), abs_tol=float(t["abs_tol"]))
 
 
 @dataclass(frozen=True)
@@ -370,7 +371,9 @@ class LearnerSpec(Spec):
     check_every: int
     patience: int  # plateau rule on the training loss
     rel_tol: float
+    abs_tol: float  # in nMSE units (training MSE / Var(y_train))
     scale_inputs: str  # r0 | none
+    n_train: int  # the first n training points of the data set (0: all)
     seeds: tuple[int, ...]
     directions: int  # great circles on which F/alpha is drawn
     profile_points: int
@@ -391,7 +394,8 @@ class LearnerSpec(Spec):
                    lrs=tuple(float(v) for v in sorted(lr["lrs"])), lr_factor=float(lr["lr_growth"]["factor"]),
                    lr_rounds=lr["lr_growth"]["rounds"], lr_limits=tuple(float(v) for v in lr["lr_growth"]["limits"]),
                    steps=lr["steps"], check_every=lr["check_every"], patience=lr["patience"], rel_tol=float(lr["rel_tol"]),
-                   scale_inputs=lr["scale_inputs"], seeds=tuple(lr["seeds"]), directions=lr["directions"],
+                   abs_tol=float(lr["abs_tol"]), scale_inputs=lr["scale_inputs"], n_train=lr["n_train"],
+                   seeds=tuple(lr["seeds"]), directions=lr["directions"],
                    profile_points=lr["profile_points"])
 
     def inputs(self) -> dict[str, Ref]:
@@ -400,7 +404,8 @@ class LearnerSpec(Spec):
     def work(self) -> float:
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         d, m = self.job.d, self.job.width
-        return 6.0 * len(self.seeds) * len(self.lrs) * self.steps * (self.data.n_train + self.data.n_test / max(1, self.check_every)) * m * (d + self.second_width)
+        n = min(self.n_train or self.data.n_train, self.data.n_train)
+        return 6.0 * len(self.seeds) * len(self.lrs) * self.steps * (n + self.data.n_test / max(1, self.check_every)) * m * (d + self.second_width)
 
     def memory(self) -> dict[str, int]:
         n = max(self.data.n_train, self.data.n_test)
