@@ -4,9 +4,13 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 CONFIG  ?= config/config.yaml
-REPORT  ?= results/report.html
+# the HTML report: into the config's results folder (results/<config name>/report.html) unless REPORT says otherwise
+REPORT  ?=
 # Snakemake looks for profiles/default next to the Snakefile; ours lives in workflow/profiles.
-SMK     := PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --workflow-profile workflow/profiles/default
+# VERBOSE=1: Snakemake's own terminal output instead of one line per finished job with an ETA (depthlab.progress);
+# either way its full output is in <results>/logs/snakemake/.
+VERBOSE ?=
+SMK     := PATH="$(CURDIR)/$(BIN):$$PATH" DEPTHLAB_VERBOSE="$(VERBOSE)" $(BIN)/snakemake --workflow-profile workflow/profiles/default
 # Forwarded to snakemake *before* --configfile (which takes several values, so anything after it would be read
 # as one more config file): targets and options, e.g. SMK_ARGS="mori_ueda_fig2" or SMK_ARGS="--dry-run".
 SMK_ARGS ?=
@@ -17,7 +21,7 @@ PYTEST_ARGS ?=
 .PHONY: setup run test test-slow report bench plan clean help check-config
 
 help: setup
-	@echo "make run [CONFIG=config/smoke.yaml] [SMK_ARGS=\"<target> --dry-run\"]  build (default: config/config.yaml)"
+	@echo "make run [CONFIG=config/smoke.yaml] [SMK_ARGS=\"<target> --dry-run\"] [VERBOSE=1]  build (default: config/config.yaml)"
 	@echo "make test [SLOW=1]    the test suite (SLOW=1: with the real SLURM test)"
 	@echo "make report | plan | bench | clean"
 	@$(BIN)/depthlab targets $(CONFIG)
@@ -46,7 +50,7 @@ test-slow: setup
 	$(BIN)/python -m pytest -q --run-slow -m slow $(PYTEST_ARGS) tests
 
 report: setup check-config
-	$(SMK) $(SMK_ARGS) --configfile $(CONFIG) --report $(REPORT)
+	$(SMK) $(SMK_ARGS) --configfile $(CONFIG) --report "$(or $(REPORT),$$($(BIN)/depthlab where $(CONFIG))/report.html)"
 
 # What CONFIG costs before it runs: jobs, peak memory, core-hours per study and stage (depthlab plan).
 plan: setup

@@ -1,6 +1,7 @@
 # depthlab: what depth does for neural networks, one pipeline for several depth studies.
 # Run: `make run` (config/config.yaml), or `snakemake --workflow-profile workflow/profiles/default --configfile FILE [TARGET ...]`.
 # Targets: all (default), one per study (e.g. mori_ueda), one per figure (e.g. mori_ueda_fig2), or any output file.
+from snakemake.logging import logger
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -23,6 +24,7 @@ include: "workflow/rules/report.smk"
 # And Snakemake's scheduler keeps at most one pending re-evaluation timer (depthlab.scheduler).
 onstart:
     import depthlab.lock
+    import depthlab.progress
     import depthlab.scheduler
 
     # Under a cluster executor the working directory and the config paths reach each job script's shell, quoted with
@@ -40,7 +42,10 @@ onstart:
     except depthlab.lock.ResultsInUse as e:
         sys.exit(f"depthlab: {e}")
     # Snakemake's job-rate limiter otherwise adds a re-evaluation timer chain per finished job (depthlab.scheduler).
-    print(depthlab.scheduler.coalesce_reevaluations(getattr(workflow, "scheduler", None)), file=sys.stderr)
+    logger.info(depthlab.scheduler.coalesce_reevaluations(getattr(workflow, "scheduler", None)))
+    # The quiet terminal (depthlab.progress, the `depthlab` logger plugin): the jobs to run and their planned cost.
+    # Parallelism: the cores of a local run, the --jobs of a cluster run (until jobs finish and the pace is measured).
+    depthlab.progress.start(planned_jobs(workflow.dag), parallel_jobs(workflow), R)
 
 
 rule all:

@@ -2,8 +2,9 @@
 # # Exploring a depthlab results folder
 #
 # A percent-format script: Jupyter (with jupytext), VS Code and PyCharm open it as a notebook, and
-# `python docs/explore.py` runs it top to bottom. It reads the results folder named by `$DEPTHLAB_RESULTS`
-# (default `results`, what `make run` writes) and, when `$DEPTHLAB_EXPLORE_OUT` names a folder, saves its pictures
+# `python docs/explore.py` runs it top to bottom. It reads the results folder named by `$DEPTHLAB_RESULTS`, or else
+# the folder of the config named by `$DEPTHLAB_CONFIG` (default `config/config.yaml`, whose `make run` writes
+# `results/default`), and, when `$DEPTHLAB_EXPLORE_OUT` names a folder, saves its pictures
 # there instead of showing them. The test suite runs it on the smoke results.
 #
 # `depthlab.open_results(results, study, stage, **select)` gives one `xarray.Dataset` per stage: the job
@@ -23,8 +24,10 @@ import numpy as np
 import pandas as pd
 
 import depthlab
+import depthlab.config as dlc
 
-RESULTS = Path(os.environ.get("DEPTHLAB_RESULTS", "results"))
+CONFIG = os.environ.get("DEPTHLAB_CONFIG", "config/config.yaml")
+RESULTS = Path(os.environ.get("DEPTHLAB_RESULTS") or dlc.validate(dlc.read_yaml(CONFIG), memory=False, source=CONFIG)["results"])
 OUT = Path(os.environ["DEPTHLAB_EXPLORE_OUT"]) if os.environ.get("DEPTHLAB_EXPLORE_OUT") else None
 print(depthlab.list_results(RESULTS))  # what `depthlab ls RESULTS` prints
 
@@ -47,11 +50,13 @@ ntk = depthlab.open_results(RESULTS, "mori_ueda", "ntk", figure="fig2")
 train
 
 # %% [markdown]
-# Each (target, depth) trained at its own cross-validated rate, so the `lr` dimension is the union of the chosen
-# rates and every job is NaN at the others: the maximum over `lr` is the one rate a job has.
+# Each (target, depth) trained at its own cross-validated rate: `lr` is a variable of the job (its value per target and
+# depth), not a dimension, and `converged` says whether each net stopped because it was done.
 
 # %%
-nn = train.test_error.mean("seed").max("lr").squeeze("figure")
+nn = train.test_error.mean("seed").squeeze("figure")
+print(train.lr.squeeze("figure").to_pandas())  # the chosen rate of every (target, depth)
+print("nets that did not converge:", int((~train.converged).sum()))
 kernel = ntk.test_error.squeeze("figure")
 fig, ax = plt.subplots(figsize=(5, 4))
 for i, target in enumerate(nn.target.values):
@@ -84,11 +89,10 @@ print(f"fig2.csv agrees with the stores at all {checked} (target, depth) pairs")
 # %%
 job = dict(target=str(nn.target.values[0]), depth=int(nn.depth.values[-1]))
 one = train.sel(figure="fig2", **job)
-ran = one.test_error.mean("seed").notnull().compute()  # the one rate this job trained at (the others are padding)
-lr = float(one.lr[ran].values[0])
-history = one.history.sel(lr=lr).compute()
+lr = float(one.lr)  # the rate this job trained at
+history = one.history.compute()
 fig, ax = plt.subplots(figsize=(5, 3.5))
-epochs = (one.check_epoch.sel(lr=lr) if "lr" in one.check_epoch.dims else one.check_epoch).compute()
+epochs = one.check_epoch.compute()
 for seed in history.seed.values:
     ax.plot(epochs, history.sel(seed=seed), "-o", label=f"seed {seed}")
 ax.set_xlabel("epoch")

@@ -50,13 +50,15 @@ def smoke_run(tmp_path_factory) -> SmokeRun:
     work = Path(reuse) if reuse else tmp_path_factory.mktemp("smoke")
     cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
     cfg_path = work / "smoke.yaml"
+    terminal = None
     if not reuse or not (work / "results").is_dir():
         work.mkdir(parents=True, exist_ok=True)
         cfg_path.write_text(yaml.safe_dump(cfg))
-        smk(work, "--configfile", str(cfg_path))
+        p = smk(work, "--configfile", str(cfg_path))
+        terminal = p.stdout + p.stderr
     import depthlab.config as dlc
 
-    run = SmokeRun(work, dlc.validate(cfg), cfg_path)  # validated: defaults filled in, as the workflow sees it
+    run = SmokeRun(work, dlc.validate(cfg, source=cfg_path), cfg_path, terminal)  # validated: defaults filled in, as the workflow sees it
     built = snapshot(run.results)
     yield run
     assert snapshot(run.results) == built, "a test modified the shared smoke run (tests that change results use a copy)"

@@ -41,12 +41,16 @@ class SmokeRun:
     work: Path  # the working directory Snakemake ran in (results/ and .snakemake/ live here)
     config: dict  # the smoke config
     config_path: Path
+    terminal: str | None = None  # what the run printed (stdout + stderr); None when the run was reused, not built
 
     @property
     def results(self) -> Path:
-        return self.work / "results"
+        """Where the run wrote: the config's own ``results``, else results/<the config file's name> (smoke.yaml: results/smoke)."""
+        import depthlab.config as dlc
+
+        return self.work / self.config.get("results", dlc.default_results(self.config_path))
 
     def copy(self, dst: Path) -> "SmokeRun":
         """A copy of the finished run (results and Snakemake's metadata), to tamper with or rerun."""
         shutil.copytree(self.work, dst, symlinks=True, ignore=shutil.ignore_patterns("locks", "incomplete"))
-        return SmokeRun(dst, self.config, self.config_path)
+        return SmokeRun(dst, self.config, self.config_path, self.terminal)

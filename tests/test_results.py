@@ -60,13 +60,17 @@ def _same(combined: xr.Dataset, job: dict, store: xr.Dataset) -> None:
 def test_open_results_equals_the_stores_opened_one_by_one_for_every_stage(smoke_run):
     for study in smoke_run.config["studies"]:
         s = get_study(study)
+        tree = open_results(smoke_run.results, study)  # the study as one DataTree: a node per stage (or per figure)
         for st in s.store_stages():
-            ds = open_results(smoke_run.results, study, st.name).load()  # small here; lazy in general
+            node = tree[st.name]
+            parts = [node.to_dataset()] if not node.children else [c.to_dataset() for c in node.children.values()]
+            parts = [p.load() for p in parts]  # small here; lazy in general
             jobs = s.jobs(smoke_run.config, st.name)
-            assert ds.attrs["stores"] == len(jobs)
+            assert sum(p.attrs["stores"] for p in parts) == len(jobs)
             for job in jobs:
-                path = smoke_run.results / study / s.path(Ref(st.name, job))
                 coords = job.values()
+                ds = next(p for p in parts if all(v in p[k].values for k, v in coords.items()))
+                path = smoke_run.results / study / s.path(Ref(st.name, job))
                 _same(ds, coords, storage.read_store(path))
                 assert str(ds.record_hash.sel(coords).values) == storage.read_record(path)["record_hash"]
                 assert str(ds.store.sel(coords).values) == f"{study}/{s.path(Ref(st.name, job))}"
@@ -94,7 +98,9 @@ def test_open_results_reads_arrays_only_when_asked(smoke_run, tmp_path):
     chunks = [p for p in (res / store / "prediction").rglob("*") if p.is_file() and p.name != "zarr.json"]
     for c in chunks:
         c.write_bytes(b"not a zstd frame")
-    ds = open_results(res, "mori_ueda", "train")
+    with pytest.raises(ResultsError, match="holds jobs of different kinds.*open one figure at a time"):
+        open_results(res, "mori_ueda", "train")  # fig3's lr sweep beside the other figures' chosen rates
+    ds = open_results(res, "mori_ueda", "train", figure=str(store).split("/")[1])
     ds.test_error.load()  # other arrays read fine
     with pytest.raises(Exception):
         ds.prediction.load()
@@ -120,7 +126,8 @@ def test_bad_folders_give_errors_naming_the_path(smoke_run, tmp_path):
     del fewer["studies"]["mori_ueda"]["figures"]["fig2"]
     with pytest.raises(ResultsError, match="does not ask for, e.g. .*fig2/train"):
         open_results(res, "mori_ueda", "train", config=fewer)
-    assert open_results(res, "mori_ueda", "train", config=fewer, complete=False).attrs["stores"] == len(jobs)
+    fig4 = [j for j in jobs if j.figure == "fig4"]
+    assert open_results(res, "mori_ueda", "train", config=fewer, complete=False, figure="fig4").attrs["stores"] == len(fig4)
     # a store of another stage in this stage's place
     shutil.rmtree(res / a)
     shutil.copytree(res / a.replace("/train/", "/ntk/"), res / a)
@@ -206,3 +213,20 @@ def test_the_worked_example_runs_on_the_smoke_results_and_agrees_with_the_csv(sm
     assert sorted(f.name for f in (tmp_path / "out").iterdir()) == ["fig2_from_stores.png", "lr_search.png", "training_history.png"]
     text = (ROOT / "docs" / "explore.py").read_text()
     assert text.startswith("# %%") and text.count("# %%") >= 6  # percent format: cells
+
+
+def test_a_study_opens_as_one_datatree_and_the_readme_example_has_no_nan(smoke_run):
+    """Issue 39 item 5: `open_results(results, study)` is an xarray.DataTree of the study's stages; the README's example
+    returned 6 of 8 values as NaN (each job's chosen lr was a dimension); `converged` stays bool."""
+    import depthlab
+
+    tree = depthlab.open_results(smoke_run.results, "mori_ueda")
+    assert set(tree.children) == {"data", "lrsearch", "train", "ntk", "entk"}
+    assert {"fig2", "fig3"} <= set(tree["train"].children), "depth sweeps and lr sweeps: one child per figure"
+    train = tree["train/fig2"].to_dataset()
+    assert "lr" not in train.test_error.dims and train.lr.dims == ("figure", "target", "depth")
+    assert "lr" in tree["train/fig3"].to_dataset().test_error.dims
+    fig2 = depthlab.open_results(smoke_run.results, "mori_ueda", "train", figure="fig2")
+    example = fig2.test_error.sel(target="2-local").mean("seed")
+    assert int(example.isnull().sum()) == 0 and example.size >= 2, example
+    assert fig2.converged.dtype == bool

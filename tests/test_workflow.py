@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import BIN, ROOT, smk, tool_env
+from helpers import BIN, ROOT, smk, snapshot, tool_env
 
 import depthlab.storage as st
 from depthlab import provenance as prov
@@ -108,7 +108,8 @@ def test_changing_one_depth_reruns_only_that_depth_and_the_figure(smoke_run, tmp
     fig2 = changed["studies"]["mori_ueda"]["figures"]["fig2"]
     old = sorted(fig2["depths"])
     fig2["depths"] = [old[0], 3]
-    new_cfg = tmp_path / "changed.yaml"
+    new_cfg = tmp_path / "changed" / run.config_path.name  # same file name: the same results folder (results/smoke)
+    new_cfg.parent.mkdir()
     new_cfg.write_text(yaml.safe_dump(changed))
     smk(run.work, "--configfile", str(new_cfg))
     after = files(run.results)
@@ -193,14 +194,14 @@ def test_documented_make_commands(smoke_run, tmp_path):
     """README: `make run SMK_ARGS=...` with a figure, a study and a store as targets (one call), and `make report`."""
     run = smoke_run.copy(tmp_path / "w")
     cfg = f"CONFIG={run.config_path}"
-    p = make("run", cfg, f"SMK_ARGS=--directory {run.work} mori_ueda_fig2 spectra results/mori_ueda/fig2/train/2-local/L2.zarr")
+    p = make("run", cfg, f"SMK_ARGS=--directory {run.work} mori_ueda_fig2 spectra results/smoke/mori_ueda/fig2/train/2-local/L2.zarr")
     assert p.returncode == 0 and "Nothing to be done" in p.stdout + p.stderr, p.stdout[-3000:] + p.stderr[-3000:]
     p = make("report", cfg, f"SMK_ARGS=--directory {run.work}", f"REPORT={tmp_path / 'report.html'}")
     assert p.returncode == 0, p.stderr[-3000:]
     html = (tmp_path / "report.html").read_text()
     for study in run.config["studies"]:
         for fig in get_study(study).figures(run.config):
-            assert f"{study} {fig}" in html, (study, fig)
+            assert f"{study} / {fig}" in html, (study, fig)  # its caption
     assert "claims.md" in html and "config.used.yaml" in html
 
 
@@ -217,6 +218,10 @@ def test_lint_passes(root, tmp_path):
     p = smk(tmp_path, "--configfile", str(root / "config" / "smoke.yaml"), "--lint", check=False)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "good condition" in p.stdout + p.stderr
+    # and snakefmt (issue 39: it failed on 4 files), with the project's line length (pyproject.toml [tool.snakefmt])
+    files = [str(root / "Snakefile"), *map(str, sorted((root / "workflow" / "rules").glob("*.smk")))]
+    f = subprocess.run([str(BIN / "snakefmt"), "--check", "--config", str(ROOT / "pyproject.toml"), *files], capture_output=True, text=True)
+    assert f.returncode == 0, f.stdout + f.stderr
 
 
 # ---- interrupted runs -------------------------------------------------------------------------
@@ -351,7 +356,8 @@ def test_a_study_is_one_folder(smoke_run, tmp_path):
     shutil.copytree(ROOT / "docs" / "example_study" / "tiny", studies / "tiny", ignore=shutil.ignore_patterns("__pycache__"))
     cfg = yaml.safe_load(run.config_path.read_text())
     cfg["studies"]["tiny"] = {"sizes": [10, 1000]}
-    cfg_path = tmp_path / "with_tiny.yaml"
+    cfg_path = tmp_path / "with_tiny" / run.config_path.name  # the smoke config's name: its results folder
+    cfg_path.parent.mkdir()
     cfg_path.write_text(yaml.safe_dump(cfg))
     env = {"DEPTHLAB_STUDY_PATH": str(studies)}
     before = files(run.results)
@@ -415,3 +421,96 @@ def test_first_day_edges_answer_in_one_line(tmp_path):
     assert v.returncode == 0 and re.fullmatch(r"depthlab \d+\.\d+\.\d+ \(code [0-9a-f]{40}(\+dirty)?\)\n", v.stdout), v.stdout
     t = subprocess.run([str(BIN / "depthlab"), "targets", str(ROOT / "config" / "smoke.yaml")], capture_output=True, text=True)
     assert t.returncode == 0 and "  mori_ueda_fig2" in t.stdout and "  separation " in t.stdout and "  all " in t.stdout
+
+
+def test_two_configs_write_two_folders_and_neither_touches_the_other(smoke_run, tmp_path):
+    """Issue 39 item 2: every config wrote into the same results/.  Now a config without `results:` writes into
+    results/<its name>: the smoke config under two names runs into two folders, the second run leaves the first's files
+    as they were, and `depthlab where` / `depthlab ls --config` find each folder from its config."""
+    run = smoke_run.copy(tmp_path / "w")
+    first = snapshot(run.results)
+    other = run.work / "other.yaml"
+    cfg = dict(run.config)
+    cfg.pop("results", None)  # the validated config carries the folder it was given; this one names its own
+    cfg["studies"] = {"spectra": cfg["studies"]["spectra"]}
+    other.write_text(yaml.safe_dump(cfg))
+    smk(run.work, "--configfile", str(other))
+    assert (run.work / "results" / "other" / "spectra" / "claims.md").is_file()
+    assert snapshot(run.results) == first, "the second config's run touched the first's folder"
+    assert not (run.work / "results" / "other" / "mori_ueda").exists()
+    p = subprocess.run([str(BIN / "depthlab"), "where", str(other)], capture_output=True, text=True, cwd=run.work)
+    assert p.stdout.strip() == "results/other"
+    p = subprocess.run([str(BIN / "depthlab"), "ls", "--config", str(other)], capture_output=True, text=True, cwd=run.work)
+    assert p.returncode == 0 and "results/other" in p.stdout and "spectra" in p.stdout
+
+
+def test_a_smoke_run_logs_no_warning_and_every_store_variable_is_labelled(smoke_run):
+    """Issue 39 items 4 and 5: the smoke run's job logs held 28 warnings (zarr's fixed-width strings, legends on panels
+    with nothing labelled, means of empty slices); and no variable carried units or a long name."""
+    found = [f"{p.relative_to(smoke_run.results)}: {line.strip()[:200]}" for p in (smoke_run.results / "logs").rglob("*.log")
+             for line in p.read_text(errors="replace").splitlines() if "warning" in line.lower()]
+    assert not found, "\n".join(found[:20])
+    import xarray as xr
+
+    unlabelled = []
+    for store in smoke_run.results.rglob("*.zarr"):
+        ds = xr.open_zarr(store, consolidated=True)
+        unlabelled += [f"{store.relative_to(smoke_run.results)}:{n}" for n, v in ds.variables.items()
+                       if not v.attrs.get("units") or not v.attrs.get("long_name")]
+        for n, v in ds.data_vars.items():
+            if n in ("converged", "diverged", "lr_flagged"):
+                assert v.dtype == bool, f"{store}: {n} is {v.dtype}"
+    assert not unlabelled, unlabelled[:20]
+
+
+def test_a_smoke_run_prints_one_line_per_job_with_an_eta(smoke_run):
+    """Issue 39 item 3: 188 smoke jobs printed 3 039 lines, some 5 200 characters wide, and nothing said when the run
+    would end.  Now: at most jobs + 20 lines, none wider than 200, each finished job's line with the progress and an
+    ETA; Snakemake's full output in the results folder's log."""
+    if smoke_run.terminal is None:
+        pytest.skip("the smoke run was reused (DEPTHLAB_TEST_SMOKE_WORK), not built in this session")
+    lines = smoke_run.terminal.splitlines()
+    logs = sorted((smoke_run.results / "logs" / "snakemake").glob("*.log"))
+    assert logs, "no full log under <results>/logs/snakemake"
+    full = logs[-1].read_text()
+    jobs = full.count("Finished jobid:")
+    assert jobs >= 100 and f"{jobs} of {jobs} steps (100%) done" in full, full[-2000:]
+    assert len(lines) <= jobs + 20, f"{len(lines)} lines for {jobs} jobs:\n" + "\n".join(lines[:40])
+    assert max(map(len, lines)) <= 200, max(lines, key=len)
+    done = [ln for ln in lines if re.match(r"\[ *\d+/\d+\] \d\d:\d\d:\d\d done ", ln)]
+    assert len(done) == jobs, "\n".join(lines[:40])
+    assert all(re.search(r"\| [\d.]+/[\d.]+ core-min \| ETA \d\d:\d\d \(", ln) for ln in done), done[:5]
+    assert done[-1].startswith(f"[{jobs}/{jobs}]")
+    start = [i for i, ln in enumerate(lines) if re.fullmatch(rf"depthlab: {jobs} jobs to run, planned [\d.]+ core-min, "
+                                                             r"about \d+ (s|min|h) on 2 cores", ln)]
+    assert len(start) == 1 and lines[start[0] + 1] == f"depthlab: full log {logs[-1].relative_to(smoke_run.work)}", lines[:5]
+    assert re.fullmatch(rf"depthlab: {jobs} jobs done in \d+ (s|min|h) \(planned [\d.]+ core-min\)", lines[-2]), lines[-3:]
+
+
+def test_the_report_has_a_caption_and_labels_for_every_item(smoke_run, tmp_path):
+    """Issue 39 item 1: 27 of the 28 report captions were empty and the front page described one study.  Every item of
+    the smoke report now has labels (study, figure, stage) and a caption; every figure's caption is its own text and
+    names each claim whose verdicts cite that figure; rendering prints no docutils error."""
+    run = smoke_run.copy(tmp_path / "run")
+    html = tmp_path / "report.html"
+    p = smk(run.work, "--configfile", str(run.config_path), "--report", str(html))
+    assert "ERROR/" not in p.stdout + p.stderr and "WARNING/" not in p.stdout + p.stderr, p.stderr[-3000:]
+    text = html.read_text()
+    items = json.loads(re.search(r"var results = (\{.*?\});\n", text, re.S).group(1))
+    figures = {k: v for k, v in items.items() if k.endswith(".png")}
+    expected = sum(len(get_study(s).figures(run.config)) for s in run.config["studies"])
+    assert len(figures) == expected and len(items) == expected + len(run.config["studies"]) + 2, sorted(items)
+    for path, item in items.items():
+        assert set(item["labels"]) == {"study", "figure", "stage"} and all(item["labels"].values()), (path, item["labels"])
+        assert len(re.sub("<[^>]+>", "", item["caption"]).strip()) > 40, (path, item["caption"])
+    captions = {k: re.sub("<[^>]+>", "", v["caption"]) for k, v in figures.items()}
+    assert len(set(captions.values())) == len(captions), "two figures share a caption"
+    for study in run.config["studies"]:
+        for v in json.loads((run.results / study / "claims.json").read_text()):
+            if v["claim"] != "-":
+                cap = captions[str(Path(run.config["results"]) / study / "figures" / f"{v['figure']}.png")]
+                assert re.search(rf"\b{re.escape(v['claim'].split('-')[0])}\b", cap), (study, v["figure"], v["claim"], cap)
+    assert "no caption is written" not in text
+    front = re.sub("<[^>]+>", "", text)
+    for title in ("Mori &amp; Ueda", "Bietti &amp; Bach", "Depth separation", "Malach &amp; Shalev-Shwartz", "Arora, Cohen"):
+        assert title in front or title.replace("&amp;", "&") in front, title

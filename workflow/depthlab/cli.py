@@ -231,7 +231,7 @@ def _load_or_exit(path: str, memory: bool = True) -> dict:
     from .studies import StudyPathError
 
     try:
-        return cfg.validate(cfg.read_yaml(path), memory=memory)
+        return cfg.validate(cfg.read_yaml(path), memory=memory, source=path)
     except (cfg.ConfigError, StudyPathError) as e:
         print(e, file=sys.stderr)
         raise SystemExit(2) from None
@@ -241,6 +241,10 @@ def _version() -> str:
     from . import __version__
 
     return f"depthlab {__version__} (code {prov.code_version()})"
+
+
+def where(args: argparse.Namespace) -> None:
+    print(_load_or_exit(args.config, memory=False)["results"])
 
 
 def targets(args: argparse.Namespace) -> None:
@@ -307,8 +311,9 @@ def plan(args: argparse.Namespace) -> None:
 def ls(args: argparse.Namespace) -> None:
     from .results import ResultsError, list_results
 
+    results = args.results or _load_or_exit(args.config, memory=False)["results"]
     try:
-        print(list_results(args.results))
+        print(list_results(results))
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -332,6 +337,9 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="depthlab")
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("where", help="print the results folder of a config")
+    w.add_argument("config", nargs="?", default="config/config.yaml")
+    w.set_defaults(func=where)
     t = sub.add_parser("targets", help="list the Snakemake targets a config has: all, one per study, one per figure")
     t.add_argument("config", nargs="?", default="config/config.yaml")
     t.set_defaults(func=targets)
@@ -365,7 +373,8 @@ def main(argv: list[str] | None = None) -> None:
     v.add_argument("config")
     v.set_defaults(func=validate)
     ls_ = sub.add_parser("ls", help="per study and stage: jobs, their coordinates, size on disk; whether each figure is up to date")
-    ls_.add_argument("results", nargs="?", default="results", help="a results folder (default: results)")
+    ls_.add_argument("results", nargs="?", help="a results folder (default: the --config's)")
+    ls_.add_argument("--config", default="config/config.yaml", help="the config whose results folder to list (default: config/config.yaml)")
     ls_.set_defaults(func=ls)
     pl_ = sub.add_parser("plan", help="jobs, peak memory and CPU time per study and stage of a config, before it runs")
     pl_.add_argument("config", nargs="?", help="a config file")

@@ -320,13 +320,23 @@ def _check_results(results: str) -> None:
             raise ConfigError(f"{where} lies below {parent}, which is a file, not a folder; no folder can be made there")
 
 
-def validate(config: Any, memory: bool = True) -> dict:
+def default_results(source: str | Path | None) -> str:
+    """The results folder of a config that names none: ``results/<its name>``, where a config's name is its file's stem
+    (``config.yaml`` is the default config: ``results/default``; a run's own snapshot ``config.used.yaml`` names its
+    folder itself)."""
+    stem = Path(source).stem if source else "config"
+    return f"results/{'default' if stem == 'config' else stem}"
+
+
+def validate(config: Any, memory: bool = True, source: str | Path | None = None) -> dict:
     """Validate a whole config in place (see the module docstring); returns it with every default filled in.
-    ``memory=False`` skips the check that the largest job fits this machine (reading another machine's results)."""
+    ``memory=False`` skips the check that the largest job fits this machine (reading another machine's results);
+    ``source``: the config's file, whose name gives the results folder when the config names none."""
     from .studies import get_study
 
     if not isinstance(config, dict):
         raise ConfigError(f"config error: the config must be a mapping of keys to values, got {type(config).__name__}")
+    config.setdefault("results", default_results(source))
     _no_control(config)
     check_schema(config, load_schema("config"), fill=True)
     _check_results(config["results"])
@@ -373,4 +383,4 @@ def _check_memory(config: dict) -> None:
 
 def load(path: str | Path) -> dict:
     """Read a YAML config file and validate it."""
-    return validate(read_yaml(path))
+    return validate(read_yaml(path), source=path)

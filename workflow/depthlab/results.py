@@ -1,7 +1,7 @@
 """Every result one line away: a whole stage of a results folder as one labelled, lazy xarray Dataset.
 
     >>> import depthlab
-    >>> train = depthlab.open_results("results", "mori_ueda", "train", figure="fig2")
+    >>> train = depthlab.open_results("results/default", "mori_ueda", "train", figure="fig2")
     >>> train.test_error.sel(target="k2_local").mean("seed")          # [depth, lr], read on demand
 
 The job coordinates of each store (``figure``, ``target``, ``depth`` for Mori & Ueda training) come from its
@@ -106,7 +106,7 @@ def _config_for(root: Path, config: dict | str | Path | None) -> dict | None:
     if isinstance(data, dict):
         data.setdefault("device", "auto")  # snapshots before depthlab 0.3 left it out
     try:
-        return C.validate(data, memory=False)
+        return C.validate(data, memory=False, source=None if isinstance(config, dict) else path)
     except C.ConfigError as e:
         raise ResultsError(f"{path}: {e}") from None
 
@@ -185,16 +185,42 @@ def _match(value: Any, want: Any) -> bool:
     return value == want or str(value) == str(want)
 
 
-def open_results(results: str | Path, study: str, stage: str, *, verify: bool = False, complete: bool = True,
+def open_results(results: str | Path, study: str, stage: str | None = None, *, verify: bool = False, complete: bool = True,
                  config: dict | str | Path | None = None, **select: Any):
-    """One ``xarray.Dataset`` for every job of ``study``/``stage`` under the results folder ``results``.
+    """One ``xarray.Dataset`` for every job of ``study``/``stage`` under the results folder ``results``; without a
+    ``stage``, an ``xarray.DataTree`` of every store stage of the study that has stores there, one node per stage.
 
     ``select`` narrows it: a job coordinate (``figure="fig2"``, ``depth=[1, 2]``) picks stores before anything is
     opened; a store dimension (``seed=0``) is applied with ``.sel`` after.  ``verify=True`` first runs the provenance
     audit of every store it opens (an error lists what failed).  ``complete`` and ``config``: see :func:`find`.
-    Works on a copied or archived results folder from any working directory.
+    Works on a copied or archived results folder from any working directory.  (It replaces ``xr.open_mfdataset``,
+    which needs dask and cannot lay the jobs out on their coordinates.)
     """
     import xarray as xr
+
+    if stage is None:
+        from .studies import get_study
+
+        nodes = {}
+        for st in get_study(study).store_stages():
+            try:
+                nodes[st.name] = open_results(results, study, st.name, verify=verify, complete=complete, config=config)
+            except ResultsError as e:
+                if "no stores of" in str(e):
+                    continue
+                if "has dimensions" not in str(e):
+                    raise
+                # jobs of different kinds in one stage (Mori & Ueda's train: a depth sweep's one chosen rate is a
+                # variable, an lr sweep's rates a dimension): one child per value of the stage's first job coordinate
+                found, keys = find(results, study, st.name, config, complete)
+                for v in sorted({f.job[keys[0]] for f in found}, key=str):
+                    nodes[f"{st.name}/{v}"] = open_results(results, study, st.name, verify=verify, complete=complete,
+                                                           config=config, **{keys[0]: v})
+        if not nodes:
+            raise ResultsError(f"{Path(results) / study}: no stores of {study}")
+        tree = xr.DataTree.from_dict(nodes)
+        tree.attrs = {"study": study, "results": str(Path(results).resolve()), "stages": list(nodes)}
+        return tree
 
     found, keys = find(results, study, stage, config, complete)
     if not found:
@@ -219,7 +245,16 @@ def open_results(results: str | Path, study: str, stage: str, *, verify: bool = 
             warnings.filterwarnings("ignore", message=".*snakemake_timestamp.*")  # stores written before consolidation
             warnings.filterwarnings("ignore", message=".*onsolidated metadata.*")
             stores.append(xr.open_zarr(f.path, chunks=None))  # lazily indexed: nothing read until asked
-    out = _combine(picked, stores, keys)
+    try:
+        out = _combine(picked, stores, keys)
+    except ResultsError as e:
+        kinds = sorted({f.job[keys[0]] for f in picked}, key=str) if keys else []
+        if "has dimensions" not in str(e) or len(kinds) < 2:
+            raise
+        raise ResultsError(f"{e}: {study}/{stage} holds jobs of different kinds (e.g. a depth sweep at one chosen rate "
+                           f"and an lr sweep); open one {keys[0]} at a time, e.g. open_results(results, {study!r}, "
+                           f"{stage!r}, {keys[0]}={kinds[0]!r}), or the whole study as a tree, open_results(results, "
+                           f"{study!r})") from None
     out.attrs = {"study": study, "stage": stage, "results": str(Path(results).resolve()), "stores": len(picked),
                  "job_coordinates": list(keys)}
     if dim_sel:

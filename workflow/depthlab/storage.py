@@ -286,6 +286,9 @@ def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dic
     # and so the content hash, is the same
     out = ds.copy().map(_vlen_strings, keep_attrs=True)
     out = out.assign_coords({k: _vlen_strings(v) for k, v in out.coords.items() if v.dtype.kind == "U"})
+    for name, var in out.variables.items():  # CF-style labels on every variable and coordinate (issue 39)
+        var.attrs.setdefault("long_name", str(var.attrs.get("description") or str(name).replace("_", " ")))
+        var.attrs.setdefault("units", units_of(str(name)))
     out.attrs = {**attrs, RECORD_ATTR: canonical_json(rec)}
     tmp = own(path)
     with warnings.catch_warnings():
@@ -299,6 +302,17 @@ def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dic
             raise
     replace_dir(tmp, path)
     return rec
+
+
+UNITS = {"epochs": "epoch", "stopped_epoch": "epoch", "check_epoch": "epoch", "epoch": "epoch", "stopped_step": "step",
+         "check_step": "step", "step": "step", "steps": "step", "to_target": "iteration", "rule_to_target": "iteration",
+         "diverged_at": "iteration", "rule_diverged_at": "iteration", "angle": "rad", "seconds": "s"}
+
+
+def units_of(name: str) -> str:
+    """CF ``units`` of a variable by its name: counts of epochs, steps or iterations, angles in radians; "1" (CF's
+    dimensionless) for everything else, which in depthlab is errors, accuracies, rates, losses, inputs and counts."""
+    return UNITS.get(name, "1")
 
 
 def _vlen_strings(v: xr.DataArray) -> xr.DataArray:

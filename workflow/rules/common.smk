@@ -18,13 +18,15 @@ from depthlab.study import ClaimsJob, FigureJob, Ref
 # strictly (duplicates are an error), then validate the merged config (filling in every default).
 for _configfile in workflow.configfiles:
     dlc.read_yaml(_configfile)
-config = dlc.validate(config)
+config = dlc.validate(config, source=workflow.configfiles[-1] if workflow.configfiles else None)
 R = config["results"].rstrip("/")  # results root: every output lands below it (quoted wherever it reaches a shell)
 STUDIES = sorted(config["studies"])
 CONDA_ENV = "../../envs/depthlab.yaml"
 # The device reaches jobs through the environment, recorded in every store but deliberately not in params:
 # switching it reruns nothing. `envvars` passes it (and the study search path) on to SLURM and other remote executors.
-os.environ.update(DEPTHLAB_DEVICE=config["device"], DEPTHLAB_DEVICE_BY_STUDY=dlc.canonical_json(config["device_by_study"]))
+os.environ.update(
+    DEPTHLAB_DEVICE=config["device"], DEPTHLAB_DEVICE_BY_STUDY=dlc.canonical_json(config["device_by_study"])
+)
 os.environ.setdefault("DEPTHLAB_STUDY_PATH", "")
 
 
@@ -115,12 +117,15 @@ def figure_targets(study, figure):
 
 
 def study_targets(study):
-    return ([f for fig in get_study(study).figures(config) for f in figure_files(study, fig)] + [f"{R}/{study}/claims.md"]
-            + study_stores(study))
+    return (
+        [f for fig in get_study(study).figures(config) for f in figure_files(study, fig)]
+        + [f"{R}/{study}/claims.md"]
+        + study_stores(study)
+    )
 
 
 def check_targets():
-    """A message for the first requested target that is neither a rule nor a path ('' if none): close matches, and where
+    """A message for the first requested target that is neither a rule nor a path ('' if none); close matches, and where
     the whole list is (`make help`, `depthlab targets CONFIG`)."""
     import difflib
 
@@ -135,11 +140,14 @@ def check_targets():
     if not os.path.basename(sys.argv[0]).startswith("snakemake") or workflow.remote_exec:
         requested = []
     for t in sorted(requested):
-        if t in names or "/" in t or "." in t:
+        if t in names or os.sep in t or "." in t:
             continue
         close = difflib.get_close_matches(t, names, n=4, cutoff=0.6)
-        return (f"depthlab: no target {t!r}" + (f"; did you mean {', '.join(close)}?" if close else ".")
-                + " `make help` (or `depthlab targets CONFIG`) lists every target")
+        return (
+            f"depthlab: no target {t!r}"
+            + (f"; did you mean {', '.join(close)}?" if close else ".")
+            + " `make help` (or `depthlab targets CONFIG`) lists every target"
+        )
     return ""
 
 
@@ -164,7 +172,9 @@ def figure_stem(wildcards, output):
 
 
 def inputs_of(study, stage):
-    return _named(lambda wildcards: _inputs(study, _spec(study, stage, _job(study, stage, wildcards))), f"{study}_{stage}_inputs")
+    return _named(
+        lambda wildcards: _inputs(study, _spec(study, stage, _job(study, stage, wildcards))), f"{study}_{stage}_inputs"
+    )
 
 
 def inputs_json_of(study, stage):
@@ -174,7 +184,9 @@ def inputs_json_of(study, stage):
 
 def spec_of(study, stage):
     """The job's spec as canonical JSON: a change of any config value it depends on reruns it."""
-    return _named(lambda wildcards: _spec(study, stage, _job(study, stage, wildcards)).to_json(), f"{study}_{stage}_spec")
+    return _named(
+        lambda wildcards: _spec(study, stage, _job(study, stage, wildcards)).to_json(), f"{study}_{stage}_spec"
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -187,8 +199,10 @@ def _resources(study, stage, job, attempt):
 def resource_of(study, stage, name):
     """One of the job's cluster requests (mem_mb, runtime in minutes, gpu) from its spec's memory and cost estimates
     (depthlab.plan.job_resources), growing with the attempt: SLURM's --mem, --time and --gpus per job."""
-    return _named(lambda wildcards, attempt: _resources(study, stage, _job(study, stage, wildcards), attempt)[name],
-                  f"{study}_{stage}_{name}")
+    return _named(
+        lambda wildcards, attempt: _resources(study, stage, _job(study, stage, wildcards), attempt)[name],
+        f"{study}_{stage}_{name}",
+    )
 
 
 def code_of(study, stage):
@@ -253,3 +267,68 @@ def config_json(wildcards):
     """The config for the snapshot, less `device` and `device_by_study`: where jobs ran is recorded per store, and is no
     rerun trigger."""
     return dlc.canonical_json({k: v for k, v in config.items() if k not in ("device", "device_by_study")})
+
+
+# ---- progress (depthlab.progress: the quiet terminal's ETA) ------------------------------
+
+
+def _planned_seconds(job):
+    """A job's planned seconds, from the cost model of `depthlab plan` (0 for the config snapshot and the index)."""
+    rname, wc = job.rule.name, job.wildcards
+    costs = dlplan._shipped_costs()
+    for study in STUDIES:
+        for st in get_study(study).store_stages():
+            if rname == f"{study}_{st.name}":
+                spec = _spec(study, st.name, _job(study, st.name, wc))
+                return dlplan.predict(
+                    dlplan.stage_cost(costs, f"{study}/{st.name}"), spec.work(), dlplan.fallback_rate(costs)
+                )
+    if rname in ("figure", "claims"):
+        st = get_study(wc["study"]).kind_stage(rname)
+        return dlplan.predict(dlplan.stage_cost(costs, f"{wc['study']}/{st.name}"), 0.0)
+    return 0.0
+
+
+def planned_jobs(dag):
+    """Every job this run will execute: Snakemake's job id -> (its output below the results folder, planned seconds)."""
+    out = {}
+    for job in dag.needrun_jobs():
+        name = os.path.relpath(str(job.output[0]), R) if job.output else job.rule.name
+        try:
+            secs = _planned_seconds(job)
+        except Exception:  # a job the cost model does not know: no share of the ETA
+            secs = 0.0
+        out[dag.jobid(job)] = (name.removesuffix(".zarr"), secs)
+    return out
+
+
+def parallel_jobs(wf):
+    """How many jobs run at once: the cores of a local run, the --jobs of a cluster run (1 when neither is known)."""
+    for get in (lambda: wf.nodes if wf.non_local_exec else None, lambda: wf.cores):
+        try:
+            n = get()
+        except Exception:
+            n = None
+        if isinstance(n, int) and 0 < n < 10**6:
+            return n
+    return 1
+
+
+# ---- the HTML report's labels (every item: study, figure, stage) -------------------------
+
+
+def report_labels(stage):
+    """The labels of a report item: its study's title, the figure (or what the item is) and the stage that made it."""
+
+    def labels(wildcards):
+        study = wildcards.get("study")
+        title = get_study(study).title if study else "every study"
+        what = {
+            "figure": wildcards.get("figure", ""),
+            "claims": "verdicts",
+            "index": "claims index",
+            "config": "config",
+        }
+        return {"study": title.replace("{", "(").replace("}", ")"), "figure": what[stage], "stage": stage}
+
+    return _named(labels, f"report_labels_{stage}")

@@ -5,7 +5,13 @@ rule figure:
     input:
         unpack(figure_inputs),
     output:
-        png=report(f"{R}/{{study}}/figures/{{figure}}.png", caption="../report/figure.rst", category="{study}", subcategory="Figures"),
+        png=report(
+            f"{R}/{{study}}/figures/{{figure}}.png",
+            caption="../report/figure.rst",
+            category="{study}",
+            subcategory="Figures",
+            labels=report_labels("figure"),
+        ),
         pdf=f"{R}/{{study}}/figures/{{figure}}.pdf",
         csv=f"{R}/{{study}}/figures/{{figure}}.csv",
         provenance=f"{R}/{{study}}/figures/{{figure}}.provenance.json",
@@ -13,15 +19,15 @@ rule figure:
         f"{R}/logs/{{study}}/figures/{{figure}}.log",
     benchmark:
         f"{R}/benchmarks/{{study}}/figures/{{figure}}.tsv"
+    conda:
+        CONDA_ENV
+    threads: 1
     params:
         spec=figure_spec,
         inputs=figure_inputs_json,
         output=figure_stem,
         code=figure_code,
         results=results_root,
-    threads: 1
-    conda:
-        CONDA_ENV
     shell:
         STAGE_SHELL
 
@@ -30,22 +36,28 @@ rule claims:
     input:
         unpack(claims_inputs),
     output:
-        md=report(f"{R}/{{study}}/claims.md", caption="../report/claims.rst", category="{study}", subcategory="Claims"),
+        md=report(
+            f"{R}/{{study}}/claims.md",
+            caption="../report/claims.rst",
+            category="{study}",
+            subcategory="Claims",
+            labels=report_labels("claims"),
+        ),
         json=f"{R}/{{study}}/claims.json",
         provenance=f"{R}/{{study}}/claims.provenance.json",
     log:
         f"{R}/logs/{{study}}/claims.log",
     benchmark:
         f"{R}/benchmarks/{{study}}/claims.tsv"
+    conda:
+        CONDA_ENV
+    threads: 1
     params:
         spec=claims_spec,
         inputs=claims_inputs_json,
         output=first_output,
         code=claims_code,
         results=results_root,
-    threads: 1
-    conda:
-        CONDA_ENV
     shell:
         STAGE_SHELL
 
@@ -54,33 +66,40 @@ rule claims_index:
     input:
         unpack(index_inputs),
     output:
-        md=report(f"{R}/claims.md", caption="../report/index.rst", category="Claims index"),
+        md=report(
+            f"{R}/claims.md", caption="../report/index.rst", category="Claims index", labels=report_labels("index")
+        ),
         provenance=f"{R}/claims.provenance.json",
     log:
         f"{R}/logs/claims_index.log",
     benchmark:
         f"{R}/benchmarks/claims_index.tsv"
+    conda:
+        CONDA_ENV
+    threads: 1
     params:
         inputs=index_inputs_json,
         results=results_root,
-    threads: 1
-    conda:
-        CONDA_ENV
     shell:
         "depthlab index --inputs {params.inputs:q} --output {output.md:q} --results {params.results:q} > {log:q} 2>&1"
 
 
 rule config_snapshot:
     output:
-        report(f"{R}/config.used.yaml", caption="../report/config.rst", category="Configuration"),
+        report(
+            f"{R}/config.used.yaml",
+            caption="../report/config.rst",
+            category="Configuration",
+            labels=report_labels("config"),
+        ),
     log:
         f"{R}/logs/config_snapshot.log",
     benchmark:
         f"{R}/benchmarks/config_snapshot.tsv"
-    params:
-        config=config_json,
-    threads: 1
     conda:
         CONDA_ENV
+    threads: 1
+    params:
+        config=config_json,
     shell:
         "depthlab snapshot --config-json {params.config:q} --output {output:q} > {log:q} 2>&1"

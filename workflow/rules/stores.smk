@@ -15,20 +15,20 @@ for _study in STUDIES:
                 log_pattern(_study, _stage.name),
             benchmark:
                 bench_pattern(_study, _stage.name)
+            wildcard_constraints:
+                **_stage.job_type.constraints(),
+            conda:
+                CONDA_ENV
+            threads: _stage.threads
+            resources:
+                mem_mb=resource_of(_study, _stage.name, "mem_mb"),
+                runtime=resource_of(_study, _stage.name, "runtime"),
+                gpu=resource_of(_study, _stage.name, "gpu"),
             params:
                 spec=spec_of(_study, _stage.name),
                 inputs=inputs_json_of(_study, _stage.name),
                 output=first_output,
                 code=code_of(_study, _stage.name),
                 results=results_root,
-            wildcard_constraints:
-                **_stage.job_type.constraints(),
-            threads: _stage.threads
-            resources:
-                mem_mb=resource_of(_study, _stage.name, "mem_mb"),
-                runtime=resource_of(_study, _stage.name, "runtime"),
-                gpu=resource_of(_study, _stage.name, "gpu"),
-            conda:
-                CONDA_ENV
             shell:
                 STAGE_SHELL

@@ -104,6 +104,6 @@ def test_same_spec_gives_identical_stores_on_cpu():
         ds = data.make_data(STUDY.spec(cfg, "data", DataJob("fig2", "t")), {})
         s = search.run_lrsearch(ls, {"data": ds}, CTX)
         t = training.run_train(tr, {"data": ds, "lrsearch": s}, CTX)
-        assert float(t.lr.values[0]) == float(s.best_lr)
+        assert float(t.lr) == float(s.best_lr)
         hashes.append((content_hash(ds), content_hash(s), content_hash(t)))
     assert hashes[0] == hashes[1]

@@ -25,6 +25,9 @@ def table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
     for (stage, target, depth), ds in sorted(store.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
         if stage != "train":
             continue
+        scalars = ds  # the job's own values (the rate's edge flags, the largest converged rate)
+        if "lr" not in ds.dims:  # a depth sweep's store: its one (chosen) rate is a variable, not a dimension
+            ds = ds[["test_error", "converged", "diverged", "stop_reason", "epochs", "lr"]].set_coords("lr").expand_dims("lr")
         t = spec.targets[target]
         kern = store[("ntk", target, depth)]
         kerr = {str(k): float(v) for k, v in zip(kern.kernel.values, kern.test_error.values)}
@@ -35,12 +38,12 @@ def table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
                 rows.append({
                     "target": target, "k": t.k, "locality": t.locality, "g": t.g, "d": t.d,
                     "n_train": t.n_train, "noise": t.noise, "depth": int(ds.depth), "width": int(ds.width),
-                    "n_params": int(ds.attrs["n_params"]), "lr": float(lr), "lr_source": ds.attrs["lr_source"],
+                    "n_params": int(scalars.attrs["n_params"]), "lr": float(lr), "lr_source": scalars.attrs["lr_source"],
                     "seed": int(sd), "nn_test_error": float(ds.test_error.values[i, j]),
                     "converged": bool(ds.converged.values[i, j]), "diverged": bool(ds.diverged.values[i, j]),
                     "stop_reason": str(ds.stop_reason.values[i, j]), "epochs": int(ds.epochs.values[i, j]),
-                    "lr_edge": str(ds.lr_edge.values), "lr_flagged": bool(ds.lr_flagged),
-                    "max_converged_lr": float(ds.max_converged_lr),
+                    "lr_edge": str(scalars.lr_edge.values), "lr_flagged": bool(scalars.lr_flagged),
+                    "max_converged_lr": float(scalars.max_converged_lr),
                     "ntk_test_error": kerr["ntk"], "nngp_test_error": kerr["nngp"],
                     "entk_test_error": float(eerr.get(int(sd), np.nan)),
                 })

@@ -41,7 +41,7 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     err = np.where(res.diverged, np.nan, settings.loss.error(pred, data.y_test.values))  # diverged: counted, not averaged
     conv = grid.grid(res.converged)
     ok = conv.all(axis=1)
-    return xr.Dataset(
+    ds = xr.Dataset(
         {
             "test_error": (("lr", "seed"), grid.grid(err)),
             "train_loss": (("lr", "seed"), grid.grid(res.train_loss)),
@@ -64,3 +64,7 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
         # timings are left out of the store: identical runs give identical hashes
         attrs={"n_params": spec.shape.n_params, "lr_source": "lrsearch" if spec.lrs is None else "grid"},
     )
+    if spec.lrs is None:  # one rate, the job's own (its search chose it): a variable of the job, not a dimension
+        ds = ds.squeeze("lr").reset_coords("lr")
+        ds["lr"].attrs["description"] = "the rate the lrsearch store chose for this (target, depth)"
+    return ds

@@ -1,0 +1,104 @@
+"""The quiet terminal (depthlab.progress): one line per finished job within the width, the ETA's arithmetic,
+warnings and errors in full, everything in the log file."""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+
+import pytest
+
+from depthlab import progress
+
+
+def record(msg, level=logging.INFO, **extra) -> logging.LogRecord:
+    r = logging.LogRecord("snakemake", level, __file__, 1, msg, None, None)
+    r.__dict__.update(extra)
+    return r
+
+
+class Fmt(logging.Formatter):
+    def format(self, record):
+        return f"FULL {record.getMessage()}"
+
+
+def terminal(tmp_path, cols=80, monkeypatch=None):
+    out = io.StringIO()
+    term = progress.Terminal(out, None, Fmt(), logging.Filter())
+    return term, out
+
+
+def test_fit_keeps_both_ends_within_the_width():
+    s = "mori_ueda/fig2/train/2-local/" + "x" * 300 + "/L5"
+    for cols in (10, 41, 80, 200):
+        cut = progress.fit(s, cols)
+        assert len(cut) == cols and cut.startswith("mori_ueda"[: min(9, (cols - 1) // 2)]) and cut.endswith("L5")
+    assert progress.fit("short", 80) == "short"
+
+
+def test_the_eta_is_the_planned_work_left_over_the_pace_measured_once_jobs_finish():
+    plan = progress.Plan({i: (f"j{i}", s) for i, s in enumerate([10.0, 10.0, 10.0, 70.0])}, cores=2, log=None)
+    assert plan.eta() == pytest.approx(100.0 / 2)  # nothing done: cores planned seconds per second
+    plan.t0 = time.monotonic() - 100.0
+    plan.done = {0: 10.0, 1: 10.0}
+    assert plan.eta() == pytest.approx(80.0 / 2)  # two jobs are too few to measure a pace
+    plan.done[2] = 10.0  # 30 planned seconds in 100 s of wall time: 0.3 per second, 70 left
+    assert plan.eta() == pytest.approx(70.0 / 0.3, rel=1e-3)
+
+
+def test_one_line_per_job_warnings_in_full_and_everything_in_the_log(tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "width", lambda: 60)
+    term, out = terminal(tmp_path)
+    term.emit(record("Building DAG of jobs..."))  # before the start: kept for the log file only
+    log = tmp_path / "logs" / "snakemake" / "run.log"
+    term.start(progress.Plan({7: ("mori_ueda/fig2/train/2-local/" + "d" * 100 + "/L3", 30.0), 8: ("claims.md", 0.0)},
+                             cores=2, log=log))
+    term.emit(record(" Rule: x, Jobid: 7", event="job_info"))
+    term.emit(record("Select jobs to execute..."))
+    term.emit(record("None", event="job_finished", job_id=7))
+    term.emit(record("careful", level=logging.WARNING))
+    term.emit(record("Error in rule x, jobid: 8", level=logging.ERROR, event="job_error"))
+    term.emit(record("Nothing to be done (all requested files are present and up to date)."))
+    term.emit(record("None", event="job_finished", job_id=8))
+    term.emit(record("None", event="progress", done=2, total=2))
+    term.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "depthlab: 2 jobs to run, planned 0.5 core-min, about 15 s on 2 cores"[:59] + "…", lines[0]
+    assert lines[1] == f"depthlab: full log {log}"
+    assert lines[2].startswith("[1/2] ") and "…" in lines[2] and lines[2].endswith("/L3 | ETA " + lines[2][-5:]), lines[2]
+    assert lines[3:6] == ["FULL careful", "FULL Error in rule x, jobid: 8",
+                          "Nothing to be done (all requested files are present and up to date)."]
+    assert lines[6].startswith("[2/2] ") and "claims.md" in lines[6]
+    assert lines[7].startswith("depthlab: 2 jobs done in ") and lines[8] == lines[1] and len(lines) == 9, lines
+    assert all(len(ln) <= 60 for i, ln in enumerate(lines) if i not in (1, 3, 4, 5, 8)), lines
+    text = log.read_text()
+    for needle in ("FULL Building DAG", "FULL  Rule: x, Jobid: 7", "FULL Select jobs", "FULL careful", "FULL Error"):
+        assert needle in text, text
+
+
+def test_verbose_passes_snakemakes_own_output_through(tmp_path):
+    out, seen = io.StringIO(), []
+
+    class Keep(logging.Handler):
+        def emit(self, r):
+            seen.append(r.getMessage())
+
+    term = progress.Terminal(out, Keep(), Fmt(), logging.Filter())
+    term.start(progress.Plan({1: ("a", 1.0)}, cores=1, log=None))
+    term.emit(record("Select jobs to execute..."))
+    term.emit(record("None", event="job_finished", job_id=1))
+    assert seen == ["Select jobs to execute...", "None"] and out.getvalue() == ""
+
+
+def test_the_logger_plugin_imports_nothing_of_depthlab():
+    """Snakemake loads the plugin before the Snakefile puts its checkout's workflow/ on the path: were the plugin to
+    import depthlab, a run of an edited checkout copy would fingerprint the installed package's code (this broke the
+    rerun-after-a-code-edit tests once)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, snakemake_logger_plugin_depthlab; "
+            "bad = sorted(m for m in sys.modules if m == 'depthlab' or m.startswith('depthlab.')); "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
