@@ -18,7 +18,7 @@ SMK_ARGS ?=
 SLOW ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-slow report bench plan clean help check-config
+.PHONY: setup run test test-slow test-chaos report bench plan clean help check-config
 
 help: setup
 	@echo "make run [CONFIG=config/smoke.yaml] [SMK_ARGS=\"<target> --dry-run\"] [VERBOSE=1]  build (default: config/config.yaml)"
@@ -48,6 +48,11 @@ test: setup
 
 test-slow: setup
 	$(BIN)/python -m pytest -q --run-slow -m slow $(PYTEST_ARGS) tests
+
+# the fault-injection tests of issue 41 (seeded local kills; scancel, requeue, time limits and a killed submit host
+# on the one-node SLURM): root, apt-get, tens of minutes
+test-chaos: setup
+	$(BIN)/python -m pytest -q --run-slow --run-chaos -m chaos $(PYTEST_ARGS) tests
 
 report: setup check-config
 	$(SMK) $(SMK_ARGS) --configfile $(CONFIG) --report "$(or $(REPORT),$$($(BIN)/depthlab where $(CONFIG))/report.html)"

@@ -27,7 +27,7 @@ from helpers import BIN, ROOT, tool_env
 
 import depthlab.storage as st
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.chaos]
 
 KINDS = ("store", "consolidation", "figure", "claims")
 SEED = int(os.environ.get("DEPTHLAB_CHAOS_SEED", "7"))

@@ -63,6 +63,8 @@ def test_smoke_figure_runs_through_slurm(cluster, tmp_path):
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1500)
     log = p.stdout + p.stderr
     assert p.returncode == 0, log[-6000:]
+    # the terminal shows one line per finished job; Snakemake's full output is in <results>/logs/snakemake/
+    log += "".join(f.read_text() for f in sorted((tmp_path / "results" / "smoke" / "logs" / "snakemake").glob("*.log")))
     submitted = [line for line in log.splitlines() if "has been submitted with SLURM jobid" in line]
     assert len(submitted) >= 14, "every job except the local target rule goes through sbatch"
     assert (tmp_path / "results" / "smoke" / "mori_ueda" / "figures" / "fig2.png").stat().st_size > 0  # results/<config name>
@@ -93,6 +95,7 @@ def _chaos_config(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.chaos
 def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the_bits_of_a_local_run(cluster, tmp_path):
     """Issue 41 items 1 and 2 on the one-node cluster, with a fault schedule seeded and printed: `scancel` one running
     training job, `scontrol requeue` another, cut a third's time limit to one minute (SLURM kills it at TIMEOUT and the
