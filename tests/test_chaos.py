@@ -1,13 +1,15 @@
 """Issue 41 item 3: a run killed again and again, at moments drawn from a seeded schedule, ends with the bits of an
 uninterrupted run.
 
-A subset of the smoke config runs from scratch; a watcher polls the results folder every few milliseconds and
-SIGKILLs the whole Snakemake process group when the scheduled moment comes: while a store is being written (its
-``.tmp-`` folder exists), while it is being consolidated (its temporary ``zarr.json`` already carries the consolidated
-metadata), while a figure is written, while a study's claims are written, and finally while the claims index is.
-After each kill the README's recovery (``--unlock``, then the run again) goes on.  At the end: the run is complete,
-``depthlab audit --strict`` passes, every store's content hash equals the same job's in the uninterrupted smoke run, and
-no temporary store, checkpoint or lock is left.  The schedule is printed (seeded): a failure can be replayed.
+A subset of the smoke config runs from scratch.  Each kill is a fault-injection point of depthlab's writers
+(``depthlab.storage.failpoint``): with ``DEPTHLAB_FAILPOINT=<moment>:<n>`` the n-th job of the run to reach that moment
+SIGKILLs the whole Snakemake process group, as ``kill -9`` of the run would.  The moments: a store's arrays written but
+not consolidated, a store whole under its temporary name, a figure half written, a study's claims half written, and
+the claims index half written.  (A watcher polling the folder from outside missed moments a few milliseconds long on
+a loaded machine.)  After each kill the README's recovery (``--unlock``, then the run again) goes on.  At the end: the
+run is complete, ``depthlab audit --strict`` passes, every store's content hash equals the same job's in the
+uninterrupted smoke run, and no temporary store, checkpoint or lock is left.  The schedule is printed (seeded): a
+failure can be replayed with DEPTHLAB_CHAOS_SEED.
 """
 
 from __future__ import annotations
@@ -29,39 +31,18 @@ import depthlab.storage as st
 
 pytestmark = [pytest.mark.slow, pytest.mark.chaos]
 
-KINDS = ("store", "consolidation", "figure", "claims")
 SEED = int(os.environ.get("DEPTHLAB_CHAOS_SEED", "7"))
 K = 11
 
 
-def _moment(results: Path, kind: str) -> str | None:
-    """The path that says the moment ``kind`` is now, or None."""
-    if not results.is_dir():
-        return None
-    for dirpath, dirnames, filenames in os.walk(results):
-        here = Path(dirpath)
-        for d in dirnames:
-            if ".zarr.tmp-" not in d:
-                continue
-            if kind == "store":
-                return str(here / d)
-            if kind == "consolidation":  # the last thing written before the temporary store is renamed into place
-                try:
-                    cm = json.loads((here / d / "zarr.json").read_text()).get("consolidated_metadata")
-                except (OSError, ValueError):
-                    continue
-                if isinstance(cm, dict) and cm.get("metadata"):
-                    return str(here / d / "zarr.json")
-        for f in filenames:
-            if ".tmp-" not in f:
-                continue
-            if kind == "figure" and here.name == "figures":
-                return str(here / f)
-            if kind == "claims" and f.startswith("claims.") and here != results:
-                return str(here / f)
-            if kind == "index" and f.startswith("claims.") and here == results:
-                return str(here / f)
-    return None
+def schedule(rng: random.Random) -> list[tuple[str, int]]:
+    """K kills in the order the run meets their moments (stores, then figures, then claims, then the index): seven
+    during store writing (each the n-th store to reach it, n drawn from 1..3), two figures, one study's claims, the
+    index."""
+    stores = [("store", rng.randint(1, 3)), ("consolidation", rng.randint(1, 3))]  # both moments at least once
+    stores += [(rng.choice(("store", "consolidation")), rng.randint(1, 3)) for _ in range(K - 6)]
+    rng.shuffle(stores)
+    return stores + [("figure", rng.randint(1, 2)), ("figure", 1), ("claims", 1), ("index", 1)]
 
 
 def test_a_run_killed_at_eleven_seeded_moments_ends_with_the_bits_of_an_uninterrupted_run(smoke_run, tmp_path):
@@ -75,33 +56,25 @@ def test_a_run_killed_at_eleven_seeded_moments_ends_with_the_bits_of_an_uninterr
     results = tmp_path / "results" / "smoke"
     base = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
             "--workflow-profile", str(ROOT / "workflow" / "profiles" / "default"), "--cores", "2", "--configfile", str(path)]
-    env = tool_env()
     rng = random.Random(SEED)
-    schedule = [rng.choice(KINDS) for _ in range(K - 1 - len(KINDS))] + list(KINDS)
-    rng.shuffle(schedule)
-    schedule.append("index")  # the index is written last: its kill comes last
-    print(f"\nchaos schedule (seed {SEED}): {schedule}")
+    plan = schedule(rng)
+    print(f"\nchaos schedule (seed {SEED}): {plan}")
     reached = []
     t0 = time.time()
-    for i, kind in enumerate(schedule):
-        p = subprocess.Popen(base, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        hit = None
-        while p.poll() is None:
-            hit = _moment(results, kind)
-            if hit:
-                time.sleep(rng.uniform(0.0, 0.02))  # somewhere inside that moment
-                os.killpg(p.pid, signal.SIGKILL)
-                break
-            time.sleep(0.003)
-        p.wait()
-        reached.append((kind, Path(hit).relative_to(tmp_path).as_posix() if hit else "finished before it came",
-                        round(time.time() - t0, 1)))
+    for i, (kind, nth) in enumerate(plan):
+        counter = tmp_path / f"failpoint-{i}.count"
+        env = tool_env({"DEPTHLAB_FAILPOINT": f"{kind}:{nth}", "DEPTHLAB_FAILPOINT_COUNTER": str(counter)})
+        p = subprocess.run(base, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        hit = p.returncode == -signal.SIGKILL
+        left = sorted(x.relative_to(results).as_posix() for x in results.rglob("*") if ".tmp-" in x.name) if hit else []
+        reached.append((kind, nth, "killed" if hit else "finished before it came", left[:2], round(time.time() - t0, 1)))
         print(f"  kill {i + 1}: {reached[-1]}")
-        subprocess.run([*base, "--unlock"], env=env, capture_output=True, check=True)
+        subprocess.run([*base, "--unlock"], env=tool_env(), capture_output=True, check=True)
+    env = tool_env()
     done = subprocess.run(base, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
-    killed = {k for k, what, _ in reached if what != "finished before it came"}
-    assert killed >= {"store", "figure", "claims", "index"}, reached
+    killed = {k for k, _, what, _, _ in reached if what == "killed"}
+    assert killed == {"store", "consolidation", "figure", "claims", "index"}, reached
     # every store has the bits of the uninterrupted smoke run's same job; nothing half-done is left
     stores = sorted(results.rglob("*.zarr"))
     assert len(stores) > 20
@@ -114,5 +87,5 @@ def test_a_run_killed_at_eleven_seeded_moments_ends_with_the_bits_of_an_uninterr
     audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(results / "claims.md"), "--strict"],
                            capture_output=True, text=True, cwd=tmp_path)
     assert audit.returncode == 0, audit.stderr[-3000:]
-    print(f"chaos: {len(schedule)} kills in {time.time() - t0:.0f} s, moments reached {sorted(killed)}, {len(stores)} stores "
+    print(f"chaos: {len(plan)} kills in {time.time() - t0:.0f} s, moments reached {sorted(killed)}, {len(stores)} stores "
           f"equal to the uninterrupted run's")

@@ -242,8 +242,37 @@ def audit_store(a: Audit, rel: str, depth: int, expect: dict | None) -> None:
                                   f"{str(rec.get(k))[:16]}: it was replaced or rewritten")
     _check_code(a, depth + 1, rel, rec)
     _check_config(a, depth + 1, rel, rec)
+    _check_files(a, depth + 1, rel, rec)
     for name, inp in sorted(rec.get("inputs", {}).items()):
         audit_store(a, inp["path"], depth + 1, inp)
+
+
+def _check_files(a: Audit, depth: int, rel: str, rec: dict) -> None:
+    """The files from outside the results folder a store was made from (a user's CIFAR-10 copy): each must still hash
+    to what its record says; one that is gone is a note (the data may live elsewhere now; --strict: a failure)."""
+    files = rec.get("files") or {}
+    if not isinstance(files, dict):
+        a.fail(depth, f"{rel}: its record's files is a {type(files).__name__}, not a mapping")
+        return
+    for name, f in sorted(files.items()):
+        if not isinstance(f, dict) or not isinstance(f.get("path"), str) or not isinstance(f.get("sha256"), str):
+            a.fail(depth, f"{rel}: its record's entry for the source file {name!r} is malformed")
+            continue
+        path = f["path"]
+        if not safeio.is_regular(path):
+            a.note(depth, f"{rel}: its source file {path} is not there (or not a regular file): not checked",
+                   strict_fails=True)
+            continue
+        try:
+            now = safeio.file_hash(path)
+        except (OSError, ValueError) as e:
+            a.fail(depth, f"{rel}: its source file {path} cannot be read ({e})")
+            continue
+        if now != f["sha256"]:
+            a.fail(depth, f"{rel}: its source file {path} has changed since the store was made from it "
+                          f"(sha256 {f['sha256'][:16]} then, {now[:16]} now)")
+        else:
+            a.say(depth, f"source file {path}  sha256 {now[:16]}")
 
 
 def _load_json(a: Audit, depth: int, path: Path) -> dict | None:

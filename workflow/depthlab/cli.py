@@ -47,7 +47,7 @@ class StageContext:
 
 
 def _record(study: "Study", spec: "Spec", output: str | Path, results: str, inputs: dict[str, str], device: str,
-            code: str | None = None) -> dict:
+            code: str | None = None, files: dict | None = None) -> dict:
     stage = study.stage(spec.STAGE)
     return {
         "study": spec.STUDY, "stage": spec.STAGE, "job": to_plain(spec.job),
@@ -56,7 +56,21 @@ def _record(study: "Study", spec: "Spec", output: str | Path, results: str, inpu
         "packages": prov.package_versions(), "device": device,
         "inputs": {k: storage.input_record(p, results) for k, p in sorted(inputs.items())},
         **({"study_source": src} if (src := prov.study_source(study.folder)) else {}),
+        **({"files": files} if files else {}),
     }
+
+
+def source_files(spec: "Spec") -> dict[str, dict[str, str]]:
+    """The files from outside the results folder the job reads (``Spec.files``), each with its SHA-256, hashed before
+    the job reads them: what its record says it was made from."""
+    from . import safeio
+
+    out = {}
+    for name, path in sorted(spec.files().items()):
+        if not safeio.is_regular(path):
+            raise SystemExit(f"error: {path} (read by this job) is not a regular file")
+        out[name] = {"path": str(path), "sha256": safeio.file_hash(path)}
+    return out
 
 
 def run_store(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str], output: Path, results: str, device: str,
@@ -78,8 +92,11 @@ def run_store(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str]
     code = prov.code_fingerprint(study.stage(spec.STAGE).fingerprint_modules)
     Path(output).parent.mkdir(parents=True, exist_ok=True)  # (Snakemake makes it; a job run by hand, or re-run by the audit, not)
     ckpt = FileCheckpoint(f"{output}.ckpt", code=code)
+    files = source_files(spec)
     ds = fn(spec, {k: storage.read_store(p) for k, p in inputs.items()}, StageContext(dev, log.info, ckpt))
-    storage.write_store(ds, output, _record(study, spec, output, results, inputs, where, code))
+    if source_files(spec) != files:
+        raise SystemExit(f"error: a file this job read changed while it ran: {', '.join(f['path'] for f in files.values())}")
+    storage.write_store(ds, output, _record(study, spec, output, results, inputs, where, code, files))
     ckpt.clear()
     log.info("wrote %s in %.1fs", output, time.perf_counter() - t0)
 
@@ -100,6 +117,7 @@ def run_figure(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
     fig, table = fn(spec, figure_inputs(study, inputs))
     record = _record(study, spec, stem, results, inputs, "cpu")
     record["csv_sha256"] = storage.write_text(render.table_csv(table), stem.with_suffix(".csv"))
+    storage.failpoint("figure")
     png = render.figure_png(fig)
     record["png_pixels_sha256"] = storage.png_pixels_hash(png)
     blob = prov.canonical_json(prov.embedded(record))
@@ -127,6 +145,7 @@ def run_claims(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
     record = _record(study, spec, out, results, {}, "cpu")
     record["inputs"] = {name: _file_input(p, results) for name, p in sorted(inputs.items())}
     record["json_sha256"] = storage.write_text(render.verdicts_json(verdicts), out.with_suffix(".json"))
+    storage.failpoint("claims")
     record["md_sha256"] = storage.write_text(render.claims_markdown(study.title, verdicts, notes), out)
     storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
     log.info("wrote %s (%d verdicts)", out, len(verdicts))
@@ -212,6 +231,7 @@ def index(args: argparse.Namespace) -> None:
     record = {"study": "*", "stage": "index", "job": {}, "path": storage.relpath(out, args.results),
               "code_version": prov.code_version(), "inputs": {n: _file_input(p, args.results) for n, p in sorted(inputs.items())}}
     record["md_sha256"] = storage.write_text(claims.render_index(rows), out)
+    storage.failpoint("index")
     storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
     log.info("wrote %s", out)
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+import zarr
 
 from . import safeio
 from .provenance import canonical_json, record_hash
@@ -296,12 +297,44 @@ def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dic
         # lets a plain xr.open_zarr(store) open without a warning (the audit checks it against the arrays' own metadata)
         warnings.filterwarnings("ignore", message=".*[Cc]onsolidated metadata.*")
         try:
-            out.to_zarr(tmp, mode="w", consolidated=True)
+            out.to_zarr(tmp, mode="w", consolidated=False)
+            failpoint("store")  # the arrays are written, the store is not yet whole
+            zarr.consolidate_metadata(str(tmp))
+            failpoint("consolidation")  # whole, not yet in place
         except BaseException:  # a full disk, a kill (SIGTERM raises here): leave no half-written store behind
             _remove_quietly(tmp)
             raise
     replace_dir(tmp, path)
     return rec
+
+
+def failpoint(name: str) -> None:
+    """Fault injection for the chaos test (tests/test_chaos.py); nothing unless the environment asks for it.
+
+    With ``DEPTHLAB_FAILPOINT=<name>:<n>`` and ``DEPTHLAB_FAILPOINT_COUNTER=<file>``, the n-th time any job of the run
+    reaches the point ``name`` (counted in that file: one byte per arrival) it SIGKILLs its whole process group,
+    Snakemake and every job, as ``kill -9`` of the run would.  The points: ``store`` (a store's arrays written, its
+    metadata not consolidated), ``consolidation`` (the store whole under its temporary name), ``figure`` (a figure's
+    CSV written, its PNG, PDF and provenance not), ``claims`` (a study's claims.json written, its claims.md and
+    provenance not), ``index`` (the claims index written, its provenance not)."""
+    want = os.environ.get("DEPTHLAB_FAILPOINT")
+    if not want:
+        return
+    kind, _, nth = want.partition(":")
+    if kind != name:
+        return
+    counter = os.environ.get("DEPTHLAB_FAILPOINT_COUNTER")
+    if counter:
+        fd = os.open(counter, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, b".")
+        finally:
+            os.close(fd)
+        if os.path.getsize(counter) < int(nth or 1):
+            return
+    import signal
+
+    os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 UNITS = {"epochs": "epoch", "stopped_epoch": "epoch", "check_epoch": "epoch", "epoch": "epoch", "stopped_step": "step",

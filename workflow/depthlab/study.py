@@ -205,6 +205,12 @@ class Spec:
         """The stores this job reads, by the name its stage function sees them under."""
         return {}
 
+    def files(self) -> dict[str, str]:
+        """Files from outside the results folder that this job reads (name -> path), e.g. a user's CIFAR-10 copy: they
+        are inputs of its Snakemake rule (a changed file reruns it), their SHA-256 goes into its store's record, and
+        the audit checks them."""
+        return {}
+
     def memory(self) -> dict[str, int]:
         """Estimated peak bytes of this job, as parts keyed by the config key that drives each (the validator
         names the key of the largest part when a job does not fit); empty for a job too small to matter."""

@@ -72,6 +72,11 @@ def _inputs(study, spec):
     return {name: _path(study, ref) for name, ref in spec.inputs().items()}
 
 
+def _files(spec):
+    """Files from outside the results folder a job reads (a user's CIFAR-10 copy): rule inputs, so a changed one reruns it."""
+    return {"file_" + "".join(c if c.isalnum() else "_" for c in n): p for n, p in spec.files().items()}
+
+
 # ---- paths ------------------------------------------------------------------------
 
 
@@ -172,14 +177,21 @@ def figure_stem(wildcards, output):
 
 
 def inputs_of(study, stage):
-    return _named(
-        lambda wildcards: _inputs(study, _spec(study, stage, _job(study, stage, wildcards))), f"{study}_{stage}_inputs"
-    )
+    """The job's input stores and the outside files it reads."""
+
+    def fn(wildcards):
+        spec = _spec(study, stage, _job(study, stage, wildcards))
+        return {**_inputs(study, spec), **_files(spec)}
+
+    return _named(fn, f"{study}_{stage}_inputs")
 
 
 def inputs_json_of(study, stage):
-    fn = inputs_of(study, stage)
-    return _named(lambda wildcards: dlc.canonical_json(fn(wildcards)), f"{study}_{stage}_inputs_json")
+    """The job's input stores (by the names its stage function reads them under), as JSON for `depthlab stage`."""
+    return _named(
+        lambda wildcards: dlc.canonical_json(_inputs(study, _spec(study, stage, _job(study, stage, wildcards)))),
+        f"{study}_{stage}_inputs_json",
+    )
 
 
 def spec_of(study, stage):

@@ -81,3 +81,45 @@ def test_augmentation_crops_and_flips_and_the_test_set_is_centre_cropped():
         windows = [x[b, :, i : i + 4, j : j + 4] for i in range(3) for j in range(3)]
         assert any(torch.equal(out[b], w) or torch.equal(out[b], w.flip(-1)) for w in windows)
     torch.testing.assert_close(cnn.centre(x, 4), x[..., 1:5, 1:5])
+
+
+def test_a_cifar_file_is_an_input_a_change_reruns_and_the_audit_names(tmp_path):
+    """Issue 40 item 5: the user's CIFAR-10 files were not inputs of any rule, so a changed file reran nothing and the
+    audit could not see it.  Now they are inputs of the images rule, their SHA-256 are in the store's record, a changed
+    test file reruns the images job (and so Fig. 7 below it), and the audit names the changed file."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from helpers import ROOT, smk
+
+    import depthlab.storage as st
+
+    folder = _cifar_folder(tmp_path, n=4)
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["studies"] = {"fractals": cfg["studies"]["fractals"]}
+    cfg["studies"]["fractals"]["fig7"].update(dataset="cifar10", cifar10_dir=str(folder), n_train=0, n_test=0)
+    path = tmp_path / "cifar.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    store = "results/cifar/fractals/realdata/cifar10/data.zarr"
+    smk(tmp_path, "--configfile", str(path), "--", store)
+    rec = st.read_record(tmp_path / store)
+    assert sorted(rec["files"]) == sorted((*images.CIFAR_TRAIN, images.CIFAR_TEST))
+    assert rec["files"]["test_batch.bin"]["path"] == str(folder / "test_batch.bin")
+    dry = smk(tmp_path, "--configfile", str(path), "--dry-run", "--", store)
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+    # one pixel of the test file changes
+    raw = bytearray((folder / "test_batch.bin").read_bytes())
+    raw[100] ^= 0xFF
+    (folder / "test_batch.bin").write_bytes(bytes(raw))
+    dry = smk(tmp_path, "--configfile", str(path), "--dry-run", "--", store)
+    assert "fractals_images" in dry.stdout + dry.stderr and "Nothing to be done" not in dry.stdout + dry.stderr
+    audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(tmp_path / store)], capture_output=True, text=True)
+    assert audit.returncode == 1 and f"its source file {folder / 'test_batch.bin'} has changed" in audit.stdout + audit.stderr
+    # a moved copy is a note, a failure only under --strict
+    folder.rename(tmp_path / "moved")
+    audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(tmp_path / store)], capture_output=True, text=True)
+    assert audit.returncode == 0 and "is not there" in audit.stdout + audit.stderr, audit.stdout[-2000:]
+    strict = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(tmp_path / store), "--strict"],
+                            capture_output=True, text=True)
+    assert strict.returncode == 1

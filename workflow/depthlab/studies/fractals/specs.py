@@ -14,6 +14,8 @@ coarse and fine); the ``samples`` figure only needs data.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dataclasses import dataclass, field
 
 from depthlab import memory as mem
@@ -253,6 +255,14 @@ class ImagesSpec(Spec):
         f7 = section(config)["fig7"]
         return cls(job=job, cifar10_dir=str(f7["cifar10_dir"]) if job.dataset == "cifar10" else None,
                    n_train=f7["n_train"], n_test=f7["n_test"], seed=config["seed"])
+
+    def files(self) -> dict[str, str]:
+        """cifar10: the six binary files of the user's copy (rule inputs, hashed into the record, audited)."""
+        if self.job.dataset != "cifar10" or not self.cifar10_dir:
+            return {}
+        from .images import CIFAR_TEST, CIFAR_TRAIN
+
+        return {n: str(Path(self.cifar10_dir) / n) for n in (*CIFAR_TRAIN, CIFAR_TEST)}
 
     def memory(self) -> dict[str, int]:
         n = (self.n_train or 50000) + (self.n_test or 10000) if self.job.dataset == "cifar10" else 1797
