@@ -1,0 +1,55 @@
+"""Issue 39 item 7: the smoke report, in a real browser.  Headless Chromium opens `make report`'s page, visits every
+study's category and every result, and the test fails on a missing image, an empty caption, a console error or a
+front page that leaves a study out.  The same walk on a copy of the report with one figure's bytes broken must fail:
+the check can fail.  Slow set (Debian's chromium is installed with apt-get when missing)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+from helpers import smk
+
+import report_browser as rb
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if rb.chromium() is None:
+        if os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None:
+            pytest.skip("needs chromium, or root and apt-get to install it")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        p = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, text=True, env=env, timeout=1200)
+        if p.returncode != 0:  # a stale package index: refresh it once
+            subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
+            p = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, text=True, env=env,
+                               timeout=1200)
+        assert p.returncode == 0 and rb.chromium(), p.stdout[-2000:] + p.stderr[-2000:]
+    return rb.chromium()
+
+
+def test_the_smoke_report_reads_in_headless_chromium(smoke_run, tmp_path, browser):
+    run = smoke_run.copy(tmp_path / "run")
+    report = tmp_path / "report.html"
+    smk(run.work, "--configfile", str(run.config_path), "--report", str(report))
+    cats = rb.categories_of(report)
+    assert set(run.config["studies"]) <= set(cats)
+    seen, log = rb.walk(report, tmp_path)
+    bad = rb.problems(seen, log, cats)
+    assert not bad, "\n".join(bad[:30])
+    shown = [r for r in seen["results"] if r["mime"].startswith("image/")]
+    assert len(shown) == sum(len(p) for subs in cats.values() for s, p in subs.items() if s == "Figures")
+    # the same walk on a report whose first figure's bytes are broken fails, naming it
+    text = report.read_text(encoding="utf-8")
+    first = sorted(p for subs in cats.values() for s, ps in subs.items() if s == "Figures" for p in ps)[0]
+    start = text.index("base64,", text.index(f'"{first}"')) + len("base64,")
+    broken = tmp_path / "broken.html"
+    broken.write_text(text[:start] + "AAAA" + text[start + 4:], encoding="utf-8")
+    (tmp_path / "b").mkdir()
+    seen, log = rb.walk(broken, tmp_path / "b")
+    bad = rb.problems(seen, log, cats)
+    assert any(first in b and "did not load" in b for b in bad), bad
