@@ -47,11 +47,12 @@ def _fake_slurm(tmp_path: Path) -> tuple[Path, Path, dict]:
     return fake, log, env
 
 
-def _submit(work: Path, env: dict, log: Path, config_path: Path, *config: str, wait: bool = True) -> str:
+def _submit(work: Path, env: dict, log: Path, config_path: Path, *config: str, wait: bool = True,
+            extra: tuple[str, ...] = ()) -> str:
     """Snakemake on the SLURM profile with the fake sbatch; stops once a job script was submitted (or Snakemake exits)."""
     cmd = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--profile", str(ROOT / "workflow/profiles/slurm"),
            "--workflow-profile", str(ROOT / "workflow/profiles/default"), "--default-resources", "slurm_partition=debug",
-           "--configfile", str(config_path), *(("--config", *config) if config else ())]
+           *extra, "--configfile", str(config_path), *(("--config", *config) if config else ())]
     p = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.time() + 120
     while wait and not list(log.glob("stdin.*")) and time.time() < deadline and p.poll() is None:
@@ -118,11 +119,94 @@ def test_shell_syntax_in_a_config_value_and_the_config_path_reaches_no_shell(tmp
         assert f"results={value}" in args, shown.stdout[-2000:] + shown.stderr
         assert str(cfg_dir / "c.yaml") in args
     assert not list(tmp_path.rglob("pwned*")), "the job script's shell ran the value"
-    # per-job requests from the spec's estimates (depthlab.plan.job_resources): the 10^8-draw job asks for more memory
-    mems = {}
+    # every store job went in the profile's group (one sbatch for a chain of store jobs), none as a job of its own
     for argv_file in log.glob("argv.*"):
         argv = argv_file.read_text().splitlines()
-        comment = argv[argv.index("--comment") + 1] if "--comment" in argv else ""
-        if "tiny_draws" in comment:
-            mems[argv[argv.index("--mem") + 1]] = argv
-    assert len(mems) == 2, f"two draws jobs with different --mem requests: {sorted(mems)}"
+        assert "group_depthlab_stores" in argv[argv.index("--output") + 1], argv
+
+
+def _requests(log: Path) -> list[list[str]]:
+    return [f.read_text().splitlines() for f in sorted(log.glob("argv.*"))]
+
+
+def _arg(argv: list[str], flag: str) -> str | None:
+    """The value of `flag` in an sbatch argv (`--mem 1000` or `--gpus=1`), None when absent."""
+    for i, a in enumerate(argv):
+        if a == flag:
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def test_store_jobs_go_to_slurm_in_few_submissions_that_ask_for_what_their_jobs_need(tmp_path):
+    """Issue 40 item 4.  With one chain per submission (group-components 1) each draws job of the tiny study asks for
+    its own memory, from its spec's estimate (the 10^8-draw job for more); with the profile's packing (2 chains per
+    sbatch) both go in one submission asking for the sum of the two, on two CPUs (both run at once, under the profile's
+    4-core cap)."""
+    fake, log, env = _fake_slurm(tmp_path)
+    seen = {}
+    for k in ("1", None):
+        work = tmp_path / f"k{k}"
+        work.mkdir()
+        (work / "c.yaml").write_text(CONFIG)
+        for f in log.iterdir():
+            f.unlink()
+        out = _submit(work, env, log, work / "c.yaml", extra=("--group-components", f"depthlab_stores={k}") if k else ())
+        seen[k] = _requests(log)
+        assert seen[k], out[-3000:]
+    mems = sorted(int(_arg(a, "--mem")) for a in seen["1"])
+    assert len(mems) == 2 and mems[0] < mems[1], f"two draws jobs with different --mem requests: {mems}"
+    [packed] = seen[None]
+    assert int(_arg(packed, "--mem")) == sum(mems), packed
+    assert _arg(packed, "--cpus-per-task") == "2", packed
+
+
+
+def _mori_ueda_fig2(path: Path) -> None:
+    import yaml
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    mu = cfg["studies"]["mori_ueda"]
+    mu["figures"] = {"fig2": mu["figures"]["fig2"]}
+    cfg.update(studies={"mori_ueda": mu}, device="auto", results="r")
+    path.write_text(yaml.safe_dump(cfg))
+
+
+def test_device_auto_asks_a_cluster_for_a_gpu_only_when_the_run_declares_gpus(tmp_path):
+    """Issue 40 item 4: `device: auto` on a cluster asks for no GPU unless the run declares how many may be in use
+    (`--resources gpu=N`, the SLURM profile's `resources:`); then the submission holding the nets asks for them."""
+    fake, log, env = _fake_slurm(tmp_path)
+    gpus = {}
+    for declared in (None, "1"):
+        work = tmp_path / f"gpu{declared}"
+        work.mkdir()
+        _mori_ueda_fig2(work / "c.yaml")
+        for f in log.iterdir():
+            f.unlink()
+        out = _submit(work, env, log, work / "c.yaml", extra=("--resources", f"gpu={declared}") if declared else ())
+        gpus[declared] = [_arg(a, "--gpus") for a in _requests(log)]
+        assert gpus[declared], out[-3000:]
+    assert gpus[None] == [None] * len(gpus[None]), gpus
+    assert "1" in gpus["1"], gpus
+
+
+def test_a_dry_run_of_the_default_config_on_the_slurm_profile_shows_at_most_100_submissions(tmp_path):
+    """Issue 40 item 4: figures, claims and the index are local rules, every store job is in a group job, and the
+    profile's packing leaves at most 100 sbatch calls for the default config (each "Group job" of the dry run is one;
+    a store job outside every group would be one more)."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    cmd = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path), "--profile",
+           str(ROOT / "workflow/profiles/slurm"), "--workflow-profile", str(ROOT / "workflow/profiles/default"),
+           "--configfile", str(ROOT / "config" / "config.yaml"), "--dry-run"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = p.stdout + p.stderr
+    groups = len(re.findall(r"Group job depthlab_stores", out))
+    alone = re.findall(r"^(?:\[[^\]]*\] )?(?:local)?rule (\w+):", out, re.M)  # top-level jobs
+    stores_alone = [r for r in alone if r not in ("figure", "claims", "claims_index", "config_snapshot", "all")]
+    in_groups = len(re.findall(r"^ {4}rule \w+:", out, re.M))
+    total = int(re.search(r"^total\s+(\d+)", out, re.M).group(1))
+    print(f"\nSLURM dry run of config/config.yaml: {groups} group submissions holding {in_groups} store jobs, "
+          f"{len(alone)} local jobs, {total} jobs in all")
+    assert not stores_alone and in_groups + len(alone) == total, (stores_alone, in_groups, len(alone), total)
+    assert 0 < groups + len(stores_alone) <= 100

@@ -36,6 +36,12 @@ envvars:
     "DEPTHLAB_STUDY_PATH",
 
 
+# Under a cluster executor every store job belongs to one group: each connected chain of store jobs (a data set, its
+# rate searches, nets and kernels) is one submission, and the SLURM profile's `group-components` packs several chains
+# into one. Its `cores` caps a submission's CPUs: jobs beyond them run one after another in it. Ignored locally.
+STORE_GROUP = "depthlab_stores"
+
+
 # One shell command for every store, figure and claims job: the spec names the study and stage.
 STAGE_SHELL = (
     "depthlab stage --spec {params.spec:q} --inputs {params.inputs:q} --output {params.output:q}"
@@ -201,10 +207,29 @@ def spec_of(study, stage):
     )
 
 
+def declared_gpus():
+    """The run's `--resources gpu=N` (its profile's `resources:`), or None when it declares none."""
+    try:
+        res = workflow.global_resources.get("gpu")
+        value = getattr(res, "value", res)
+        return None if value is None else int(value)
+    except Exception:  # no such resource declared
+        return None
+
+
+def gpus_exist():
+    """Whether a job may ask for a GPU. Locally: yes, where its stage can use one (the device decides at run time).
+    Under a cluster executor only when the run declares `--resources gpu=N` with N >= 1: a CPU-only cluster gets no GPU
+    request from `device: auto` (a job asking for a GPU there would never start)."""
+    if not workflow.non_local_exec or workflow.remote_exec:
+        return True
+    return (declared_gpus() or 0) >= 1
+
+
 @functools.lru_cache(maxsize=None)
 def _resources(study, stage, job, attempt):
     """All of one job's cluster requests, computed once (three resource functions ask, on every scheduler pass)."""
-    gpu = get_study(study).stage(stage).gpu
+    gpu = get_study(study).stage(stage).gpu and gpus_exist()
     return dlplan.job_resources(_spec(study, stage, job), study, stage, gpu, dlc.device_of(config, study), attempt)
 
 

@@ -1,4 +1,12 @@
-# Figures, claims, the claims index and the config snapshot: the same rules for every study.
+# Figures, claims, the claims index and the config snapshot: the same rules for every study.  Seconds long each, they
+# run where Snakemake runs, never through a cluster's queue.
+
+
+localrules:
+    figure,
+    claims,
+    claims_index,
+    config_snapshot,
 
 
 rule figure:

@@ -17,6 +17,8 @@ for _study in STUDIES:
                 bench_pattern(_study, _stage.name)
             wildcard_constraints:
                 **_stage.job_type.constraints(),
+            group:
+                STORE_GROUP
             conda:
                 CONDA_ENV
             threads: _stage.threads
