@@ -49,8 +49,8 @@ test: setup
 test-slow: setup
 	$(BIN)/python -m pytest -q --run-slow -m slow $(PYTEST_ARGS) tests
 
-# the fault-injection tests of issue 41 (seeded local kills; scancel, requeue, time limits and a killed submit host
-# on the one-node SLURM): root, apt-get, tens of minutes
+# the SLURM fault-injection test of issue 41 (scancel, requeue, a time limit and a killed submit host on the one-node
+# SLURM): root, apt-get, tens of minutes; the seeded local kills (tests/test_chaos.py) are in the slow set
 test-chaos: setup
 	$(BIN)/python -m pytest -q --run-slow --run-chaos -m chaos $(PYTEST_ARGS) tests
 

@@ -18,8 +18,8 @@ SLOW_REASON = ("slow set (a real SLURM cluster: root, apt-get, daemons, minutes)
                "`make test SLOW=1` (what CI runs) or `pytest --run-slow`")
 
 
-CHAOS_REASON = ("chaos set (issue 41: seeded kills of a local run, faults injected into the one-node SLURM; tens of "
-                "minutes, not yet part of CI): runs with `make test-chaos` or `pytest --run-chaos`")
+CHAOS_REASON = ("chaos set (issue 41: faults injected into the one-node SLURM; tens of minutes, not yet part of CI): "
+                "runs with `make test-chaos` or `pytest --run-chaos`")
 
 
 def pytest_addoption(parser):

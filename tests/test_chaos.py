@@ -29,7 +29,8 @@ from helpers import BIN, ROOT, tool_env
 
 import depthlab.storage as st
 
-pytestmark = [pytest.mark.slow, pytest.mark.chaos]
+# the slow set (CI runs it): about 6 minutes on 2 cores; it ran green with all five moments reached before it joined
+pytestmark = [pytest.mark.slow]
 
 SEED = int(os.environ.get("DEPTHLAB_CHAOS_SEED", "7"))
 K = 11
