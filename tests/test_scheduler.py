@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+from helpers import ROOT
+
 from depthlab.scheduler import coalesce_reevaluations
 
 
@@ -84,3 +86,24 @@ def test_snakemake_still_has_what_the_patch_relies_on():
 
     src = inspect.getsource(JobScheduler)
     assert "self._open_jobs" in src and "self._schedule_reevalutation(self.job_rate_limiter.timespan)" in src
+
+
+def test_an_untested_snakemake_leaves_the_scheduler_alone_and_says_so():
+    s = FakeScheduler()
+    line = coalesce_reevaluations(s, version="10.1.0")
+    assert "warning" in line and "10.1.0" in line and "left as it is" in line
+    assert s._schedule_reevalutation.__func__ is FakeScheduler._schedule_reevalutation
+    assert "coalesced" in coalesce_reevaluations(FakeScheduler(), version="9.27.1")
+
+
+def test_the_tested_release_is_the_pinned_one():
+    """The patch is on for the Snakemake that make setup installs: its version is in TESTED (a pin bump must revisit
+    the internals above, then add the release)."""
+    import re
+
+    import snakemake
+
+    import depthlab.scheduler as ds
+
+    pin = re.search(r"^snakemake==(\S+)", (ROOT / "envs" / "constraints.txt").read_text(), re.M).group(1)
+    assert snakemake.__version__ == pin and ".".join(pin.split(".")[:2]) in ds.TESTED

@@ -15,6 +15,11 @@ waiting job is still looked at again within ``timespan``), passes triggered by f
 unchanged, and the timer is a daemon thread, so it never delays exit.  If a Snakemake release renames what
 this relies on, it changes nothing and says so.  ``DEPTHLAB_STOCK_SCHEDULER=1`` leaves Snakemake as it is
 (``benchmarks/bench_workflow.py`` measures the two side by side).
+
+Snakemake 9.10 put the choice of which jobs run behind a plugin interface (``--scheduler``); the re-evaluation timer
+is outside it (the job scheduler's own loop), so no plugin can replace this.  The patch therefore stays, behind a
+version check: on a Snakemake release it was not tested against (``TESTED``, the pin in ``envs/constraints.txt``) it
+is off and says so, and ``tests/test_scheduler.py`` pins the internals it touches.
 """
 
 from __future__ import annotations
@@ -24,12 +29,25 @@ import threading
 from typing import Any
 
 ENV_STOCK = "DEPTHLAB_STOCK_SCHEDULER"
+TESTED = ("9.27",)  # Snakemake releases (major.minor) whose scheduler internals this patch was tested against
 
 
-def coalesce_reevaluations(scheduler: Any) -> str:
+def _snakemake_version() -> str:
+    try:
+        from snakemake import __version__
+    except Exception:  # no Snakemake importable: nothing to patch
+        return "unknown"
+    return str(__version__)
+
+
+def coalesce_reevaluations(scheduler: Any, version: str | None = None) -> str:
     """Patch ``scheduler`` (a Snakemake JobScheduler) in place; returns a line saying what was done."""
     if os.environ.get(ENV_STOCK, "") not in ("", "0"):
         return f"depthlab: {ENV_STOCK} is set: Snakemake's scheduler left as it is"
+    version = _snakemake_version() if version is None else version
+    if ".".join(version.split(".")[:2]) not in TESTED:
+        return (f"depthlab: warning: Snakemake {version} is not one the scheduler patch was tested against "
+                f"({', '.join(TESTED)}): its scheduler left as it is (job starts may cost more CPU; see depthlab.scheduler)")
     if scheduler is None or not callable(getattr(scheduler, "_schedule_reevalutation", None)) \
             or not hasattr(scheduler, "_open_jobs"):
         return "depthlab: this Snakemake's scheduler has no _schedule_reevalutation/_open_jobs: left as it is"
