@@ -160,6 +160,10 @@ def test_store_jobs_go_to_slurm_in_few_submissions_that_ask_for_what_their_jobs_
     [packed] = seen[None]
     assert int(_arg(packed, "--mem")) == sum(mems), packed
     assert _arg(packed, "--cpus-per-task") == "2", packed
+    # the partition given with --default-resources on the command line (which replaces the profile's whole list) adds
+    # to what each job asks for: every submission still carries its jobs' own time and memory, and the partition
+    for argv in seen["1"] + seen[None]:
+        assert _arg(argv, "-p") == "debug" and int(_arg(argv, "-t")) > 0 and int(_arg(argv, "--mem")) > 0, argv
 
 
 
