@@ -14,7 +14,8 @@ SMK     := PATH="$(CURDIR)/$(BIN):$$PATH" DEPTHLAB_VERBOSE="$(VERBOSE)" $(BIN)/s
 # Forwarded to snakemake *before* --configfile (which takes several values, so anything after it would be read
 # as one more config file): targets and options, e.g. SMK_ARGS="mori_ueda_fig2" or SMK_ARGS="--dry-run".
 SMK_ARGS ?=
-# make test SLOW=1 also runs the slow set (the real one-node SLURM test: root, apt-get, daemons); CI does.
+# make test SLOW=1 also runs the slow set (the real one-node SLURM test, the report in headless Chromium, the local
+# chaos test: root, apt-get, daemons); CI does.
 SLOW ?=
 PYTEST_ARGS ?=
 
@@ -22,7 +23,7 @@ PYTEST_ARGS ?=
 
 help: setup
 	@echo "make run [CONFIG=config/smoke.yaml] [SMK_ARGS=\"<target> --dry-run\"] [VERBOSE=1]  build (default: config/config.yaml)"
-	@echo "make test [SLOW=1]    the test suite (SLOW=1: with the real SLURM test)"
+	@echo "make test [SLOW=1]    the test suite (SLOW=1: with the slow set: SLURM, Chromium, chaos)"
 	@echo "make report | plan | bench | clean"
 	@$(BIN)/depthlab targets $(CONFIG)
 

@@ -14,7 +14,8 @@ from helpers import SmokeRun, smk, snapshot  # noqa: E402
 
 torch.set_num_threads(1)
 
-SLOW_REASON = ("slow set (a real SLURM cluster: root, apt-get, daemons, minutes): runs with `make test-slow`, "
+SLOW_REASON = ("slow set (a real one-node SLURM, the report in headless Chromium, the local chaos test; root, "
+               "apt-get, daemons, tens of minutes): runs with `make test-slow`, "
                "`make test SLOW=1` (what CI runs) or `pytest --run-slow`")
 
 

@@ -31,6 +31,17 @@ def smk(workdir: Path, *args: str, snakefile: Path = ROOT / "Snakefile", check: 
     return p
 
 
+def smoke_mori_ueda_fig2() -> dict:
+    """The smoke config cut to one study and one figure: Mori & Ueda's Fig. 2 (a few store chains, a figure, claims)."""
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    mu = cfg["studies"]["mori_ueda"]
+    mu["figures"] = {"fig2": mu["figures"]["fig2"]}
+    cfg["studies"] = {"mori_ueda": mu}
+    return cfg
+
+
 def snapshot(results: Path) -> dict[str, tuple[int, int]]:
     """(size, mtime) of every file below ``results``: what a read-only user must leave as it found it."""
     return {str(p.relative_to(results)): (p.stat().st_size, p.stat().st_mtime_ns) for p in results.rglob("*") if p.is_file()}

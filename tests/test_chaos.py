@@ -29,7 +29,7 @@ from helpers import BIN, ROOT, tool_env
 
 import depthlab.storage as st
 
-# the slow set (CI runs it): about 6 minutes on 2 cores; it ran green with all five moments reached before it joined
+# the slow set (CI runs it): 977 s on 2 cores shared with other work; it ran green with all five moments reached
 pytestmark = [pytest.mark.slow]
 
 SEED = int(os.environ.get("DEPTHLAB_CHAOS_SEED", "7"))

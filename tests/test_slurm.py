@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 import depthlab.storage as st
+from helpers import smoke_mori_ueda_fig2
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,11 +90,8 @@ def _queue() -> list[tuple[str, str, str]]:
 def _chaos_config(tmp_path: Path) -> Path:
     """Fig. 2 of the smoke config, its nets made long enough to be hit while they run (a budget of 4 000 epochs and no
     early stop: each trains about a minute), into results/chaos."""
-    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
-    mu = cfg["studies"]["mori_ueda"]
-    mu["figures"] = {"fig2": mu["figures"]["fig2"]}
-    mu["training"].update(max_epochs=4000, loss_threshold=1.0e-12, patience=100000)
-    cfg["studies"] = {"mori_ueda": mu}
+    cfg = smoke_mori_ueda_fig2()
+    cfg["studies"]["mori_ueda"]["training"].update(max_epochs=4000, loss_threshold=1.0e-12, patience=100000)
     cfg["device"] = "cpu"
     path = tmp_path / "chaos.yaml"
     path.write_text(yaml.safe_dump(cfg))

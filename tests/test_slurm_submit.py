@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import ROOT
+from helpers import ROOT, smoke_mori_ueda_fig2
 
 BIN = Path(sys.executable).parent
 
@@ -169,10 +169,8 @@ def test_store_jobs_go_to_slurm_in_few_submissions_that_ask_for_what_their_jobs_
 
 def _mori_ueda_fig2(path: Path) -> None:
     import yaml
-    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
-    mu = cfg["studies"]["mori_ueda"]
-    mu["figures"] = {"fig2": mu["figures"]["fig2"]}
-    cfg.update(studies={"mori_ueda": mu}, device="auto", results="r")
+    cfg = smoke_mori_ueda_fig2()
+    cfg.update(device="auto", results="r")
     path.write_text(yaml.safe_dump(cfg))
 
 
