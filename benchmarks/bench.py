@@ -9,7 +9,7 @@ Everything is measured in one run on one machine and printed as ratios:
   the measured matmul peak; SGD + MSE at the Mori & Ueda shapes, Adam + hinge at the fractal ones;
 * NTK: kernel regression (Gram, Cholesky, test predictions) for every depth 1..10 against
   the bare float64 Choleskys it cannot avoid, at the same N, each in a fresh process (peak RSS),
-  with both sides on 1 thread and again on 2 threads: torch, the BLAS library (threadpoolctl)
+  with both sides on 1 thread and again on every core: torch, the BLAS library (threadpoolctl)
   and numba are all pinned in each process, and the threads each library reports are printed
   and written to the JSON; and the previous torch recursion (the CUDA path) beside the fused CPU
   one at N = 5000;
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import platform
 import resource
 import subprocess
@@ -363,7 +364,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--skip-ntk", action="store_true")
     ap.add_argument("--skip-trainer", action="store_true")
     ap.add_argument("--ntk-n", type=int, nargs="+", default=[5000, 20000], help="training-set sizes N of the NTK cases")
-    ap.add_argument("--ntk-threads", type=int, nargs="+", default=[1, 2], help="threads of both sides of the NTK cases")
+    ap.add_argument("--ntk-threads", type=int, nargs="+", default=sorted({1, os.cpu_count() or 1}),
+                    help="threads of both sides of the NTK cases (default: 1 and every core)")
     ap.add_argument("--skip-previous", action="store_true", help="skip the previous torch recursion (83 s at N = 5000)")
     ap.add_argument("--skip-pipeline", action="store_true", help="skip the start-up and dry-run timings")
     args = ap.parse_args(argv)
@@ -422,7 +424,9 @@ def main(argv: list[str] | None = None) -> None:
                 tag = ("quick" if args.quick else f"n{n}") + f"_{threads}thread"
                 ratio = record_ntk_pair(out, ours, chol, tag)
                 out["ntk_peak_rss_gib"] = max(out.get("ntk_peak_rss_gib", 0.0), ours["peak_rss_gib"])
-                print(f"  N={n}, {threads} thread(s) each side: NTK total / bare Choleskys = {ratio:.2f} (goal <= 1.3); "
+                goal = 1.3 if threads == 1 else 1.5
+                out[f"ntk_goal_{tag}"] = goal
+                print(f"  N={n}, {threads} thread(s) each side: NTK total / bare Choleskys = {ratio:.2f} (goal <= {goal}); "
                       f"peak RSS {ours['peak_rss_gib']:.2f} GiB (goal <= 8)")
                 floor = roofline(n, nt, max(depths), rate, chol["factor_seconds"], threads)
                 out[f"ntk_roofline_{tag}"] = floor

@@ -1,3 +1,4 @@
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -5,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))  # also importable when the package is not installed
@@ -53,22 +55,44 @@ def root() -> Path:
 
 
 @pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory) -> SmokeRun:
+def smoke_run(tmp_path_factory, worker_id) -> SmokeRun:
     """config/smoke.yaml, every study, run once for the whole session and only read: a test that changes results
-    works on ``smoke_run.copy(...)``.  At the end of the session every file of it must be as it was built."""
+    works on ``smoke_run.copy(...)``.  At the end of the session every file of it must be as it was built.
+
+    Under pytest-xdist (``make test`` runs two workers) the workers share one run: the first to need it builds it
+    under a file lock in the session's common temporary folder, the others wait for it and reuse it (its terminal
+    output is saved beside it)."""
     reuse = os.environ.get("DEPTHLAB_TEST_SMOKE_WORK")  # a contributor's shortcut: a smoke run built before, reused
-    work = Path(reuse) if reuse else tmp_path_factory.mktemp("smoke")
+    if reuse:
+        work, lock = Path(reuse), None
+    elif worker_id == "master":
+        work, lock = tmp_path_factory.mktemp("smoke"), None
+    else:  # every xdist worker's basetemp lies in one folder of this session
+        work = tmp_path_factory.getbasetemp().parent / "smoke"
+        lock = FileLock(str(work) + ".lock")
     cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
     cfg_path = work / "smoke.yaml"
+    terminal_file = work / "terminal.txt"  # beside results/, not in it: written once the shared run is complete
     terminal = None
-    if not reuse or not (work / "results").is_dir():
-        work.mkdir(parents=True, exist_ok=True)
-        cfg_path.write_text(yaml.safe_dump(cfg))
-        p = smk(work, "--configfile", str(cfg_path))
-        terminal = p.stdout + p.stderr
+    with lock if lock is not None else contextlib.nullcontext():
+        if not (work / "results").is_dir() or (lock is not None and not terminal_file.is_file()):
+            work.mkdir(parents=True, exist_ok=True)
+            cfg_path.write_text(yaml.safe_dump(cfg))
+            p = smk(work, "--configfile", str(cfg_path))
+            terminal = p.stdout + p.stderr
+            if lock is not None:
+                terminal_file.write_text(terminal)  # for the other workers
+        elif lock is not None:
+            terminal = terminal_file.read_text()
     import depthlab.config as dlc
 
     run = SmokeRun(work, dlc.validate(cfg, source=cfg_path), cfg_path, terminal)  # validated: defaults filled in, as the workflow sees it
     built = snapshot(run.results)
     yield run
     assert snapshot(run.results) == built, "a test modified the shared smoke run (tests that change results use a copy)"
+
+
+@pytest.fixture(scope="session")
+def worker_id(request) -> str:
+    """pytest-xdist's worker name ("gw0", ...), "master" without it (its own fixture of the same name wins when loaded)."""
+    return getattr(request.config, "workerinput", {}).get("workerid", "master")

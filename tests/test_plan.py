@@ -166,9 +166,9 @@ def test_job_requests_follow_the_job_and_grow_with_the_attempt(root):
     specs = [mu.spec(cfg, "train", j) for j in mu.jobs(cfg, "train")]
     small = min(specs, key=lambda s: s.work())
     big = max(specs, key=lambda s: s.work())
-    rs, rb = (pl.job_resources(s, "mori_ueda", "train", True, "auto") for s in (small, big))
+    rs, rb = (pl.job_resources(s, "mori_ueda", "train", True, "auto", gpu_costs={}) for s in (small, big))
     assert rb["runtime"] > rs["runtime"] and rb["mem_mb"] >= rs["mem_mb"] and rs["gpu"] == 1
-    r2 = pl.job_resources(big, "mori_ueda", "train", True, "auto", attempt=2)
+    r2 = pl.job_resources(big, "mori_ueda", "train", True, "auto", attempt=2, gpu_costs={})
     assert r2["mem_mb"] == 2 * rb["mem_mb"] or abs(r2["mem_mb"] - 2 * rb["mem_mb"]) <= 1
     assert r2["runtime"] == min(pl.MAX_RUNTIME_MIN, 2 * rb["runtime"])
     assert pl.job_resources(big, "mori_ueda", "train", True, "cpu")["gpu"] == 0
@@ -190,3 +190,76 @@ def test_a_benchmark_file_with_an_impossible_time_is_refused_naming_it(tmp_path,
     with pytest.raises(SystemExit, match=re.escape(str(tsv))):
         pl.calibrate([folder], tmp_path / "out.json")
     assert not (tmp_path / "out.json").exists()
+
+
+def test_under_auto_a_job_the_gpu_calibration_times_slower_than_one_core_asks_for_no_gpu_and_runs_on_the_cpu(root, monkeypatch):
+    """Issue 40 item 2: small nets gain nothing from a GPU.  Where the GPU calibration timed a stage at this size and
+    predicts the job slower than on one CPU core, device: auto asks for no GPU and the job runs on the CPU (device: cuda
+    keeps it there); beyond 10x the largest job timed (an upper bound) or for a stage never timed, the GPU is kept."""
+    from depthlab.cli import job_device
+
+    cpu = {"mori_ueda/train": pl.StageCost(overhead_s=2.0, rate=1e6, jobs=5, max_work=1e8)}
+    slow_gpu = {"mori_ueda/train": pl.StageCost(overhead_s=10.0, rate=2e6, jobs=5, max_work=1e6)}
+    fast_gpu = {"mori_ueda/train": pl.StageCost(overhead_s=3.0, rate=1e8, jobs=5, max_work=1e8)}
+    assert pl.cpu_is_faster("mori_ueda", "train", 1e5, cpu, slow_gpu)  # 2.1 s on a core against 10.05 s on the GPU
+    assert not pl.cpu_is_faster("mori_ueda", "train", 1e7, cpu, fast_gpu)  # 12 s on a core against 3.1 s
+    assert pl.cpu_is_faster("mori_ueda", "train", 1e5, cpu, fast_gpu)  # 2.1 s against 3.001 s: start-up decides
+    assert not pl.cpu_is_faster("mori_ueda", "train", 1e8, cpu, slow_gpu)  # beyond 10x max_work: an upper bound only
+    assert not pl.cpu_is_faster("mori_ueda", "ntk", 1e5, cpu, slow_gpu)  # never timed on the GPU
+    cfg = dlc.validate(dlc.read_yaml(root / "config" / "smoke.yaml"), memory=False)
+    mu = get_study("mori_ueda")
+    spec = mu.spec(cfg, "train", mu.jobs(cfg, "train")[0])
+    spec_work = spec.work()
+    slow = {"mori_ueda/train": pl.StageCost(overhead_s=1e4, rate=None, jobs=5, max_work=10 * spec_work)}
+    fast = {"mori_ueda/train": pl.StageCost(overhead_s=0.0, rate=1e12, jobs=5, max_work=10 * spec_work)}
+    assert pl.job_resources(spec, "mori_ueda", "train", True, "auto", gpu_costs=slow)["gpu"] == 0
+    assert pl.job_resources(spec, "mori_ueda", "train", True, "cuda", gpu_costs=slow)["gpu"] == 1
+    assert pl.job_resources(spec, "mori_ueda", "train", True, "auto", gpu_costs=fast)["gpu"] == 1
+    monkeypatch.delenv("DEPTHLAB_DEVICE_BY_STUDY", raising=False)
+    assert job_device("auto", "mori_ueda", True, cpu_faster=True) == "cpu"
+    assert job_device("cuda", "mori_ueda", True, cpu_faster=True) == "cuda"
+    assert job_device("auto", "mori_ueda", True, cpu_faster=False) == "auto"
+    rows = pl.plan(cfg, gpu_costs=slow, results=root / "results" / "nowhere")
+    row = next(r for r in rows if (r.study, r.stage) == ("mori_ueda", "train"))
+    assert row.auto_cpu == row.jobs and "auto: all on the CPU" in pl.render(rows, "smoke", "cuda:X", "note")
+
+
+def test_the_gpus_a_machine_offers_come_from_cuda_visible_devices_else_nvidia_smi(tmp_path):
+    assert pl.local_gpus({"CUDA_VISIBLE_DEVICES": "0,1"}) == 2
+    assert pl.local_gpus({"CUDA_VISIBLE_DEVICES": ""}) == 0
+    assert pl.local_gpus({"CUDA_VISIBLE_DEVICES": "-1"}) == 0
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 (UUID: GPU-1)'\necho 'GPU 1: NVIDIA H100 (UUID: GPU-2)'\n")
+    fake.chmod(0o755)
+    import os
+
+    old = os.environ.get("PATH", "")
+    try:
+        os.environ["PATH"] = str(tmp_path)
+        assert pl.local_gpus({}) == 2
+        fake.unlink()
+        assert pl.local_gpus({}) == 0  # no nvidia-smi: no GPU
+    finally:
+        os.environ["PATH"] = old
+
+
+def test_locally_at_most_as_many_gpu_jobs_run_at_once_as_gpus_are_found(root, tmp_path):
+    """Issue 40 item 2: a local run caps its GPU jobs at the GPUs found (here: two, by CUDA_VISIBLE_DEVICES), unless it
+    declares --resources gpu=N; with none found, no job asks for one (device: cuda here, so that no calibration moves a
+    tiny smoke job to the CPU)."""
+    from helpers import smoke_mori_ueda_fig2, smk
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(smoke_mori_ueda_fig2()))
+    cuda = ("--config", "device=cuda")
+    found = smk(tmp_path, "--configfile", str(cfg), *cuda, "--dry-run", env={"CUDA_VISIBLE_DEVICES": "0,1"}).stdout
+    assert re.search(r"resources: .*gpu=1\b", found), found[-3000:]
+    none = smk(tmp_path, "--configfile", str(cfg), *cuda, "--dry-run", env={"CUDA_VISIBLE_DEVICES": ""}).stdout
+    assert re.search(r"resources: .*gpu=0\b", none) and not re.search(r"gpu=[1-9]", none), none[-3000:]
+    store = "results/c/mori_ueda/fig2/data/2-local.zarr"  # one CPU job, run for real: the log names the cap
+    for env, extra, cap in (({"CUDA_VISIBLE_DEVICES": "0,1"}, (), 2), ({"CUDA_VISIBLE_DEVICES": ""}, ("--resources", "gpu=5"), 5)):
+        for old in (tmp_path / "results" / "c" / "logs" / "snakemake").glob("*.log"):
+            old.unlink()
+        smk(tmp_path, "--configfile", str(cfg), *extra, "--force", "--", store, env=env)
+        log = "".join(q.read_text() for q in (tmp_path / "results" / "c" / "logs" / "snakemake").glob("*.log"))
+        assert re.search(rf"Provided resources: [^\n]*gpu\D*{cap}\b", log), log[:3000]  # gpu=Resource("gpu", 2)

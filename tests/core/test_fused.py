@@ -123,3 +123,47 @@ def test_predictions_chunked_over_training_points_match_the_whole_rows(chunk):
     np.testing.assert_array_equal(pt4, pt3)
     fused.divide_shift(raw, float(d), b2)  # the training side's one pass: the same bits as numpy's two
     np.testing.assert_array_equal(raw, prepared)
+
+
+def test_the_threaded_kernels_give_the_same_bits_on_one_thread_and_on_two():
+    """Issue 40 item 1: the Gram recursion, the copies and the test-row predictions run on numba's threads; each
+    element is computed by one thread with the same operations, so with the BLAS held at one thread the regression's
+    bits do not depend on numba's threads (1 against 2).  (The BLAS's own Cholesky changes its last bits with its
+    thread count, which is why a job pins it to its threads.)  kernel_regression gives the job's (torch's) thread
+    count to numba for the call and restores the caller's after it."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread on this machine")
+    x = sample_inputs(333, 7, seed=5)  # 333 = 5 tiles of 64 + a partial one: the balanced tile order covers them all
+    y = np.cos(x[:, 0]) - x[:, 1] * x[:, 3]
+    xt = sample_inputs(101, 7, seed=6)  # 12 blocks of 8 rows + a partial one
+    fits = []
+    before = numba.get_num_threads()
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            for threads in (1, 2):
+                numba.set_num_threads(threads)
+                fits.append(KR._regression_cpu_threads(x, y, xt, [1, 2, 5], 0.1, 2048, ("ntk", "nngp")))
+        numba.set_num_threads(1)
+        KR.kernel_regression(x, y, xt, [1], beta=0.1, device="cpu")
+        assert numba.get_num_threads() == 1
+    finally:
+        numba.set_num_threads(before)
+    for field in ("prediction", "train_prediction", "jitter"):
+        np.testing.assert_array_equal(getattr(fits[0], field), getattr(fits[1], field))
+
+
+def test_the_gram_carried_from_depth_to_depth_equals_the_one_built_from_layer_one():
+    """Issue 40 item 1 (the CUDA path, run here on the CPU): gram_states advances one layer per depth and must give, at
+    every depth, the kernels that appendix_a builds from Sigma^(0) on the same row tiles (the old per-depth build), to
+    the bit, with any tile size; gram() puts the closed-form diagonal in."""
+    x = torch.as_tensor(sample_inputs(50, 6, seed=7))
+    for block in (7, 50, 64):
+        tiles = [list(K.appendix_a(x[s : s + block], x, 4, 0.1)) for s in range(0, 50, block)]  # the old build, per tile
+        for L, S, Th in KR.gram_states(x, 4, 0.1, block):
+            torch.testing.assert_close(S, torch.cat([t[L - 1][1] for t in tiles]), rtol=0, atol=0)
+            torch.testing.assert_close(Th, torch.cat([t[L - 1][2] for t in tiles]), rtol=0, atol=0)
+        G = KR.gram(Th, x, 4, 0.1, "ntk")
+        torch.testing.assert_close(G.diagonal(), K.kernel_diagonal(x, 4, 0.1, "ntk"), rtol=0, atol=0)

@@ -160,10 +160,12 @@ def start_gc() -> None:
         gc.enable()
 
 
-def job_device(device: str, study: str, gpu_stage: bool) -> str:
+def job_device(device: str, study: str, gpu_stage: bool, cpu_faster: bool = False) -> str:
     """Where a store job runs: the CPU for a stage that does not declare it can use a GPU (its cluster request asks for
     none, and small models ran slower on one); else the study's entry in $DEPTHLAB_DEVICE_BY_STUDY (the config's
-    ``device_by_study``, set by the workflow), else ``device``."""
+    ``device_by_study``, set by the workflow), else ``device``; and the CPU when that is ``auto`` and the calibrations
+    predict this job faster on one CPU core than on the GPU (``cpu_faster``: :func:`depthlab.plan.cpu_is_faster`, the
+    same rule by which the workflow asks no GPU for it)."""
     if not gpu_stage:
         return "cpu"
     raw = os.environ.get("DEPTHLAB_DEVICE_BY_STUDY") or "{}"
@@ -174,7 +176,14 @@ def job_device(device: str, study: str, gpu_stage: bool) -> str:
     if not isinstance(by_study, dict) or any(v not in cfg.DEVICES for v in by_study.values()):
         raise SystemExit(f"error: $DEPTHLAB_DEVICE_BY_STUDY must map study names to one of {', '.join(cfg.DEVICES)}; "
                          f"got {raw[:200]!r}")
-    return by_study.get(study, device)
+    chosen = by_study.get(study, device)
+    return "cpu" if chosen == "auto" and cpu_faster else chosen
+
+
+def _cpu_faster(study: str, spec) -> bool:
+    from . import plan
+
+    return plan.cpu_is_faster(study, spec.STAGE, spec.work())
 
 
 def stage(args: argparse.Namespace) -> None:
@@ -196,7 +205,7 @@ def stage(args: argparse.Namespace) -> None:
         if st.kind == "store":
             if _written_meanwhile(study, spec, out):
                 return
-            run_store(study, spec, fn, inputs, out, args.results, job_device(args.device, study.name, st.gpu), args.threads)
+            run_store(study, spec, fn, inputs, out, args.results, job_device(args.device, study.name, st.gpu, st.gpu and _cpu_faster(study.name, spec)), args.threads)
         elif st.kind == "figure":
             run_figure(study, spec, fn, inputs, out, args.results)
         else:

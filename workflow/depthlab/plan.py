@@ -255,6 +255,7 @@ class Row:
     gpu: str = "CPU stage"  # 'CPU stage', 'device: cpu', 'not measured', 'measured', 'extrapolated' or 'modelled'
     gpu_seconds_max: float = 0.0
     gpu_seconds_total: float = 0.0
+    auto_cpu: int = 0  # jobs that run on the CPU under device: auto, the calibrations predicting it faster (cpu_is_faster)
 
 
 def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str | Path | None = None,
@@ -297,6 +298,8 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                 row.gpu_seconds_max, row.gpu_seconds_total = max(gsecs, default=0.0), sum(gsecs)
                 beyond = any(w > 10 * g.max_work for w in works)
                 row.gpu = ("modelled" if g.rate is None else "extrapolated") if beyond else "measured"
+                if device_of(config, name) == "auto":
+                    row.auto_cpu = sum(cpu_is_faster(name, st.name, w, costs, gpu_costs) for w in works)
             rows.append(row)
     return rows
 
@@ -311,7 +314,8 @@ def _dur(s: float) -> str:
 
 def _gpu_cell(r: Row) -> str:
     if r.gpu in GPU_TIMED:
-        return f"{_dur(r.gpu_seconds_max)} / {_dur(r.gpu_seconds_total)} ({r.gpu})"
+        return f"{_dur(r.gpu_seconds_max)} / {_dur(r.gpu_seconds_total)} ({r.gpu})" + (
+            f"; auto: {'all' if r.auto_cpu == r.jobs else r.auto_cpu} on the CPU" if r.auto_cpu else "")
     return r.gpu
 
 
@@ -348,7 +352,10 @@ def render(rows: list[Row], config_name: str, gpu_device: str = "", gpu_note: st
         lines.append("  the largest timed, and a GPU's throughput grows with the job while the fitted rate does not, so")
         lines.append("  these are upper bounds (README, 'GPU'). 'modelled': the rate is the median of the timed stages'.")
         lines.append("  A job's time on a shared GPU depends on how many jobs share it. 'CPU stage': runs on the CPU")
-        lines.append("  whatever the device.")
+        lines.append("  whatever the device. 'auto: N on the CPU': under device: auto, N jobs whose measured GPU time is")
+        lines.append("  above their time on one CPU core (small nets: a GPU step costs more than the arithmetic) ask for")
+        lines.append("  no GPU and run on the CPU; `device: cuda` keeps them on the GPU.")
+        lines.append("  Locally at most as many GPU jobs run at once as GPUs are found (--resources gpu=N sets it).")
     else:
         lines.append("GPU: no calibration measured on a GPU is installed, so no GPU runtime is estimated.")
     return "\n".join(lines)
@@ -401,18 +408,62 @@ MAX_RUNTIME_MIN = 7 * 24 * 60  # the longest time limit most SLURM partitions al
 
 
 def job_resources(spec: Any, study: str, stage: str, gpu: bool, device: str, attempt: int = 1,
-                  costs: dict[str, StageCost] | None = None) -> dict[str, int]:
+                  costs: dict[str, StageCost] | None = None, gpu_costs: dict[str, StageCost] | None = None) -> dict[str, int]:
     """A job's cluster request from the same estimates as ``depthlab plan``: ``mem_mb`` = 1.5 x the spec's peak-memory
     estimate + 1 GB (Python, torch), ``runtime`` (minutes) = 3 x the one-core estimate, at least 10, both multiplied by
     ``attempt`` (a job killed for time or memory asks for more when it is retried; its checkpoint keeps the work done);
     ``gpu`` = 1 for a stage that can use one unless ``device`` (the config's ``device_by_study`` entry for the study,
-    else its ``device``: :func:`depthlab.config.device_of`) is ``cpu``."""
+    else its ``device``: :func:`depthlab.config.device_of`) is ``cpu``, or is ``auto`` and the GPU calibration says
+    this job is slower on the GPU than on one CPU core (:func:`cpu_is_faster`): such a job asks for no GPU and runs
+    on the CPU."""
     costs = _shipped_costs() if costs is None else costs
     need_mb = sum(spec.memory().values()) / 2**20
-    secs = predict(stage_cost(costs, f"{study}/{stage}"), spec.work(), fallback_rate(costs))
+    work = spec.work()
+    secs = predict(stage_cost(costs, f"{study}/{stage}"), work, fallback_rate(costs))
+    wants_gpu = gpu and device != "cpu" and not (device == "auto" and cpu_is_faster(study, stage, work, costs, gpu_costs))
     return {"mem_mb": int(math.ceil((1.5 * need_mb + 1000) * attempt)),
             "runtime": int(min(MAX_RUNTIME_MIN, max(10, math.ceil(3 * secs / 60)) * attempt)),
-            "gpu": int(gpu and device != "cpu")}
+            "gpu": int(wants_gpu)}
+
+
+def cpu_is_faster(study: str, stage: str, work: float, costs: dict[str, StageCost] | None = None,
+                  gpu_costs: dict[str, StageCost] | None = None) -> bool:
+    """Whether a job of ``work`` in ``study/stage`` is predicted slower on the GPU than on one CPU core, by the two
+    calibrations (``costs.json``, ``costs_gpu.json``).  Only where the GPU calibration timed that stage at this size
+    (within 10x the largest job it timed): beyond it the GPU estimate is an upper bound (a GPU's throughput grows with
+    the job), and a stage it never timed is left to the GPU."""
+    costs = _shipped_costs() if costs is None else costs
+    gpu_costs = _shipped_gpu_costs() if gpu_costs is None else gpu_costs
+    key = f"{study}/{stage}"
+    if key not in gpu_costs or key not in costs:
+        return False
+    g = gpu_costs[key]
+    if work > 10 * g.max_work:
+        return False
+    return predict(g, work, fallback_rate(gpu_costs)) > predict(costs[key], work, fallback_rate(costs))
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_gpu_costs() -> dict[str, StageCost]:
+    """The package's GPU calibration (none when it is absent or was not measured on CUDA), read once per process."""
+    return gpu_calibration()[0]
+
+
+def local_gpus(env: dict | None = None) -> int:
+    """GPUs this machine offers its jobs: the entries of $CUDA_VISIBLE_DEVICES when it is set (empty or -1: none),
+    else the GPU lines of ``nvidia-smi -L``; 0 when neither answers.  Imports no torch (the workflow asks at start-up)."""
+    import subprocess
+
+    env = os.environ if env is None else env
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [v.strip() for v in visible.split(",") if v.strip()]
+        return 0 if not ids or ids[0] == "-1" else len(ids)
+    try:
+        p = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(line.startswith("GPU ") for line in p.stdout.splitlines()) if p.returncode == 0 else 0
 
 
 @functools.lru_cache(maxsize=1)

@@ -217,11 +217,19 @@ def declared_gpus():
         return None
 
 
+# Locally, GPU jobs share the GPUs found: unless the run declares `--resources gpu=N` (or its profile's `resources:`),
+# at most as many jobs that asked for a GPU run at once as this machine has GPUs ($CUDA_VISIBLE_DEVICES, else
+# `nvidia-smi -L`), while CPU jobs fill the cores.  With none found, no job asks for one (and device: auto runs on the
+# CPU).
+if not workflow.non_local_exec and not workflow.remote_exec and declared_gpus() is None:
+    workflow.register_resource("gpu", dlplan.local_gpus())
+
+
 def gpus_exist():
-    """Whether a job may ask for a GPU. Locally: yes, where its stage can use one (the device decides at run time).
-    Under a cluster executor only when the run declares `--resources gpu=N` with N >= 1: a CPU-only cluster gets no GPU
-    request from `device: auto` (a job asking for a GPU there would never start)."""
-    if not workflow.non_local_exec or workflow.remote_exec:
+    """Whether a job may ask for a GPU: when the run has at least one, declared (`--resources gpu=N`) or, locally,
+    found.  So a CPU-only cluster gets no GPU request from `device: auto` (a job asking for a GPU there would never
+    start); on the compute node itself (remote execution) the request was made already."""
+    if workflow.remote_exec:
         return True
     return (declared_gpus() or 0) >= 1
 

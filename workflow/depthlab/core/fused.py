@@ -14,6 +14,11 @@ vectorisation.  :func:`atan` is the Cephes ``atan`` (range reduction to |x| <= 0
 P(z)/Q(z) rational approximation in z = x^2, accurate to ~1 ulp), written without branches so
 the loop vectorises.  It is tested against numpy's arctan over the whole real line.
 
+Threads: the loops over rows (``advance``'s tile rows, ``predict_rows``' test rows, the copies) are numba
+``prange`` loops, run on numba's threads: as many as the caller set with ``numba.set_num_threads`` (the NTK
+regression sets the job's threads).  Every element is computed by one thread with the same operations whatever
+the number of threads, so the bits do not depend on it.
+
 The recursion is the one of :func:`depthlab.core.kernels.relu_layer_`, element by element:
 
     sqrt_det = sqrt(max(q1 q2 - s^2, 0));  ph = atan(s / sqrt_det)
@@ -38,6 +43,7 @@ _Q = (2.485846490142306297962e1, 1.650270098316988542046e2, 4.328810604912902668
       4.853903996359136964868e2, 1.945506571482613964425e2)
 
 _JIT = dict(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+_PAR = dict(_JIT, parallel=True)
 
 
 @numba.njit(inline="always", **_JIT)
@@ -122,7 +128,7 @@ def recursion(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float, wa
                 k += 1
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_PAR)
 def advance(A: np.ndarray, q: np.ndarray, beta2: float, ell: int, tile: int = 64) -> None:
     """One layer of the recursion on a symmetric pair of kernels packed into one square matrix, in place.
 
@@ -137,9 +143,11 @@ def advance(A: np.ndarray, q: np.ndarray, beta2: float, ell: int, tile: int = 64
     """
     n = A.shape[0]
     b = ell * beta2
-    sb = np.empty((tile, tile))
-    tb = np.empty((tile, tile))
-    for r0 in range(0, n, tile):
+    nb = (n + tile - 1) // tile
+    for p in numba.prange(nb):
+        r0 = tile * (p // 2 if p % 2 == 0 else nb - 1 - p // 2)  # 0, nb - 1, 1, nb - 2, ...: every index once
+        sb = np.empty((tile, tile))
+        tb = np.empty((tile, tile))
         r1 = min(r0 + tile, n)
         nr = r1 - r0
         for c0 in range(0, r0, tile):  # off the diagonal: c0 + tile <= r0
@@ -167,7 +175,7 @@ def advance(A: np.ndarray, q: np.ndarray, beta2: float, ell: int, tile: int = 64
                 A[r0 + jj, r0 + ii] = tb[ii, jj]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_PAR)
 def predict_rows(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float, want: np.ndarray,
                  alpha_sigma: np.ndarray, alpha_theta: np.ndarray, out_sigma: np.ndarray, out_theta: np.ndarray,
                  need_sigma: bool = True, need_theta: bool = True, chunk: int = 512, divide: float = 1.0,
@@ -181,40 +189,53 @@ def predict_rows(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float,
     The kernels never leave the cache: each row is cut into chunks of ``chunk`` training points,
     and a chunk is advanced through every layer and dotted with the matching pieces of alpha
     before the next is read, so its state stays in L1 (a whole row at N = 20 000 is 480 KB of
-    state per layer, and the alphas of ten depths 3.2 MB).
+    state per layer, and the alphas of ten depths 3.2 MB).  The rows are shared out over numba's threads in blocks
+    of ``rows_per_block``, each block with its own scratch; a row's sums run in the same order on any thread.
     """
     n1, n2 = sig0.shape
     max_depth = want.shape[0] - 1
     D = out_sigma.shape[0]
-    s = np.empty(chunk)
-    th = np.empty(chunk)
-    acc_s = np.zeros(D)
-    acc_t = np.zeros(D)
-    for i in range(n1):
-        acc_s[:] = 0.0
-        acc_t[:] = 0.0
-        for c0 in range(0, n2, chunk):
-            c1 = min(c0 + chunk, n2)
-            m = c1 - c0
-            for j in range(m):
-                v = sig0[i, c0 + j] / divide + shift
-                s[j] = v
-                th[j] = v
-            k = 0
-            for ell in range(1, max_depth + 1):
-                step_row(s[:m], th[:m], q2[c0:c1], q1[i] + ell * beta2, ell * beta2, beta2)
-                if want[ell]:
-                    if need_sigma:
-                        acc_s[k] += np.dot(s[:m], alpha_sigma[k, c0:c1])
-                    if need_theta:
-                        acc_t[k] += np.dot(th[:m], alpha_theta[k, c0:c1])
-                    k += 1
-        for k in range(D):
-            out_sigma[k, i] = acc_s[k]
-            out_theta[k, i] = acc_t[k]
+    rows_per_block = 8
+    nblocks = (n1 + rows_per_block - 1) // rows_per_block
+    for blk in numba.prange(nblocks):
+        s = np.empty(chunk)
+        th = np.empty(chunk)
+        acc_s = np.zeros(D)
+        acc_t = np.zeros(D)
+        for i in range(blk * rows_per_block, min(n1, (blk + 1) * rows_per_block)):
+            _predict_row(i, sig0, q1, q2, beta2, want, alpha_sigma, alpha_theta, out_sigma, out_theta, need_sigma,
+                         need_theta, chunk, divide, shift, max_depth, D, s, th, acc_s, acc_t)
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
+def _predict_row(i, sig0, q1, q2, beta2, want, alpha_sigma, alpha_theta, out_sigma, out_theta, need_sigma, need_theta,
+                 chunk, divide, shift, max_depth, D, s, th, acc_s, acc_t) -> None:
+    """Row i of :func:`predict_rows`, with the caller's scratch s, th [chunk] and acc_s, acc_t [D]."""
+    n2 = sig0.shape[1]
+    acc_s[:] = 0.0
+    acc_t[:] = 0.0
+    for c0 in range(0, n2, chunk):
+        c1 = min(c0 + chunk, n2)
+        m = c1 - c0
+        for j in range(m):
+            v = sig0[i, c0 + j] / divide + shift
+            s[j] = v
+            th[j] = v
+        k = 0
+        for ell in range(1, max_depth + 1):
+            step_row(s[:m], th[:m], q2[c0:c1], q1[i] + ell * beta2, ell * beta2, beta2)
+            if want[ell]:
+                if need_sigma:
+                    acc_s[k] += np.dot(s[:m], alpha_sigma[k, c0:c1])
+                if need_theta:
+                    acc_t[k] += np.dot(th[:m], alpha_theta[k, c0:c1])
+                k += 1
+    for k in range(D):
+        out_sigma[k, i] = acc_s[k]
+        out_theta[k, i] = acc_t[k]
+
+
+@numba.njit(**_PAR)
 def fill_factor(F: np.ndarray, A: np.ndarray, diag: np.ndarray, theta: bool, jitter: float) -> None:
     """Copy one kernel out of the packed matrix A into the Fortran-ordered LAPACK buffer F, diagonal + jitter.
 
@@ -223,7 +244,7 @@ def fill_factor(F: np.ndarray, A: np.ndarray, diag: np.ndarray, theta: bool, jit
     Both copies read and write contiguous runs.
     """
     n = A.shape[0]
-    for j in range(n):
+    for j in numba.prange(n):
         F[j, j] = diag[j] + jitter
         if theta:
             for i in range(j + 1, n):
@@ -233,9 +254,9 @@ def fill_factor(F: np.ndarray, A: np.ndarray, diag: np.ndarray, theta: bool, jit
                 F[i, j] = A[j, i]
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_PAR)
 def divide_shift(A: np.ndarray, divide: float, shift: float) -> None:
     """A = A / divide + shift in one pass over A (numpy's ``A /= divide; A += shift`` is two; the same bits)."""
-    for i in range(A.shape[0]):
+    for i in numba.prange(A.shape[0]):
         for j in range(A.shape[1]):
             A[i, j] = A[i, j] / divide + shift

@@ -16,7 +16,7 @@ import torch
 
 from .device import resolve_device
 from .linalg import cholesky_with_jitter
-from .kernels import appendix_a, kernel_diagonal
+from .kernels import appendix_a, kernel_diagonal, relu_layer_
 
 log = logging.getLogger("depthlab")
 KINDS = ("ntk", "nngp")  # Theta^(L) and Sigma^(L)
@@ -33,20 +33,38 @@ class KernelFit:
     jitter: np.ndarray  # [K, D] ridge added to the Gram diagonal for a stable Cholesky (0 if none)
 
 
-def _grams(x: torch.Tensor, L: int, beta: float, block: int, kinds: Sequence[str]) -> dict[str, torch.Tensor]:
-    """Gram matrices {kind: [n, n]} at depth L, built in row tiles (one recursion pass serves both kinds)."""
-    n = x.shape[0]
-    out = {k: torch.empty(n, n, dtype=torch.float64, device=x.device) for k in kinds}
-    for s in range(0, n, block):
-        for ell, sig, th in appendix_a(x[s : s + block], x, L, beta, copy=False):
-            if ell == L:
-                for k in kinds:
-                    out[k][s : s + block] = th if k == "ntk" else sig
-    # On the diagonal det Lambda = 0 exactly, but rounding leaves ~1e-16 that sqrt()
-    # lifts to ~1e-8; write the exact closed form there instead (kernel_diagonal).
-    for k in kinds:
-        out[k].diagonal().copy_(kernel_diagonal(x, L, beta, k))
-    return out
+def gram_states(x: torch.Tensor, max_depth: int, beta: float, block: int):
+    """Yield (L, Sigma^(L), Theta^(L)) [n, n] of the training inputs for L = 1..max_depth, each depth carried forward
+    from the one before: one layer pass per depth (max_depth passes in all, where rebuilding every depth from layer 1
+    takes the sum of the depths).  The yielded tensors are updated in place by the next step, and their diagonals are
+    the recursion's (see :func:`gram`).  Row tiles of ``block`` rows, the same operations as :func:`appendix_a` on each
+    element."""
+    n, d = x.shape
+    b2 = beta * beta
+    q = (x * x).sum(1) / d  # |x|^2/d
+    S = torch.empty(n, n, dtype=torch.float64, device=x.device)
+    for s in range(0, n, block):  # Sigma^(0), Eq. 13, tile by tile as appendix_a forms it
+        S[s : s + block] = torch.addmm(torch.full((), b2, dtype=x.dtype, device=x.device), x[s : s + block], x.T, alpha=1.0 / d)
+    Th = S.clone()
+    rows = min(block, n)
+    buf = torch.empty(rows, n, dtype=torch.float64, device=x.device)
+    dot = torch.empty_like(buf)
+    for ell in range(1, max_depth + 1):
+        q2 = q.unsqueeze(0) + ell * b2  # Sigma^(ell-1)(x', x')
+        for s in range(0, n, block):
+            m = min(block, n - s)
+            sig = S[s : s + m]
+            relu_layer_(sig, q[s : s + m].unsqueeze(1) + ell * b2, q2, b2, buf[:m], dot[:m])
+            Th[s : s + m].mul_(dot[:m]).add_(sig)  # Theta_ell = Theta_{ell-1} Sigmadot^(ell) + Sigma^(ell), Eq. 15
+        yield ell, S, Th
+
+
+def gram(state: torch.Tensor, x: torch.Tensor, L: int, beta: float, kind: str) -> torch.Tensor:
+    """A copy of one kernel's Gram from :func:`gram_states` with the exact diagonal: there det Lambda = 0 exactly, but
+    rounding leaves ~1e-16 that sqrt() lifts to ~1e-8, so the closed form (kernel_diagonal) is written instead."""
+    G = state.clone()
+    G.diagonal().copy_(kernel_diagonal(x, L, beta, kind))
+    return G
 
 
 def kernel_regression(
@@ -90,6 +108,23 @@ def _touched(shape: tuple[int, int], order: str = "C") -> np.ndarray:
 
 def _regression_cpu(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[int], beta: float, block: int,
                     kinds: tuple[str, ...]) -> KernelFit:
+    """The fused CPU path on the job's threads: torch's thread count (``depthlab stage --threads``, 1 by default) is
+    given to numba's loops and to the BLAS (the Choleskys) for the call, and restored after it."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    threads = max(1, torch.get_num_threads())
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        with threadpool_limits(limits=threads, user_api="blas"):
+            return _regression_cpu_threads(X, y, T, depths, beta, block, kinds)
+    finally:
+        numba.set_num_threads(before)
+
+
+def _regression_cpu_threads(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[int], beta: float, block: int,
+                            kinds: tuple[str, ...]) -> KernelFit:
     from scipy.linalg import blas, lapack
 
     from . import fused
@@ -148,7 +183,9 @@ def _regression_cpu(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[in
 
 def _regression_torch(x_train, y_train, x_test, depths: list[int], beta: float, block: int, dev: torch.device,
                       kinds: tuple[str, ...]) -> KernelFit:
-    """The same regression as torch tile operations of ``block`` rows (the CUDA path; on the CPU the fused one is faster)."""
+    """The same regression as torch tile operations of ``block`` rows (the CUDA path; on the CPU the fused one is faster).
+    The training Grams are carried from depth to depth (:func:`gram_states`), so all depths cost max(depths) layer
+    passes; the peak is about 4 N^2 float64 (Sigma, Theta, one Gram and its factor)."""
     X = torch.as_tensor(x_train, dtype=torch.float64, device=dev)
     Y = torch.as_tensor(y_train, dtype=torch.float64, device=dev)
     T = torch.as_tensor(x_test, dtype=torch.float64, device=dev)
@@ -156,18 +193,21 @@ def _regression_torch(x_train, y_train, x_test, depths: list[int], beta: float, 
     alphas = torch.empty(K, D, X.shape[0], dtype=torch.float64, device=dev)
     train_pred = np.empty((K, D, X.shape[0]))
     jitter = np.zeros((K, D))
-    for j, L in enumerate(depths):
-        grams = _grams(X, L, beta, block, kinds)
+    col = {L: j for j, L in enumerate(depths)}
+    for L, S, Th in gram_states(X, depths[-1], beta, block):  # each depth's Grams carried forward from the last
+        if L not in col:
+            continue
+        j = col[L]
         for i, kind in enumerate(kinds):
-            G = grams.pop(kind)
+            G = gram(Th if kind == "ntk" else S, X, L, beta, kind)
             C, jitter[i, j] = cholesky_with_jitter(G)
             alphas[i, j] = torch.cholesky_solve(Y.unsqueeze(1), C).squeeze(1)  # K^{-1} y, [n]
             del C
             train_pred[i, j] = (G @ alphas[i, j]).cpu().numpy()
             del G
             log.info("%s depth %d: Gram factorised (jitter %.3g)", kind, L, jitter[i, j])
+    del S, Th
     pred = np.empty((K, D, T.shape[0]))
-    col = {L: j for j, L in enumerate(depths)}
     for s in range(0, T.shape[0], block):
         for ell, sig, th in appendix_a(T[s : s + block], X, depths[-1], beta, copy=False):
             if ell in col:

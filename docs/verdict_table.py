@@ -1,0 +1,50 @@
+"""Count a run's verdicts per claim, as the README's table shows them: ``python docs/verdict_table.py RESULTS/claims.md``.
+
+Reads the combined claims report of a run (``results/<name>/claims.md``: one row per verdict, each
+``| study | ID (statement) | figure | subject | verdict | evidence |``) and prints one Markdown row per
+(study, claim statement) with the number of rows that hold, do not hold and are inconclusive, then the totals.
+A claims report is text written by ``depthlab``; this script only reads it (no code from the results is run).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+VERDICTS = {"holds": "holds", "**does not hold**": "does not hold", "does not hold": "does not hold",
+            "inconclusive": "inconclusive"}
+
+
+def rows(text: str) -> list[tuple[str, str, str, str]]:
+    """(study, claim id, statement, verdict) of every verdict row of a combined claims report."""
+    out = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 6 or cells[4] not in VERDICTS:
+            continue
+        m = re.match(r"(\S+) \((.*)\)$", cells[1])
+        cid, statement = (m.group(1), m.group(2)) if m else (cells[1], "")
+        out.append((cells[0], cid, statement, VERDICTS[cells[4]]))
+    return out
+
+
+def table(text: str) -> str:
+    counts: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    for study, cid, statement, verdict in rows(text):
+        counts[(study, cid, statement)][verdict] += 1
+    lines = ["| study | claim | what it says | holds | does not hold | inconclusive |", "|---|---|---|---|---|---|"]
+    total: Counter = Counter()
+    for (study, cid, statement), c in counts.items():  # in the report's order
+        total.update(c)
+        cell = [str(c[v]) if c[v] else "" for v in ("holds", "does not hold", "inconclusive")]
+        lines.append(f"| {study} | {cid} | {statement} | " + " | ".join(cell) + " |")
+    lines.append(f"| **all judged** | | | **{total['holds']}** | **{total['does not hold']}** | **{total['inconclusive']}** |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python docs/verdict_table.py RESULTS/claims.md")
+    print(table(Path(sys.argv[1]).read_text()))
