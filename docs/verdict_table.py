@@ -1,4 +1,5 @@
-"""Count a run's verdicts per claim, as the README's table shows them: ``python docs/verdict_table.py RESULTS/claims.md``.
+"""Count a run's verdicts per claim, as the README's table shows them: ``python docs/verdict_table.py RESULTS/claims.md``
+(or one study's ``RESULTS/<study>/claims.md``).
 
 Reads the combined claims report of a run (``results/<name>/claims.md``: one row per verdict, each
 ``| study | ID (statement) | figure | subject | verdict | evidence |``) and prints one Markdown row per
@@ -17,22 +18,31 @@ VERDICTS = {"holds": "holds", "**does not hold**": "does not hold", "does not ho
             "inconclusive": "inconclusive"}
 
 
-def rows(text: str) -> list[tuple[str, str, str, str]]:
-    """(study, claim id, statement, verdict) of every verdict row of a combined claims report."""
-    out = []
+def rows(text: str, study: str = "") -> list[tuple[str, str, str, str]]:
+    """(study, claim id, statement, verdict) of every verdict row of a claims report: the run's combined one
+    (``| study | ID (statement) | figure | subject | verdict | evidence |``) or one study's
+    (``| claim | statement | figure | subject | verdict | evidence |``, its study given as ``study``).  Cells are split
+    at unescaped bars (a statement may hold ``\\|``)."""
+    out, combined = [], False
     for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        if cells[:2] in (["study", "claim"], ["claim", "statement"]):
+            combined = cells[0] == "study"
+            continue
         if len(cells) < 6 or cells[4] not in VERDICTS:
             continue
-        m = re.match(r"(\S+) \((.*)\)$", cells[1])
-        cid, statement = (m.group(1), m.group(2)) if m else (cells[1], "")
-        out.append((cells[0], cid, statement, VERDICTS[cells[4]]))
+        if combined:
+            m = re.match(r"(.+?) \((.*)\)$", cells[1])
+            cid, statement = (m.group(1), m.group(2)) if m else (cells[1], "")
+            out.append((cells[0], cid, statement, VERDICTS[cells[4]]))
+        else:
+            out.append((study, cells[0], cells[1], VERDICTS[cells[4]]))
     return out
 
 
-def table(text: str) -> str:
+def table(text: str, study: str = "") -> str:
     counts: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
-    for study, cid, statement, verdict in rows(text):
+    for study, cid, statement, verdict in rows(text, study):
         counts[(study, cid, statement)][verdict] += 1
     lines = ["| study | claim | what it says | holds | does not hold | inconclusive |", "|---|---|---|---|---|---|"]
     total: Counter = Counter()
@@ -46,5 +56,6 @@ def table(text: str) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python docs/verdict_table.py RESULTS/claims.md")
-    print(table(Path(sys.argv[1]).read_text()))
+        sys.exit("usage: python docs/verdict_table.py RESULTS/claims.md  (or RESULTS/<study>/claims.md)")
+    path = Path(sys.argv[1])
+    print(table(path.read_text(), path.parent.name))
