@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 
 help: setup
 	@echo "make run [CONFIG=config/smoke.yaml] [SMK_ARGS=\"<target> --dry-run\"] [VERBOSE=1]  build (default: config/config.yaml)"
-	@echo "make test [SLOW=1]    the test suite (SLOW=1: with the slow set: SLURM, Chromium, chaos)"
+	@echo "make test [SLOW=1] [TEST_WORKERS=2]   the suite on 2 workers (SLOW=1: then the slow set: SLURM, Chromium, chaos)"
 	@echo "make report | plan | bench | clean"
 	@$(BIN)/depthlab targets $(CONFIG)
 
@@ -44,8 +44,12 @@ $(STAMP): envs/requirements.txt envs/constraints.txt pyproject.toml
 run: setup check-config
 	$(SMK) $(SMK_ARGS) --configfile $(CONFIG)
 
+# The fast suite on TEST_WORKERS pytest-xdist workers (they share one smoke run); then, with SLOW=1, the slow set on
+# its own, one test at a time (root, daemons, fault timings: nothing else running beside it).
+TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest -q $(if $(SLOW),--run-slow) $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS) tests
+	$(if $(SLOW),$(BIN)/python -m pytest -q --run-slow -m slow $(PYTEST_ARGS) tests)
 
 test-slow: setup
 	$(BIN)/python -m pytest -q --run-slow -m slow $(PYTEST_ARGS) tests

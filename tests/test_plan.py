@@ -93,7 +93,7 @@ def test_plan_of_the_paper_config_names_every_study_and_says_which_gpu_figures_a
     assert doc["device"].startswith("cuda") and "mori_ueda/train" in doc["stages"]
     assert _row(out, "mori_ueda", "train").endswith("(extrapolated)") and doc["device"] in out  # paper nets: far bigger
     default = run(str(root / "config" / "config.yaml"))
-    assert _row(default, "mori_ueda", "train").endswith("(measured)")  # the sizes the calibration timed
+    assert "(measured)" in _row(default, "mori_ueda", "train")  # the sizes the calibration timed
     assert _row(out, "separation", "sawtooth").endswith("CPU stage")
     assert _row(out, "spectra", "krr").endswith("CPU stage")
     # a study put on the CPU by the config, and no GPU calibration at all

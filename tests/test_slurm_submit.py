@@ -178,6 +178,7 @@ def test_device_auto_asks_a_cluster_for_a_gpu_only_when_the_run_declares_gpus(tm
     """Issue 40 item 4: `device: auto` on a cluster asks for no GPU unless the run declares how many may be in use
     (`--resources gpu=N`, the SLURM profile's `resources:`); then the submission holding the nets asks for them."""
     fake, log, env = _fake_slurm(tmp_path)
+    env = {**env, "DEPTHLAB_COSTS_GPU": str(tmp_path / "none.json")}  # no GPU calibration: no tiny job moved to the CPU
     gpus = {}
     for declared in (None, "1"):
         work = tmp_path / f"gpu{declared}"

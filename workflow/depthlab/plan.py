@@ -445,8 +445,9 @@ def cpu_is_faster(study: str, stage: str, work: float, costs: dict[str, StageCos
 
 @functools.lru_cache(maxsize=1)
 def _shipped_gpu_costs() -> dict[str, StageCost]:
-    """The package's GPU calibration (none when it is absent or was not measured on CUDA), read once per process."""
-    return gpu_calibration()[0]
+    """The package's GPU calibration (none when it is absent or was not measured on CUDA), read once per process;
+    $DEPTHLAB_COSTS_GPU names another file (one that does not exist: no calibration, so no job is moved to the CPU)."""
+    return gpu_calibration(os.environ.get("DEPTHLAB_COSTS_GPU") or COSTS_GPU)[0]
 
 
 def local_gpus(env: dict | None = None) -> int:
