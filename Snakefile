@@ -20,6 +20,32 @@ include: "workflow/rules/stores.smk"
 include: "workflow/rules/report.smk"
 
 
+# A killed and restarted run (depthlab.lock): every run gets an id that its jobs inherit (sbatch passes the environment
+# on); a job that a cluster starts for a run that has been replaced since (requeued, or still pending when the submit
+# host died) exits here, before its Snakemake removes the outputs that the replacing run writes; the restart cancels the
+# killed run's queued jobs and waits for its running ones; and a store that such a job finished after its Snakemake died
+# is kept by the job that reruns it, not computed again.
+if workflow.remote_exec:
+    import depthlab.lock
+
+    _superseded = depthlab.lock.superseded(R)
+    if _superseded:
+        logger.warning(f"depthlab: this job does nothing: {_superseded}")
+        sys.exit(0)
+elif not workflow.subprocess_exec:
+    import depthlab.lock
+
+    depthlab.lock.start_run()
+    if not workflow.dryrun and depthlab.lock.killed_before() and depthlab.lock.try_acquire(R):
+        # a restart after a kill: the lock file now names this run, so a job of the killed run that starts from now on
+        # does nothing; those still queued are cancelled, those running waited for, and the stores they finished kept
+        depthlab.lock.settle_orphans(say=logger.warning)
+        for _store in depthlab.lock.adopt_finished(R):
+            logger.info(
+                f"depthlab: {_store} was finished by a job of the killed run after its Snakemake died: its job will keep it"
+            )
+
+
 # One run per results folder, whatever the working directory (depthlab.lock): taken when jobs start, held until exit.
 # And Snakemake's scheduler keeps at most one pending re-evaluation timer (depthlab.scheduler).
 onstart:

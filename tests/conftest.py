@@ -16,35 +16,26 @@ from helpers import SmokeRun, smk, snapshot  # noqa: E402
 
 torch.set_num_threads(1)
 
-SLOW_REASON = ("slow set (a real one-node SLURM, the report in headless Chromium, the local chaos test; root, "
-               "apt-get, daemons, tens of minutes): runs with `make test-slow`, "
+SLOW_REASON = ("slow set (a real one-node SLURM and its faults, the report in headless Chromium, the local chaos test, "
+               "the heaviest workflow re-runs; root, apt-get, daemons, tens of minutes): runs with `make test-slow`, "
                "`make test SLOW=1` (what CI runs) or `pytest --run-slow`")
-
-
-CHAOS_REASON = ("chaos set (issue 41: faults injected into the one-node SLURM; tens of minutes, not yet part of CI): "
-                "runs with `make test-chaos` or `pytest --run-chaos`")
 
 
 def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true", default=os.environ.get("DEPTHLAB_SLOW_TESTS") == "1",
                      help="also run the tests marked slow (the real SLURM test); default: $DEPTHLAB_SLOW_TESTS == 1")
-    parser.addoption("--run-chaos", action="store_true", default=os.environ.get("DEPTHLAB_CHAOS_TESTS") == "1",
-                     help="also run the tests marked chaos (fault injection, tens of minutes); default: $DEPTHLAB_CHAOS_TESTS == 1")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: needs root, network packages or minutes; skipped (with its reason) unless --run-slow")
-    config.addinivalue_line("markers", "chaos: fault injection (kills, SLURM faults); skipped unless --run-chaos")
+    config.addinivalue_line("markers", "chaos: fault injection into the one-node SLURM (part of the slow set; `make test-chaos` runs it alone)")
 
 
 def pytest_collection_modifyitems(config, items):
     """Skip the slow set unless asked for, saying why; run it last (once slurm-wlm is installed, a stopped cluster
     makes the SLURM executor plugin's import-time probe wait ~9 s in every later Snakemake call)."""
     for item in items:
-        if "chaos" in item.keywords:
-            if not config.getoption("--run-chaos"):
-                item.add_marker(pytest.mark.skip(reason=CHAOS_REASON))
-        elif "slow" in item.keywords and not config.getoption("--run-slow"):
+        if "slow" in item.keywords and not config.getoption("--run-slow"):
             item.add_marker(pytest.mark.skip(reason=SLOW_REASON))
     items.sort(key=lambda item: "slow" in item.keywords)
 

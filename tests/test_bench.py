@@ -4,9 +4,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from helpers import tool_env
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_bench_quick_runs_and_writes_json(tmp_path, root):
     out = tmp_path / "bench.json"
     p = subprocess.run([sys.executable, str(root / "benchmarks" / "bench.py"), "--quick", "--out", str(out)], cwd=root,

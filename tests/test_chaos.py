@@ -82,7 +82,7 @@ def test_a_run_killed_at_eleven_seeded_moments_ends_with_the_bits_of_an_uninterr
     for s in stores:
         rel = s.relative_to(results)
         assert st.read_record(s)["content_hash"] == st.read_record(smoke_run.results / rel)["content_hash"], rel
-    left = [p for p in results.rglob("*") if any(m in p.name for m in (".tmp-", ".old-", ".ckpt", ".lock"))
+    left = [p for p in results.rglob("*") if any(m in p.name for m in (".tmp-", ".old-", ".adopt-", ".ckpt", ".lock"))
             and p.name != ".depthlab.lock"]
     assert not left, left
     audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(results / "claims.md"), "--strict"],

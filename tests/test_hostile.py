@@ -95,6 +95,7 @@ def _rehash(rec: dict) -> dict:
     return {**rec, "record_hash": record_hash(rec)}
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_clean_copy_audits_ok_from_another_directory(copy_run, tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -488,6 +489,7 @@ def test_a_job_that_runs_out_of_space_says_so_in_its_log_and_in_snakemakes_outpu
     assert any("n1000000" in line for line in done) and not any("n5" in line for line in done), p.stdout + p.stderr
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_forged_store_survives_a_rebuild_and_the_audit_but_not_a_reproduction(smoke_run, tmp_path):
     """Issue 42 item 2.  Change test_error in one training store, rewrite only that store's content_hash and record_hash
     with the package's own functions, touch it and rerun: the figure, the claims and the index are rebuilt from the
@@ -562,6 +564,7 @@ class _Output:
         return "".join(self.lines)
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_second_job_on_the_same_store_waits_and_takes_over_only_once_the_first_is_gone(smoke_run, tmp_path):
     """Issue 42 item 6 (and issue 41's killed submit host): a job orphaned by `kill -9` of Snakemake keeps writing its
     store; the next run started the same store job beside it, sharing its checkpoint and log.  Now the second job waits
@@ -600,3 +603,58 @@ def test_a_second_job_on_the_same_store_waits_and_takes_over_only_once_the_first
     assert first.wait(timeout=600) == 0
     log = seen.text()
     assert second.returncode == 0 and "was written by the job that held its lock while this one waited" in log, log[-2000:]
+
+
+def test_a_job_of_a_replaced_run_does_nothing_and_a_store_a_killed_run_finished_is_kept(smoke_run, tmp_path, monkeypatch):
+    """Issue 41 item 2, the parts a cluster is not needed for.  A job that SLURM starts for a run whose Snakemake was
+    killed and restarted since (requeued, or pending when the submit host died) must not run: the lock file names the
+    newer run.  And a store that such a job finished after its Snakemake died (Snakemake still marks it incomplete) is
+    set aside by the restart and moved back into place by the job that reruns it, the same file, not computed again;
+    with another spec it is discarded and the job computes its own."""
+    import base64
+
+    import depthlab.lock as lock
+
+    results = tmp_path / "r"
+    monkeypatch.setenv(lock.RUN_ENV, "old-run")
+    lock.acquire(results)
+    lock.release(results)
+    assert lock.superseded(results) == ""  # the run that holds the folder's latest lock: its jobs run
+    monkeypatch.setenv(lock.RUN_ENV, lock.start_run())  # the restart
+    lock.acquire(results)
+    lock.release(results)
+    monkeypatch.setenv(lock.RUN_ENV, "old-run")  # a job the killed run submitted, started now
+    why = lock.superseded(results)
+    assert "submitted by run old-run" in why and os.environ.get(lock.RUN_ENV) == "old-run"
+    monkeypatch.delenv(lock.RUN_ENV)
+    assert lock.superseded(results) == ""  # not started by a depthlab run: nothing to judge
+
+    # a whole store and a half-made one, both marked incomplete by the killed run's Snakemake
+    out, half = results / "L2.zarr", results / "L1.zarr"
+    shutil.copytree(smoke_run.results / "mori_ueda/fig2/train/2-local/L2.zarr", out)
+    half.mkdir()
+    inc = tmp_path / ".snakemake" / "incomplete"
+    inc.mkdir(parents=True)
+    for p in (out, half):
+        (inc / base64.urlsafe_b64encode(str(p).encode()).decode()).write_text('{"external_jobid": null}')
+    meta = (out / "zarr.json").stat()
+    assert lock.adopt_finished(results, tmp_path / ".snakemake") == [str(out)]
+    asides = list(results.glob("L2.zarr.adopt-*"))
+    assert not out.exists() and half.is_dir() and len(asides) == 1
+    # the rerun job finds it: the same spec and code, so it is moved back, not computed again
+    rec = st.read_record(asides[0])
+    inputs = {k: str(smoke_run.results / v["path"]) for k, v in rec["inputs"].items()}
+    cmd = [sys.executable, "-m", "depthlab", "stage", "--spec", canonical_json(rec["spec"]), "--inputs",
+           canonical_json(inputs), "--output", str(out), "--results", str(results), "--device", "cpu"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0 and "kept, not computed again" in p.stderr, p.stderr[-2000:]
+    again = (out / "zarr.json").stat()
+    assert (again.st_ino, again.st_mtime_ns) == (meta.st_ino, meta.st_mtime_ns) and not list(results.glob("*.adopt-*"))
+    # set aside again, but the rerun job now has another spec (its config changed): discarded, and computed
+    out.rename(results / "L2.zarr.adopt-0123abcd")
+    spec = copy.deepcopy(rec["spec"])
+    spec["training"]["max_epochs"] += 1
+    cmd[cmd.index("--spec") + 1] = canonical_json(spec)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0 and "kept, not computed again" not in p.stderr, p.stderr[-2000:]
+    assert st.read_record(out)["spec"] == spec and not list(results.glob("*.adopt-*"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -88,24 +89,48 @@ def _queue() -> list[tuple[str, str, str]]:
 
 
 def _chaos_config(tmp_path: Path) -> Path:
-    """Fig. 2 of the smoke config, its nets made long enough to be hit while they run (a budget of 4 000 epochs and no
-    early stop: each trains about a minute), into results/chaos."""
+    """Fig. 2 of the smoke config, its nets made long enough to be hit while they run (a budget of 100 000 epochs and no
+    early stop: each trains about two minutes, past the one-minute time limit the test sets), into results/chaos."""
     cfg = smoke_mori_ueda_fig2()
-    cfg["studies"]["mori_ueda"]["training"].update(max_epochs=4000, loss_threshold=1.0e-12, patience=100000)
+    cfg["studies"]["mori_ueda"]["training"].update(max_epochs=100000, loss_threshold=1.0e-30, patience=100000)
     cfg["device"] = "cpu"
     path = tmp_path / "chaos.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
 
 
+def _job_state(job: str) -> str:
+    """SLURM's state of ``job`` (scontrol keeps a finished job for MinJobAge, 300 s by default); '' once forgotten."""
+    out = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True).stdout
+    for word in out.split():
+        if word.startswith("JobState="):
+            return word.split("=", 1)[1]
+    return ""
+
+
+def _store_versions(results: Path) -> dict[str, tuple[int, int]]:
+    """Each whole store's version: the inode and modification time of its zarr.json (a rewrite renames a new store
+    into place: a new file)."""
+    out = {}
+    for meta in results.rglob("*.zarr/zarr.json"):
+        try:
+            st_ = meta.stat()
+        except FileNotFoundError:
+            continue
+        out[str(meta.parent.relative_to(results))] = (st_.st_ino, st_.st_mtime_ns)
+    return out
+
+
 @pytest.mark.chaos
 def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the_bits_of_a_local_run(cluster, tmp_path):
     """Issue 41 items 1 and 2 on the one-node cluster, with a fault schedule seeded and printed: `scancel` one running
-    training job, `scontrol requeue` another, cut a third's time limit to one minute (SLURM kills it at TIMEOUT and the
-    profile's retry resumes it from its checkpoint), then `kill -9` the submit host's Snakemake while jobs are queued or
-    running and restart it as the README says.  The restart may submit a second job for a store whose first job still
-    runs: the store's lock makes the second wait and keep what the first wrote.  At the end: complete, `audit --strict`
-    passes, every store equals a local uninterrupted run's, and no temporary store, checkpoint or lock is left."""
+    store job, `scontrol requeue` another, cut a third's time limit to one minute (SLURM kills it at TIMEOUT and the
+    profile's retry resumes it from its checkpoint; the test waits for that retry), then `kill -9` the submit host's
+    Snakemake while jobs are queued or running and restart it as the README says.  A job the killed run left in SLURM
+    either runs on (a store job that the restart submits again waits on the store's lock and keeps what the first wrote)
+    or, started only after the restart, does nothing (depthlab.lock.superseded).  At the end, and again once SLURM's
+    queue is empty: complete, `audit --strict` passes, every store equals a local uninterrupted run's, no store was
+    written twice from the restart on (each is one file version), and no temporary store, checkpoint or lock is left."""
     import random
     import signal
 
@@ -114,9 +139,11 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     cfg_path = _chaos_config(tmp_path)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     base = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--configfile", str(cfg_path)]
+    t_ref = time.time()
     ref = subprocess.run([*base, "--directory", str(local), "--workflow-profile", str(ROOT / "workflow/profiles/default"),
                           "--cores", "2"], capture_output=True, text=True, env=env, timeout=1800)
     assert ref.returncode == 0, ref.stderr[-3000:]
+    print(f"\nlocal uninterrupted reference run: {time.time() - t_ref:.0f} s")
     work = tmp_path / "cluster"
     work.mkdir()
     slurm = [*base, "--directory", str(work), "--profile", str(ROOT / "workflow/profiles/slurm"),
@@ -124,12 +151,18 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
              "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
              "--default-resources", "slurm_partition=debug", "runtime=10", "mem_mb=1000", "--cores", "2", "--jobs", "4",
              "--group-components", "depthlab_stores=1"]
-    rng = random.Random(int(os.environ.get("DEPTHLAB_CHAOS_SEED", "11")))
+    seed = int(os.environ.get("DEPTHLAB_CHAOS_SEED", "11"))
+    rng = random.Random(seed)
     faults = ["scancel", "requeue", "timelimit"]
     rng.shuffle(faults)
-    print(f"\nSLURM chaos schedule: {faults}, then kill -9 of the submit host's Snakemake")
-    p = subprocess.Popen(slurm, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    done, t0, hit = [], time.time(), set()
+    print(f"SLURM chaos schedule (DEPTHLAB_CHAOS_SEED={seed}): {faults}, then kill -9 of the submit host's Snakemake")
+    first_log, again_log = open(tmp_path / "first.log", "w"), open(tmp_path / "restart.log", "w")  # files: a full pipe blocks
+    p = subprocess.Popen(slurm, env=env, stdout=first_log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    done, t0, hit, timed = [], time.time(), set(), None
+
+    def say(what: str) -> None:
+        print(f"  t={time.time() - t0:.0f} s: {what}")
+
     while faults and p.poll() is None and time.time() - t0 < 1200:
         # store jobs go as group jobs (one chain of Fig. 2's store jobs each): hit one while its nets train
         running = [(j, c) for j, s, c in _queue() if s == "RUNNING" and "depthlab_stores" in c and j not in hit]
@@ -141,32 +174,69 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
                    "timelimit": ["scontrol", "update", f"jobid={job}", "TimeLimit=1"]}[fault]
             time.sleep(rng.uniform(5, 15))  # into its training: a checkpoint exists
             r = subprocess.run(cmd, capture_output=True, text=True)
-            done.append((round(time.time() - t0), fault, job, comment, r.returncode))
-            print(f"  t={done[-1][0]} s: {fault} job {job} ({comment}): exit {r.returncode}")
+            assert r.returncode == 0, (fault, r.stderr)
+            done.append(fault)
+            say(f"{fault} job {job} ({comment})")
+            if fault == "timelimit":
+                timed = job
         time.sleep(1)
     assert not faults, f"the run ended before every fault was dealt: {done}"
-    while not any(s in ("RUNNING", "PENDING") for _, s, _ in _queue()) and p.poll() is None:
+    # the time limit must really end the job (TIMEOUT), and the profile's retry start before the submit host dies
+    while p.poll() is None and _job_state(timed) not in ("TIMEOUT", ""):
+        time.sleep(2)
+    state = _job_state(timed)
+    assert state == "TIMEOUT", f"job {timed} ended {state or 'unseen'}, not at its time limit: make the nets train longer"
+    say(f"job {timed} ended at its time limit (TIMEOUT)")
+    while p.poll() is None and not any(s == "RUNNING" and int(j) > int(timed) for j, s, _ in _queue()):
         time.sleep(1)
+    assert p.poll() is None, "the run ended before the submit host could be killed"
     os.killpg(p.pid, signal.SIGKILL)  # the submit host dies; its SLURM jobs go on
     p.wait()
-    left_running = [j for j, s, _ in _queue() if s in ("RUNNING", "PENDING")]
-    print(f"  t={round(time.time() - t0)} s: kill -9 of Snakemake with {len(left_running)} job(s) still in SLURM: {left_running}")
-    subprocess.run([*slurm, "--unlock"], env=env, capture_output=True, check=True)
-    again = subprocess.run(slurm, env=env, capture_output=True, text=True, timeout=2400)
-    assert again.returncode == 0, again.stdout[-6000:] + again.stderr[-3000:]
+    left = [(j, s) for j, s, _ in _queue() if s in ("RUNNING", "PENDING")]
+    say(f"kill -9 of Snakemake with {len(left)} job(s) still in SLURM: {left}")
     results, ref_results = work / "results" / "chaos", local / "results" / "chaos"
+    before = _store_versions(results)
+    marks = sorted({json.loads(m.read_text()).get("external_jobid") or "-" for m in (work / ".snakemake" / "incomplete").rglob("*")
+                    if m.is_file()}) if (work / ".snakemake" / "incomplete").is_dir() else []
+    say(f"SLURM jobs named by Snakemake's incomplete marks: {marks}")
+    unlock = subprocess.run([*slurm, "--unlock"], env=env, capture_output=True, text=True)
+    assert unlock.returncode == 0, unlock.stderr[-3000:]
+    print("".join(f"    {line}\n" for line in (unlock.stdout + unlock.stderr).splitlines() if "depthlab:" in line), end="")
+    again = subprocess.Popen(slurm, env=env, stdout=again_log, stderr=subprocess.STDOUT, text=True)
+    seen: dict[str, set] = {}
+    while again.poll() is None or any(s in ("RUNNING", "PENDING", "REQUEUED") for _, s, _ in _queue()):
+        # every version of every store from the restart on, until the restart is done and SLURM's queue is empty
+        for k, v in _store_versions(results).items():
+            seen.setdefault(k, set()).add(v)
+        assert time.time() - t0 < 3600, "the restart and the jobs left in SLURM did not finish within the hour"
+        time.sleep(0.5)
+    again_log.close()
+    out = unlock.stdout + unlock.stderr + (tmp_path / "restart.log").read_text(errors="replace")
+    out += "".join(q.read_text(errors="replace") for q in sorted((results / "logs" / "snakemake").glob("*.log")))
+    assert again.returncode == 0, out[-6000:]
+    say(f"the restart finished and SLURM's queue is empty: {len(seen)} stores")
     stores = sorted(results.rglob("*.zarr"))
     assert len(stores) == len(list(ref_results.rglob("*.zarr"))) > 10
     for s in stores:
         rel = s.relative_to(results)
         assert st.read_record(s)["content_hash"] == st.read_record(ref_results / rel)["content_hash"], rel
-    left = [q for q in results.rglob("*") if any(m in q.name for m in (".tmp-", ".old-", ".ckpt", ".zarr.lock"))]
+    # item 2: from the restart on no store was written twice, and none that was whole at the restart was written again
+    final = _store_versions(results)
+    twice = {k: len(v) for k, v in seen.items() if len(v) > 1}
+    assert not twice, f"stores written more than once after the restart: {twice}"
+    rewritten = [k for k, v in before.items() if final.get(k) != v]
+    assert not rewritten, f"stores whole at the restart written again: {rewritten}"
+    left = [q for q in results.rglob("*") if any(m in q.name for m in (".tmp-", ".old-", ".adopt-", ".ckpt", ".zarr.lock"))]
     assert not left, left
     audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(results / "claims.md"), "--strict"],
                            capture_output=True, text=True, cwd=tmp_path)
     assert audit.returncode == 0, audit.stderr[-3000:]
-    # no store written twice at once: a job that found its store's lock held waited, then kept what the holder wrote
     logs = "\n".join(q.read_text(errors="replace") for q in (results / "logs").rglob("*.log"))
-    print(f"  jobs that waited on a lock: {logs.count('waiting: ')}, kept the holder's store: "
-          f"{logs.count('was written by the job that held its lock')}; {len(stores)} stores equal to the local run's; "
-          f"{round(time.time() - t0)} s in all")
+    jobs = "\n".join(q.read_text(errors="replace") for q in (work / ".snakemake" / "slurm_logs").rglob("*.log"))
+    print(f"  {len(before)} stores whole at the restart, kept; {len(final) - len(before)} written once after it; "
+          f"killed run's jobs cancelled / waited for: {out.count('cancelled ')} / {out.count('waiting for ')} message(s); "
+          f"stores it finished and the restart kept: {logs.count('kept, not computed again')}; "
+          f"jobs that waited on a lock: {logs.count('waiting: ')}; kept the holder's store: "
+          f"{logs.count('was written by the job that held its lock')}; jobs of the killed run that did nothing: "
+          f"{jobs.count('this job does nothing')}; jobs resumed from a checkpoint: {logs.count('resumed from checkpoint')}; "
+          f"{len(stores)} stores equal to the local run's; {time.time() - t0:.0f} s in all")

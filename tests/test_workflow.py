@@ -227,6 +227,7 @@ def test_lint_passes(root, tmp_path):
 # ---- interrupted runs -------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_killed_run_recovers_with_the_documented_commands(smoke_run, tmp_path):
     """SIGKILL the whole Snakemake process group mid-run; --unlock + rerun finishes with the same arrays.
 
@@ -261,6 +262,7 @@ def test_killed_run_recovers_with_the_documented_commands(smoke_run, tmp_path):
             assert a == st.read_record(smoke_run.results / f"mori_ueda/fig2/train/{t}/L{L}.zarr")["content_hash"]
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_store_deleted_by_hand_is_rebuilt_with_everything_downstream(smoke_run, tmp_path):
     """Issue 42 item 7: with the figure downstream still present, `make run` said "Nothing to be done" for a store
     deleted by hand (or lost when a kill interrupted its replacement).  Every store of a target is itself a target now:
@@ -279,6 +281,7 @@ def test_a_store_deleted_by_hand_is_rebuilt_with_everything_downstream(smoke_run
 # ---- the audit: integrity always fails, history fails only with --strict ----------------------
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_audit_traces_a_figure_to_its_data_and_passes_from_anywhere(smoke_run, tmp_path):
     p = audit(tmp_path, str(smoke_run.results / "mori_ueda/figures/fig2.png"), "--configfile", str(smoke_run.config_path))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr
@@ -346,6 +349,7 @@ def test_each_job_ran_on_one_thread(smoke_run):
 # ---- a study is one folder -----------------------------------------------------------------
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_study_is_one_folder(smoke_run, tmp_path):
     """README "Adding a study": the example study of docs/example_study/tiny, copied into a temporary folder, is found
     through $DEPTHLAB_STUDY_PATH, validated, built beside the smoke run by Snakemake (its rule generated from the
@@ -423,6 +427,7 @@ def test_first_day_edges_answer_in_one_line(tmp_path):
     assert t.returncode == 0 and "  mori_ueda_fig2" in t.stdout and "  separation " in t.stdout and "  all " in t.stdout
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_two_configs_write_two_folders_and_neither_touches_the_other(smoke_run, tmp_path):
     """Issue 39 item 2: every config wrote into the same results/.  Now a config without `results:` writes into
     results/<its name>: the smoke config under two names runs into two folders, the second run leaves the first's files

@@ -303,6 +303,7 @@ def test_empirical_ntk_equals_autograd_jacobian_products(depth):
     np.testing.assert_allclose(f1, predict(p, x1)[1], rtol=1e-12)
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_trained_net_approaches_its_linearised_model_as_lr_falls_and_width_grows():
     """Full-batch GD to loss 1e-8 at 1.6, 0.9 and 0.3 times the linear stability edge N / lambda_max(Theta_hat).
 

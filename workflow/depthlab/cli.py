@@ -20,6 +20,7 @@ import gc
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -212,21 +213,39 @@ def stage(args: argparse.Namespace) -> None:
             run_claims(study, spec, fn, inputs, out, args.results)
 
 
+def _same_job(study: "Study", spec: "Spec", store: Path) -> bool:
+    """True when ``store`` is whole and was written from this very spec and code."""
+    try:
+        rec = storage.read_record(store)
+    except Exception:
+        return False
+    return (rec.get("spec") == spec.to_dict()
+            and rec.get("code_fingerprint") == prov.code_fingerprint(study.stage(spec.STAGE).fingerprint_modules))
+
+
 def _written_meanwhile(study: "Study", spec: "Spec", out: Path) -> bool:
     """True when the store this job is about to write is already there, from this very spec and code: another job (one
     that held the output's lock while this one waited) finished it.  Snakemake removes a job's outputs before it
-    starts, so a store found here was written since."""
-    if not out.is_dir():
-        return False
-    try:
-        rec = storage.read_record(out)
-    except Exception:
-        return False
-    same = (rec.get("spec") == spec.to_dict()
-            and rec.get("code_fingerprint") == prov.code_fingerprint(study.stage(spec.STAGE).fingerprint_modules))
-    if same:
+    starts, so a store found here was written since.  Or a job of a killed run finished it after its Snakemake died,
+    and the restart set it aside as ``<store>.adopt-*`` (depthlab.lock.adopt_finished): it is moved back into place.
+    Set-aside stores of another spec or code are removed."""
+    from .lock import ADOPT
+
+    if out.is_dir() and not out.is_symlink() and _same_job(study, spec, out):
         log.info("%s was written by the job that held its lock while this one waited (the same spec and code): kept", out)
-    return same
+        return True
+    kept = False
+    for aside in sorted(out.parent.glob(f"{storage.glob_escape(out.name)}.{ADOPT}-*")):
+        if not aside.is_dir() or aside.is_symlink() or aside.name.count(".") != out.name.count(".") + 1:
+            continue
+        if not kept and not out.exists() and _same_job(study, spec, aside):
+            os.rename(aside, out)
+            log.info("%s was finished by a job of the killed run after its Snakemake died (the same spec and code): "
+                     "kept, not computed again", out)
+            kept = True
+        else:
+            shutil.rmtree(aside, ignore_errors=True)
+    return kept
 
 
 def index(args: argparse.Namespace) -> None:

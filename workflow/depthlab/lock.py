@@ -53,11 +53,149 @@ def acquire(results: str | Path) -> Path:
         raise ResultsInUse(f"results folder {root} is in use by another run ({holder}); wait for it to finish, or use "
                            f"another `results` folder. The lock is released when that process ends.") from None
     me = {"pid": os.getpid(), "host": socket.gethostname(), "cwd": os.getcwd(),
-          "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}
+          "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"), "run": os.environ.get(RUN_ENV)}
     os.ftruncate(fd, 0)
     os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
     _held[str(root)] = fd
     return path
+
+
+# ---- runs that replace a killed run ----------------------------------------------------------------------------------
+
+RUN_ENV = "DEPTHLAB_RUN"  # the id of the Snakemake run that submitted a job; sbatch passes the environment on (--export=ALL)
+
+
+def start_run() -> str:
+    """Give this (the submitting) Snakemake process a fresh run id, which every job it starts inherits; ``acquire``
+    records it in the results folder's lock file, so the lock file always names the latest run that executed jobs."""
+    run = os.urandom(8).hex()
+    os.environ[RUN_ENV] = run
+    return run
+
+
+def superseded(results: str | Path) -> str:
+    """Why a job that a cluster starts now must do nothing ('' when it may run): it was submitted by a run whose
+    Snakemake has been killed and restarted since (a job requeued or still pending when the submit host died).  The
+    restart has submitted its own job for the same outputs; this one would remove them and write them a second time.
+    Checked when the job's Snakemake reads the Snakefile, before it removes any output.  A job already running when the
+    restart began goes on: the output's lock (:class:`OutputLock`) keeps the restart's job from writing beside it."""
+    mine = os.environ.get(RUN_ENV)
+    if not mine:
+        return ""
+    path = Path(results) / LOCK_NAME
+    try:
+        h = json.loads(safeio.read_text(path, 4096))
+    except (OSError, ValueError):
+        return ""
+    current = h.get("run") if isinstance(h, dict) else None
+    if not current or current == mine:
+        return ""
+    return (f"it was submitted by run {mine}, and run {current} ({holder_of(path)}) has started on {Path(results)} "
+            f"since: that run submits its own job for these outputs")
+
+
+ADOPT = "adopt"  # <store>.adopt-<random>: a whole store a killed run's job finished, set aside for the job that reruns it
+
+
+def adopt_finished(results: str | Path, snakemake_dir: str | Path = ".snakemake") -> list[str]:
+    """Set aside every store below ``results`` that Snakemake marks incomplete but that is whole: a job of a killed run
+    finished it after its Snakemake died.  A store reaches its path only complete (``storage.write_store`` renames it
+    into place last, and Snakemake removes a job's outputs before it starts), so that job wrote it, once.  Snakemake
+    reruns the job (its output is missing now), and the job, finding ``<store>.adopt-*`` with its own spec and code,
+    moves it back into place instead of computing it again (``depthlab stage``): Snakemake's own records of the job,
+    which its rerun triggers compare against, are then written as for any finished job.  Returns the stores set aside."""
+    import base64
+
+    from . import storage
+
+    inc = Path(snakemake_dir) / "incomplete"
+    root = Path(results).resolve()
+    adopted: list[str] = []
+    if not inc.is_dir():
+        return adopted
+    for marker in sorted(p for p in inc.rglob("*") if p.is_file() and not p.is_symlink()):
+        parts = marker.relative_to(inc).parts
+        try:  # Snakemake's key: the output path, urlsafe base64, split into '@'-prefixed chunks at the name-length limit
+            out = base64.urlsafe_b64decode("".join(q.removeprefix("@") for q in parts)).decode()
+        except (ValueError, UnicodeDecodeError):
+            continue
+        store = Path(out)
+        if store.suffix != ".zarr" or not store.resolve().is_relative_to(root) or not store.is_dir() or store.is_symlink():
+            continue
+        try:
+            if not storage.read_record(store).get("content_hash"):
+                continue
+        except Exception:  # not whole, or not a depthlab store: Snakemake removes it and reruns the job
+            continue
+        os.rename(store, store.with_name(f"{store.name}.{ADOPT}-{os.urandom(4).hex()}"))
+        adopted.append(out)
+    return adopted
+
+
+_ACTIVE_ELSEWHERE = {"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "RESIZING"}
+
+
+def _slurm_jobs() -> dict[str, str] | None:
+    """State of every job in SLURM's queue (None when there is no squeue here, or it fails)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("squeue") is None:
+        return None
+    try:
+        p = subprocess.run(["squeue", "-h", "-o", "%i|%T"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if p.returncode != 0:
+        return None
+    return dict(line.strip().split("|", 1) for line in p.stdout.splitlines() if line.count("|") == 1)
+
+
+def killed_before(snakemake_dir: str | Path = ".snakemake") -> bool:
+    """True when Snakemake marks some output incomplete: a run in this working directory was killed (or is running)."""
+    inc = Path(snakemake_dir) / "incomplete"
+    return inc.is_dir() and any(p.is_file() for p in inc.rglob("*"))
+
+
+def settle_orphans(snakemake_dir: str | Path = ".snakemake", say=print, poll: float = 5.0) -> dict[str, list[str]]:
+    """Before a restarted run builds its plan: the cluster jobs that the killed run left in SLURM (Snakemake's
+    'incomplete' marks name them) are settled, so that none writes a store beside the restart's own job, nor after it.
+    Queued ones are cancelled (they would do nothing when started: :func:`superseded`); running ones are waited for,
+    and the stores they finish are then adopted (:func:`adopt_finished`).  Called with the results folder's lock held,
+    so the lock file names the restart's run.  Returns the job ids cancelled and waited for."""
+    import subprocess
+
+    inc = Path(snakemake_dir) / "incomplete"
+    ids: set[str] = set()
+    if inc.is_dir():
+        for marker in inc.rglob("*"):
+            if marker.is_file() and not marker.is_symlink():
+                try:
+                    jid = json.loads(safeio.read_text(marker, 4096)).get("external_jobid")
+                except (OSError, ValueError, AttributeError):
+                    continue
+                if jid:
+                    ids.add(str(jid).split(";")[0].strip())
+    done: dict[str, list[str]] = {"cancelled": [], "waited": []}
+    queue = _slurm_jobs() if ids else None
+    if not queue:
+        return done
+    queued = sorted(j for j in ids if queue.get(j) in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"))
+    if queued:
+        subprocess.run(["scancel", *queued], capture_output=True, timeout=60)
+        say(f"depthlab: cancelled {len(queued)} job(s) the killed run left queued in SLURM: {', '.join(queued)}")
+        done["cancelled"] = queued
+    running = sorted(j for j in ids if queue.get(j) in _ACTIVE_ELSEWHERE)
+    if running:
+        say(f"depthlab: waiting for {len(running)} job(s) of the killed run still running in SLURM, so that none writes "
+            f"a store beside this run's jobs: {', '.join(running)}")
+        done["waited"] = running
+        while True:
+            queue = _slurm_jobs()
+            if queue is None or not any(queue.get(j) in _ACTIVE_ELSEWHERE for j in running):
+                break
+            time.sleep(poll)
+    return done
 
 
 def holder_of(path: str | Path) -> str:
@@ -66,6 +204,15 @@ def holder_of(path: str | Path) -> str:
         return f"pid {h['pid']} on {h['host']}, started {h['started']} from {h['cwd']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "holder unknown"
+
+
+def try_acquire(results: str | Path) -> bool:
+    """:func:`acquire`, or False when another run holds the lock (the Snakefile's onstart then stops with its name)."""
+    try:
+        acquire(results)
+    except ResultsInUse:
+        return False
+    return True
 
 
 def release(results: str | Path) -> None:
