@@ -32,6 +32,7 @@ if workflow.remote_exec:
     if _superseded:
         logger.warning(f"depthlab: this job does nothing: {_superseded}")
         sys.exit(0)
+    depthlab.lock.register_cluster_job(R)
 elif not workflow.subprocess_exec:
     import depthlab.lock
 
@@ -39,7 +40,7 @@ elif not workflow.subprocess_exec:
     if not workflow.dryrun and depthlab.lock.killed_before() and depthlab.lock.try_acquire(R):
         # a restart after a kill: the lock file now names this run, so a job of the killed run that starts from now on
         # does nothing; those still queued are cancelled, those running waited for, and the stores they finished kept
-        depthlab.lock.settle_orphans(say=logger.warning)
+        depthlab.lock.settle_orphans(say=logger.warning, results=R)
         for _store in depthlab.lock.adopt_finished(R):
             logger.info(
                 f"depthlab: {_store} was finished by a job of the killed run after its Snakemake died: its job will keep it"

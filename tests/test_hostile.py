@@ -658,3 +658,51 @@ def test_a_job_of_a_replaced_run_does_nothing_and_a_store_a_killed_run_finished_
     p = subprocess.run(cmd, capture_output=True, text=True)
     assert p.returncode == 0 and "kept, not computed again" not in p.stderr, p.stderr[-2000:]
     assert st.read_record(out)["spec"] == spec and not list(results.glob("*.adopt-*"))
+
+
+def test_a_restart_cancels_the_killed_runs_queued_jobs_and_waits_for_its_running_ones(tmp_path, monkeypatch):
+    """Issue 41 item 2 with a stand-in SLURM (squeue and scancel scripts): Snakemake's incomplete marks name the jobs of
+    the killed run; the restart cancels the queued one, waits until the running one has left the queue, and ignores
+    marks without a job id (a local run's) and jobs SLURM no longer knows."""
+    import base64
+
+    import depthlab.lock as lock
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    calls = tmp_path / "squeue.calls"
+    # job 20 runs for the first three queries, then leaves the queue; 19 is queued; 18 is long gone
+    (bin_ / "squeue").write_text(f'#!/bin/sh\necho x >> "{calls}"\nn=$(wc -l < "{calls}")\n'
+                                 'echo "19|PENDING"\n[ "$n" -le 3 ] && echo "20|RUNNING"\necho "99|RUNNING"\nexit 0\n')
+    (bin_ / "scancel").write_text(f'#!/bin/sh\necho "$@" >> "{tmp_path}/scancel.calls"\n')
+    for f in ("squeue", "scancel"):
+        (bin_ / f).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    inc = tmp_path / ".snakemake" / "incomplete"
+    inc.mkdir(parents=True)
+    for path, job in (("results/a.zarr", "19"), ("results/b.zarr", "20"), ("results/c.zarr", "18"), ("results/d.zarr", None)):
+        (inc / base64.urlsafe_b64encode(path.encode()).decode()).write_text(json.dumps({"external_jobid": job}))
+    # a started job's jobstep marks its outputs again without the id: the running job 20 is found in the ledger its
+    # jobstep keeps (register_cluster_job), beside a finished job's leftover entry and one of this very run
+    monkeypatch.setenv(lock.RUN_ENV, "restart")
+    jobs = tmp_path / "results" / lock.JOBS_DIR
+    monkeypatch.setenv("SLURM_JOB_ID", "20")
+    monkeypatch.setenv(lock.RUN_ENV, "killed")
+    assert lock.register_cluster_job(tmp_path / "results") == jobs / "20.json"
+    monkeypatch.setenv(lock.RUN_ENV, "restart")
+    (jobs / "77.json").write_text(json.dumps({"job": "77", "run": "killed"}))
+    (jobs / "99.json").write_text(json.dumps({"job": "99", "run": "restart"}))
+    (inc / base64.urlsafe_b64encode(b"results/b.zarr").decode()).write_text(json.dumps({"external_jobid": None}))
+    said = []
+    assert lock.killed_before(tmp_path / ".snakemake")
+    done = lock.settle_orphans(tmp_path / ".snakemake", say=said.append, poll=0.05, results=tmp_path / "results")
+    assert done == {"cancelled": ["19"], "waited": ["20"]}
+    assert (tmp_path / "scancel.calls").read_text().split() == ["19"]  # 99 is not the killed run's: never touched
+    assert len(calls.read_text().split()) == 5  # waited until 20 had left the queue, then tidied the ledger
+    assert sorted(f.name for f in jobs.iterdir()) == ["99.json"]  # entries of jobs SLURM no longer runs are removed
+    assert "cancelled 1 job(s)" in said[0] and "waiting for 1 job(s)" in said[1] and "20" in said[1]
+    # no marks: nothing to settle, and SLURM is not asked
+    shutil.rmtree(inc)
+    assert not lock.killed_before(tmp_path / ".snakemake")
+    assert lock.settle_orphans(tmp_path / ".snakemake", say=said.append) == {"cancelled": [], "waited": []}
+    assert len(calls.read_text().split()) == 5

@@ -190,6 +190,7 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     while p.poll() is None and not any(s == "RUNNING" and int(j) > int(timed) for j, s, _ in _queue()):
         time.sleep(1)
     assert p.poll() is None, "the run ended before the submit host could be killed"
+    time.sleep(rng.uniform(20, 30))  # into the retry's training: the restart must wait for it and keep what it writes
     os.killpg(p.pid, signal.SIGKILL)  # the submit host dies; its SLURM jobs go on
     p.wait()
     left = [(j, s) for j, s, _ in _queue() if s in ("RUNNING", "PENDING")]

@@ -151,13 +151,34 @@ def _slurm_jobs() -> dict[str, str] | None:
     return dict(line.strip().split("|", 1) for line in p.stdout.splitlines() if line.count("|") == 1)
 
 
+JOBS_DIR = ".depthlab.jobs"  # <results>/.depthlab.jobs/<SLURM job id>.json: the cluster jobs running now, and their run
+
+
+def register_cluster_job(results: str | Path) -> Path | None:
+    """Record the SLURM job this process runs in (its id and run) under ``results`` until it exits: Snakemake's
+    incomplete marks name a cluster job only until it starts (its jobstep marks the same outputs again, without the
+    id), so a restart finds the running jobs of a killed run here (:func:`settle_orphans`)."""
+    import atexit
+
+    jid, run = os.environ.get("SLURM_JOB_ID", ""), os.environ.get(RUN_ENV)
+    if not jid.isdigit() or not run:
+        return None
+    d = Path(results) / JOBS_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    f = d / f"{jid}.json"
+    f.write_text(json.dumps({"job": jid, "run": run, "host": socket.gethostname(), "pid": os.getpid()}))
+    atexit.register(lambda: f.unlink(missing_ok=True))
+    return f
+
+
 def killed_before(snakemake_dir: str | Path = ".snakemake") -> bool:
     """True when Snakemake marks some output incomplete: a run in this working directory was killed (or is running)."""
     inc = Path(snakemake_dir) / "incomplete"
     return inc.is_dir() and any(p.is_file() for p in inc.rglob("*"))
 
 
-def settle_orphans(snakemake_dir: str | Path = ".snakemake", say=print, poll: float = 5.0) -> dict[str, list[str]]:
+def settle_orphans(snakemake_dir: str | Path = ".snakemake", say=print, poll: float = 5.0,
+                   results: str | Path | None = None) -> dict[str, list[str]]:
     """Before a restarted run builds its plan: the cluster jobs that the killed run left in SLURM (Snakemake's
     'incomplete' marks name them) are settled, so that none writes a store beside the restart's own job, nor after it.
     Queued ones are cancelled (they would do nothing when started: :func:`superseded`); running ones are waited for,
@@ -176,6 +197,15 @@ def settle_orphans(snakemake_dir: str | Path = ".snakemake", say=print, poll: fl
                     continue
                 if jid:
                     ids.add(str(jid).split(";")[0].strip())
+    ledger = sorted((Path(results) / JOBS_DIR).glob("*.json")) if results is not None else []
+    mine = os.environ.get(RUN_ENV)
+    for f in ledger:  # the cluster jobs of earlier runs that had started (their jobstep replaced the marks' ids)
+        try:
+            rec = json.loads(safeio.read_text(f, 4096))
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict) and str(rec.get("job", "")).isdigit() and rec.get("run") != mine:
+            ids.add(str(rec["job"]))
     done: dict[str, list[str]] = {"cancelled": [], "waited": []}
     queue = _slurm_jobs() if ids else None
     if not queue:
@@ -195,6 +225,10 @@ def settle_orphans(snakemake_dir: str | Path = ".snakemake", say=print, poll: fl
             if queue is None or not any(queue.get(j) in _ACTIVE_ELSEWHERE for j in running):
                 break
             time.sleep(poll)
+    queue = _slurm_jobs() if ledger else None
+    for f in ledger:  # entries of jobs SLURM no longer runs (killed at a time limit, cancelled): gone
+        if queue is not None and f.stem not in queue:
+            f.unlink(missing_ok=True)
     return done
 
 
