@@ -465,6 +465,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_job_that_runs_out_of_space_says_so_in_its_log_and_in_snakemakes_output(tmp_path, small_disk):
     results = small_disk / "results"
     cfg = {"results": str(results), "device": "cpu", "seed": 0, "studies": {"tiny": {"sizes": [5, 1_000_000]}}}

@@ -57,6 +57,7 @@ def _same(combined: xr.Dataset, job: dict, store: xr.Dataset) -> None:
             np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64), err_msg=name)
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_open_results_equals_the_stores_opened_one_by_one_for_every_stage(smoke_run):
     for study in smoke_run.config["studies"]:
         s = get_study(study)

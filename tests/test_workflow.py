@@ -295,6 +295,7 @@ def test_audit_traces_a_figure_to_its_data_and_passes_from_anywhere(smoke_run, t
         assert f"claims {study}/claims.md" in p.stdout
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_audit_of_results_made_by_another_commit(smoke_run, tmp_path):
     """After a `git pull`: unchanged stage code passes with a note; changed stage code fails with --strict only."""
     target = str(smoke_run.results / "mori_ueda/figures/fig2.png")
