@@ -25,17 +25,15 @@ include: "workflow/rules/report.smk"
 # host died) exits here, before its Snakemake removes the outputs that the replacing run writes; the restart cancels the
 # killed run's queued jobs and waits for its running ones; and a store that such a job finished after its Snakemake died
 # is kept by the job that reruns it, not computed again.
-if workflow.remote_exec:
-    import depthlab.lock
+import depthlab.lock
 
+if workflow.remote_exec:
     _superseded = depthlab.lock.superseded(R)
     if _superseded:
         logger.warning(f"depthlab: this job does nothing: {_superseded}")
         sys.exit(0)
     depthlab.lock.register_cluster_job(R)
 elif not workflow.subprocess_exec:
-    import depthlab.lock
-
     depthlab.lock.start_run()
     if not workflow.dryrun and depthlab.lock.killed_before() and depthlab.lock.try_acquire(R):
         # a restart after a kill: the lock file now names this run, so a job of the killed run that starts from now on

@@ -94,6 +94,12 @@ def superseded(results: str | Path) -> str:
             f"since: that run submits its own job for these outputs")
 
 
+def _marks(snakemake_dir: str | Path) -> list[Path]:
+    """Snakemake's incomplete marks: one file per output of a job it started and did not see finish."""
+    inc = Path(snakemake_dir) / "incomplete"
+    return sorted(p for p in inc.rglob("*") if p.is_file() and not p.is_symlink()) if inc.is_dir() else []
+
+
 ADOPT = "adopt"  # <store>.adopt-<random>: a whole store a killed run's job finished, set aside for the job that reruns it
 
 
@@ -111,9 +117,7 @@ def adopt_finished(results: str | Path, snakemake_dir: str | Path = ".snakemake"
     inc = Path(snakemake_dir) / "incomplete"
     root = Path(results).resolve()
     adopted: list[str] = []
-    if not inc.is_dir():
-        return adopted
-    for marker in sorted(p for p in inc.rglob("*") if p.is_file() and not p.is_symlink()):
+    for marker in _marks(snakemake_dir):
         parts = marker.relative_to(inc).parts
         try:  # Snakemake's key: the output path, urlsafe base64, split into '@'-prefixed chunks at the name-length limit
             out = base64.urlsafe_b64decode("".join(q.removeprefix("@") for q in parts)).decode()
@@ -173,30 +177,26 @@ def register_cluster_job(results: str | Path) -> Path | None:
 
 def killed_before(snakemake_dir: str | Path = ".snakemake") -> bool:
     """True when Snakemake marks some output incomplete: a run in this working directory was killed (or is running)."""
-    inc = Path(snakemake_dir) / "incomplete"
-    return inc.is_dir() and any(p.is_file() for p in inc.rglob("*"))
+    return bool(_marks(snakemake_dir))
 
 
 def settle_orphans(snakemake_dir: str | Path = ".snakemake", say=print, poll: float = 5.0,
                    results: str | Path | None = None) -> dict[str, list[str]]:
     """Before a restarted run builds its plan: the cluster jobs that the killed run left in SLURM (Snakemake's
-    'incomplete' marks name them) are settled, so that none writes a store beside the restart's own job, nor after it.
+    'incomplete' marks name those still queued, the ledger under ``results`` those that started) are settled, so that none writes a store beside the restart's own job, nor after it.
     Queued ones are cancelled (they would do nothing when started: :func:`superseded`); running ones are waited for,
     and the stores they finish are then adopted (:func:`adopt_finished`).  Called with the results folder's lock held,
     so the lock file names the restart's run.  Returns the job ids cancelled and waited for."""
     import subprocess
 
-    inc = Path(snakemake_dir) / "incomplete"
     ids: set[str] = set()
-    if inc.is_dir():
-        for marker in inc.rglob("*"):
-            if marker.is_file() and not marker.is_symlink():
-                try:
-                    jid = json.loads(safeio.read_text(marker, 4096)).get("external_jobid")
-                except (OSError, ValueError, AttributeError):
-                    continue
-                if jid:
-                    ids.add(str(jid).split(";")[0].strip())
+    for marker in _marks(snakemake_dir):
+        try:
+            jid = json.loads(safeio.read_text(marker, 4096)).get("external_jobid")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if jid:
+            ids.add(str(jid).split(";")[0].strip())
     ledger = sorted((Path(results) / JOBS_DIR).glob("*.json")) if results is not None else []
     mine = os.environ.get(RUN_ENV)
     for f in ledger:  # the cluster jobs of earlier runs that had started (their jobstep replaced the marks' ids)
