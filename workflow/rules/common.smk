@@ -250,6 +250,15 @@ def resource_of(study, stage, name):
     )
 
 
+def priority_of(study, stage):
+    """The job's scheduler priority: its predicted one-core seconds, longest first (depthlab.plan.job_priority). Not a
+    rerun trigger: Snakemake records no priority."""
+    return _named(
+        lambda wildcards: dlplan.job_priority(_spec(study, stage, _job(study, stage, wildcards)), study, stage),
+        f"{study}_{stage}_priority",
+    )
+
+
 def code_of(study, stage):
     """The fingerprint of the code the stage runs: editing that code reruns the job (depthlab.provenance)."""
     return dlp.code_fingerprint(get_study(study).stage(stage).fingerprint_modules)

@@ -22,6 +22,7 @@ for _study in STUDIES:
             conda:
                 CONDA_ENV
             threads: _stage.threads
+            priority: priority_of(_study, _stage.name)
             resources:
                 mem_mb=resource_of(_study, _stage.name, "mem_mb"),
                 runtime=resource_of(_study, _stage.name, "runtime"),
