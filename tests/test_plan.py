@@ -263,3 +263,21 @@ def test_locally_at_most_as_many_gpu_jobs_run_at_once_as_gpus_are_found(root, tm
         smk(tmp_path, "--configfile", str(cfg), *extra, "--force", "--", store, env=env)
         log = "".join(q.read_text() for q in (tmp_path / "results" / "c" / "logs" / "snakemake").glob("*.log"))
         assert re.search(rf"Provided resources: [^\n]*gpu\D*{cap}\b", log), log[:3000]  # gpu=Resource("gpu", 2)
+
+
+def test_of_the_jobs_ready_to_run_the_longest_predicted_start_first(root):
+    """The scheduler priority of a store job is its predicted one-core seconds: in the default config the deepest,
+    widest fractal net (the job that ran alone for the last 25 minutes of the run of 94ba28c) outranks every shallow
+    or narrow one, and priorities follow the predictions job for job."""
+    cfg = dlc.validate(dlc.read_yaml(root / "config" / "config.yaml"), memory=False)
+    fr = get_study("fractals")
+    jobs = fr.jobs(cfg, "train")
+    specs = [fr.spec(cfg, "train", j) for j in jobs]
+    prio = [pl.job_priority(s, "fractals", "train") for s in specs]
+    secs = [pl.job_seconds(s, "fractals", "train") for s in specs]
+    assert all(isinstance(p, int) for p in prio)
+    assert np.all(np.diff(np.array(prio)[np.argsort(secs)]) >= 0)
+    top = jobs[int(np.argmax(prio))]
+    assert (top.depth, top.width) == (max(j.depth for j in jobs), max(j.width for j in jobs))
+    shallow = [p for j, p in zip(jobs, prio) if j.depth == 1 and j.width == min(j.width for j in jobs)]
+    assert shallow and max(prio) > 10 * max(shallow)
