@@ -265,19 +265,33 @@ def test_locally_at_most_as_many_gpu_jobs_run_at_once_as_gpus_are_found(root, tm
         assert re.search(rf"Provided resources: [^\n]*gpu\D*{cap}\b", log), log[:3000]  # gpu=Resource("gpu", 2)
 
 
-def test_of_the_jobs_ready_to_run_the_longest_predicted_start_first(root):
-    """The scheduler priority of a store job is its predicted one-core seconds: in the default config the deepest,
-    widest fractal net (the job that ran alone for the last 25 minutes of the run of 94ba28c) outranks every shallow
-    or narrow one, and priorities follow the predictions job for job."""
+def test_of_the_jobs_ready_to_run_those_heading_the_longest_predicted_chains_start_first(root):
+    """A store job's scheduler priority is its predicted one-core seconds plus the largest priority of the store jobs
+    that read it: in the default config the deepest, widest fractal net (the job that ran alone for the last 25 minutes
+    of the run of 94ba28c) outranks every shallow or narrow one, and the few seconds of data set it reads outrank every
+    job that no long chain waits on."""
+    from depthlab.study import Ref
+
     cfg = dlc.validate(dlc.read_yaml(root / "config" / "config.yaml"), memory=False)
+    prio = pl.chain_priorities(cfg)
     fr = get_study("fractals")
     jobs = fr.jobs(cfg, "train")
     specs = [fr.spec(cfg, "train", j) for j in jobs]
-    prio = [pl.job_priority(s, "fractals", "train") for s in specs]
+    keys = [f"fractals/{fr.path(Ref('train', j))}" for j in jobs]
+    assert all(prio[k] == pl.job_priority(s, "fractals", "train") for k, s in zip(keys, specs))  # nothing reads a net
     secs = [pl.job_seconds(s, "fractals", "train") for s in specs]
-    assert all(isinstance(p, int) for p in prio)
-    assert np.all(np.diff(np.array(prio)[np.argsort(secs)]) >= 0)
-    top = jobs[int(np.argmax(prio))]
-    assert (top.depth, top.width) == (max(j.depth for j in jobs), max(j.width for j in jobs))
-    shallow = [p for j, p in zip(jobs, prio) if j.depth == 1 and j.width == min(j.width for j in jobs)]
-    assert shallow and max(prio) > 10 * max(shallow)
+    assert np.all(np.diff(np.array([prio[k] for k in keys])[np.argsort(secs)]) >= 0)
+    top = int(np.argmax([prio[k] for k in keys]))
+    assert (jobs[top].depth, jobs[top].width) == (max(j.depth for j in jobs), max(j.width for j in jobs))
+    narrow = [prio[k] for j, k in zip(jobs, keys) if j.depth == 1 and j.width == min(j.width for j in jobs)]
+    assert narrow and prio[keys[top]] > 10 * max(narrow)
+    data = f"fractals/{fr.path(specs[top].inputs()['data'])}"
+    assert prio[data] == pl.job_priority(fr.spec(cfg, "data", specs[top].inputs()["data"].job), "fractals", "data") + max(
+        prio[k] for k, s in zip(keys, specs) if f"fractals/{fr.path(s.inputs()['data'])}" == data)
+    eigen = [v for k, v in prio.items() if k.startswith("spectra/eigen")]
+    assert eigen and prio[data] > max(eigen)
+    # a chain adds up: the Mori & Ueda data set outranks its rate search, which outranks its net
+    mu = get_study("mori_ueda")
+    net = mu.spec(cfg, "train", mu.jobs(cfg, "train")[0])
+    below = [f"mori_ueda/{mu.path(r)}" for r in net.inputs().values()]
+    assert all(prio[b] > prio[f"mori_ueda/{mu.path(Ref('train', net.job))}"] for b in below)

@@ -29,7 +29,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Callable, Any
 
 from . import safeio
 
@@ -414,10 +414,43 @@ def job_seconds(spec: Any, study: str, stage: str, costs: dict[str, StageCost] |
 
 
 def job_priority(spec: Any, study: str, stage: str, costs: dict[str, StageCost] | None = None) -> int:
-    """The scheduler priority of a job: its predicted seconds, so that of the jobs ready to run the longest start
-    first (longest-processing-time first).  A long job started last runs alone while the other cores idle: in the
-    default run of 94ba28c a wide fractal net, ready from the start, ran alone for the last 25 minutes."""
+    """A job's own predicted seconds (integer); :func:`chain_priorities` adds what waits on it."""
     return int(job_seconds(spec, study, stage, costs))
+
+
+def chain_priorities(config: dict, spec_of: Callable[[str, str, Any], Any] | None = None,
+                     costs: dict[str, StageCost] | None = None) -> dict[str, int]:
+    """The scheduler priority of every store job, keyed ``<study>/<store path>``: its predicted one-core seconds plus
+    the largest priority among the store jobs that read its output (the longest predicted chain that starts with it).
+    Of the jobs ready to run, those that head the longest chains start first, so a long job neither starts last and runs
+    alone while the other cores idle (in the default run of 94ba28c a wide fractal net ran alone for the last 25
+    minutes) nor waits behind short jobs for the few seconds of data set it needs.  ``spec_of(study, stage, job)``
+    builds a job's spec (default: the study's own)."""
+    from .study import Ref
+    from .studies import get_study
+
+    costs = _shipped_costs() if costs is None else costs
+    own: dict[str, int] = {}
+    readers: dict[str, list[str]] = {}
+    for name in sorted(config["studies"]):
+        study = get_study(name)
+        for st in study.store_stages():
+            for job in study.jobs(config, st.name):
+                spec = spec_of(name, st.name, job) if spec_of is not None else study.spec(config, st.name, job)
+                key = f"{name}/{study.path(Ref(st.name, job))}"
+                own[key] = job_priority(spec, name, st.name, costs)
+                for ref in spec.inputs().values():
+                    readers.setdefault(f"{name}/{study.path(ref)}", []).append(key)
+    total: dict[str, int] = {}
+
+    def chain(key: str) -> int:
+        if key not in total:
+            total[key] = own[key] + max((chain(r) for r in readers.get(key, ()) if r in own), default=0)
+        return total[key]
+
+    for key in own:
+        chain(key)
+    return total
 
 
 def job_resources(spec: Any, study: str, stage: str, gpu: bool, device: str, attempt: int = 1,

@@ -250,11 +250,16 @@ def resource_of(study, stage, name):
     )
 
 
+@functools.lru_cache(maxsize=1)
+def _priorities():
+    return dlplan.chain_priorities(config, spec_of=_spec)
+
+
 def priority_of(study, stage):
-    """The job's scheduler priority: its predicted one-core seconds, longest first (depthlab.plan.job_priority). Not a
-    rerun trigger: Snakemake records no priority."""
+    """The job's scheduler priority: its predicted one-core seconds plus those of the longest chain of store jobs
+    waiting on it (depthlab.plan.chain_priorities). Not a rerun trigger: Snakemake records no priority."""
     return _named(
-        lambda wildcards: dlplan.job_priority(_spec(study, stage, _job(study, stage, wildcards)), study, stage),
+        lambda wildcards: _priorities()[f"{study}/{get_study(study).path(Ref(stage, _job(study, stage, wildcards)))}"],
         f"{study}_{stage}_priority",
     )
 
