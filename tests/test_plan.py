@@ -284,7 +284,7 @@ def test_of_the_jobs_ready_to_run_those_heading_the_longest_predicted_chains_sta
     top = int(np.argmax([prio[k] for k in keys]))
     assert (jobs[top].depth, jobs[top].width) == (max(j.depth for j in jobs), max(j.width for j in jobs))
     narrow = [prio[k] for j, k in zip(jobs, keys) if j.depth == 1 and j.width == min(j.width for j in jobs)]
-    assert narrow and prio[keys[top]] > 10 * max(narrow)
+    assert narrow and prio[keys[top]] > 2 * max(narrow)
     data = f"fractals/{fr.path(specs[top].inputs()['data'])}"
     assert prio[data] == pl.job_priority(fr.spec(cfg, "data", specs[top].inputs()["data"].job), "fractals", "data") + max(
         prio[k] for k, s in zip(keys, specs) if f"fractals/{fr.path(s.inputs()['data'])}" == data)
