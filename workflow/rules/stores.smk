@@ -17,12 +17,12 @@ for _study in STUDIES:
                 bench_pattern(_study, _stage.name)
             wildcard_constraints:
                 **_stage.job_type.constraints(),
+            priority: priority_of(_study, _stage.name)
             group:
                 STORE_GROUP
             conda:
                 CONDA_ENV
             threads: _stage.threads
-            priority: priority_of(_study, _stage.name)
             resources:
                 mem_mb=resource_of(_study, _stage.name, "mem_mb"),
                 runtime=resource_of(_study, _stage.name, "runtime"),
