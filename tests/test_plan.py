@@ -277,7 +277,7 @@ def test_of_the_jobs_ready_to_run_those_heading_the_longest_predicted_chains_sta
     fr = get_study("fractals")
     jobs = fr.jobs(cfg, "train")
     specs = [fr.spec(cfg, "train", j) for j in jobs]
-    keys = [f"fractals/{fr.path(Ref('train', j))}" for j in jobs]
+    keys = [("fractals", Ref("train", j)) for j in jobs]
     assert all(prio[k] == pl.job_priority(s, "fractals", "train") for k, s in zip(keys, specs))  # nothing reads a net
     secs = [pl.job_seconds(s, "fractals", "train") for s in specs]
     assert np.all(np.diff(np.array([prio[k] for k in keys])[np.argsort(secs)]) >= 0)
@@ -285,13 +285,13 @@ def test_of_the_jobs_ready_to_run_those_heading_the_longest_predicted_chains_sta
     assert (jobs[top].depth, jobs[top].width) == (max(j.depth for j in jobs), max(j.width for j in jobs))
     narrow = [prio[k] for j, k in zip(jobs, keys) if j.depth == 1 and j.width == min(j.width for j in jobs)]
     assert narrow and prio[keys[top]] > 2 * max(narrow)
-    data = f"fractals/{fr.path(specs[top].inputs()['data'])}"
+    data = ("fractals", specs[top].inputs()["data"])
     assert prio[data] == pl.job_priority(fr.spec(cfg, "data", specs[top].inputs()["data"].job), "fractals", "data") + max(
-        prio[k] for k, s in zip(keys, specs) if f"fractals/{fr.path(s.inputs()['data'])}" == data)
-    eigen = [v for k, v in prio.items() if k.startswith("spectra/eigen")]
+        prio[k] for k, s in zip(keys, specs) if ("fractals", s.inputs()["data"]) == data)
+    eigen = [v for (study, ref), v in prio.items() if (study, ref.stage) == ("spectra", "eigen")]
     assert eigen and prio[data] > max(eigen)
     # a chain adds up: the Mori & Ueda data set outranks its rate search, which outranks its net
     mu = get_study("mori_ueda")
     net = mu.spec(cfg, "train", mu.jobs(cfg, "train")[0])
-    below = [f"mori_ueda/{mu.path(r)}" for r in net.inputs().values()]
-    assert all(prio[b] > prio[f"mori_ueda/{mu.path(Ref('train', net.job))}"] for b in below)
+    below = [("mori_ueda", r) for r in net.inputs().values()]
+    assert all(prio[b] > prio[("mori_ueda", Ref("train", net.job))] for b in below)

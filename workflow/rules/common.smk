@@ -259,7 +259,7 @@ def priority_of(study, stage):
     """The job's scheduler priority: its predicted one-core seconds plus those of the longest chain of store jobs
     waiting on it (depthlab.plan.chain_priorities). Not a rerun trigger: Snakemake records no priority."""
     return _named(
-        lambda wildcards: _priorities()[f"{study}/{get_study(study).path(Ref(stage, _job(study, stage, wildcards)))}"],
+        lambda wildcards: _priorities()[(study, Ref(stage, _job(study, stage, wildcards)))],
         f"{study}_{stage}_priority",
     )
 
