@@ -189,3 +189,36 @@ def test_init_schemes():
     assert all((b == 0.1).all() for _, b in t)
     u = init_params([1, 50, 1], np.array([2]), "torch_default", torch.float64)
     assert u[0][1].abs().max() <= 1.0 and u[0][1].std() > 0.3  # random first-layer biases spread the kinks
+
+
+@pytest.mark.parametrize("loss,optimizer", [("mse", "sgd"), ("hinge", "adam")])
+def test_stepping_models_in_groups_gives_the_same_bits_as_all_at_once(loss, optimizer, monkeypatch):
+    """At the paper's shapes the CPU step runs a few models at a time (trainer.models_per_step); each model's arithmetic
+    is unchanged, so parameters, histories and stops equal those of one step over all models, to the bit (float32, as
+    the studies train).  Adam's shared step counter must advance once per step, not once per group."""
+    import depthlab.core.trainer as trainer
+
+    d, N, width, M = 6, 230, 16, 5
+    x = sample_inputs(N, d, 0)
+    y = target(x, 2, "local")
+    if LOSSES[loss].task == "classification":
+        y = sign_labels(y)
+    idx = np.tile(np.arange(N), (M, 1))
+    lr = np.array([1e-2, 3e-2, 1e-3, 5e-3, 2e-2]) if optimizer == "sgd" else np.array([1e-3, 5e-3, 2e-2, 3e-3, 1e-2])
+    init = init_params(layer_sizes(d, width, 3), np.arange(M) + 3, "truncated_normal")
+    s = TrainSettings(batch_size=50, max_epochs=4, check_every=2, loss=LOSSES[loss], optimizer=OPTIMIZERS[optimizer],
+                      device="cpu", stop=StopRule())
+    p = init_params(layer_sizes(d, width, 3), np.arange(M), "truncated_normal")
+    state = OPTIMIZERS[optimizer].init_state(p)
+    runs = {}
+    for budget in (1 << 40, 1):  # all five at once; groups of two (the smallest group), the last of three
+        monkeypatch.setattr(trainer, "STEP_CHUNK_BYTES", budget)
+        monkeypatch.setattr(trainer, "ALL_AT_ONCE_BYTES", min(budget, trainer.ALL_AT_ONCE_BYTES))
+        runs[budget] = (trainer.models_per_step(p, state), train(x, y, idx, lr, init, np.arange(M) + 40, s))
+    assert sorted(v[0] for v in runs.values()) == [2, M]
+    ref = runs[1 << 40][1]
+    res = runs[1][1]
+    for (W, b), (Wr, br) in zip(res.params, ref.params):
+        assert torch.equal(W, Wr) and torch.equal(b, br)
+    np.testing.assert_array_equal(res.history, ref.history)
+    assert not torch.equal(ref.params[0][0], init[0][0])  # the nets did train
