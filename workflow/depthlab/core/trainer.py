@@ -235,9 +235,9 @@ def models_per_step(params: Params, state: dict[str, torch.Tensor]) -> int:
     streams them from memory; stepping a group of models at a time, start to end, keeps a group's weights in cache
     across the passes.  Measured on one core of the 2-core dev machine (32 MB L3; benchmarks/bench.py prints it): the
     paper's Fig. 2 shape L = 2 steps 1.23-1.30x faster in groups of two than all 40 at once; the default shapes
-    (30 models, 12 MB) gain nothing from groups, and step all at once.  A group holds two models at least: torch runs a batch of one matrix through another kernel,
-    whose last bits differ for the thin output layer; from two up each model's arithmetic is that of the full batch,
-    so the result is the same to the bit (tests/core/test_trainer.py)."""
+    (30 models, 12 MB) gain nothing from groups, and step all at once.  A group holds two models at least: torch runs
+    a batch of one matrix through another kernel, whose last bits differ for the thin output layer; from two up each
+    model's arithmetic is that of the full batch, so the result is the same to the bit (tests/core/test_trainer.py)."""
     W0 = params[0][0]
     M = W0.shape[0]
     if W0.device.type != "cpu" or M <= 1:
