@@ -86,9 +86,9 @@ def _batch(x, y, M, B, dev, step):
     return x[rows], y[rows]
 
 
-def batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B, group: int | None = None) -> float:
+def batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B, group: int | None = None) -> tuple[float, int]:
     """Model-steps per second of depthlab's step (as trainer.train runs it: per-model rows, in-place update, the models
-    stepped in groups of ``trainer.models_per_step``, or of ``group`` when given)."""
+    stepped in groups of ``trainer.models_per_step``, or of ``group`` when given), and the group size it used."""
     params = [(W.to(dev), b.to(dev)) for W, b in init_params(sizes, np.arange(M), "glorot_uniform")]
     opt, loss = OPTIMIZERS[opt_name], LOSSES[loss_name]
     state = opt.init_state(params)
@@ -102,7 +102,7 @@ def batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B, group: int 
         for s in range(steps):
             step_in_groups(opt, params, state, *_batch(x, y, M, B, dev, s), lr, loss, per)
         _sync(dev)
-    return M * steps / (time.perf_counter() - t)
+    return M * steps / (time.perf_counter() - t), per
 
 
 def _sequential(sizes):
@@ -187,10 +187,8 @@ def trainer_case(name: str, d: int, n: int, sizes: list[int], M: int, steps: int
     y = torch.as_tensor(target(sample_inputs(n, d, 0), 1 if d < 2 else 2, "local"), dtype=torch.float32, device=dev)
     if LOSSES[loss_name].task == "classification":
         y = torch.sign(y)
-    b = batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B)
-    probe = [(W.to(dev), bb.to(dev)) for W, bb in init_params(sizes, np.arange(M), "glorot_uniform")]
-    per = models_per_step(probe, OPTIMIZERS[opt_name].init_state(probe))
-    whole = batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B, group=M) if per < M - 1 else b
+    b, per = batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B)
+    whole = batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B, group=M)[0] if per < M - 1 else b
     f = func_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B)
     p = plain_rate(x, y, sizes, plain_models, steps, dev, opt_name, loss_name, B)
     spe = int(np.ceil(n / B))

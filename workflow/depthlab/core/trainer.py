@@ -133,7 +133,7 @@ class TrainState:
         keep = torch.as_tensor(keep_np, device=self.lr.device)
         M_act = len(self.active)
         self.params = [(W.index_select(0, keep), b.index_select(0, keep)) for W, b in self.params]
-        self.opt = {k: (v.index_select(0, keep) if v.dim() > 0 and v.shape[0] == M_act else v) for k, v in self.opt.items()}
+        self.opt = {k: (v.index_select(0, keep) if _per_model(v, M_act) else v) for k, v in self.opt.items()}
         self.lr = self.lr.index_select(0, keep)
         self.active = self.active[keep_np]
 
@@ -223,6 +223,11 @@ def _eval_error(params: Params, x: torch.Tensor, y: torch.Tensor, loss: Loss, ch
     return loss.error(torch.cat(outs, 1).double(), y.double().expand(len(params[0][0]), -1)).cpu().numpy()
 
 
+def _per_model(v: torch.Tensor, M: int) -> bool:
+    """An optimiser-state tensor with one entry per model (leading axis M), not one shared by all (Adam's step)."""
+    return v.dim() > 0 and v.shape[0] == M
+
+
 ALL_AT_ONCE_BYTES = 16 << 20  # CPU: stacked models whose parameters and state fit here step all at once ...
 STEP_CHUNK_BYTES = 4 << 20  # ... larger stacks step start to end in groups of models that fit here (two at least)
 
@@ -243,7 +248,7 @@ def models_per_step(params: Params, state: dict[str, torch.Tensor]) -> int:
     if W0.device.type != "cpu" or M <= 1:
         return M
     per_model = sum(t[0].numel() * t.element_size() for layer in params for t in layer)
-    per_model += sum(v[0].numel() * v.element_size() for v in state.values() if v.dim() and v.shape[0] == M)
+    per_model += sum(v[0].numel() * v.element_size() for v in state.values() if _per_model(v, M))
     if M * per_model <= ALL_AT_ONCE_BYTES:
         return M
     return int(max(2, min(M, STEP_CHUNK_BYTES // max(per_model, 1))))
@@ -256,17 +261,16 @@ def step_in_groups(opt: Optimizer, params: Params, state: dict[str, torch.Tensor
     M = params[0][0].shape[0]
     if per >= M - 1:
         return opt.step(params, state, x, y, lr, loss)
-    shared = [k for k, v in state.items() if not (v.dim() and v.shape[0] == M)]
-    out, after = [], {}
+    shared = [k for k, v in state.items() if not _per_model(v, M)]
+    out = []
     bounds = list(range(0, M, per))
     if M - bounds[-1] == 1:
         bounds.pop()
     for a, e in zip(bounds, bounds[1:] + [M]):
         sub = {k: (v.clone() if k in shared else v[a:e]) for k, v in state.items()}
         out.append(opt.step([(W[a:e], b[a:e]) for W, b in params], sub, x[a:e], y[a:e], lr[a:e], loss))
-        after = {k: sub[k] for k in shared}
-    for k, v in after.items():
-        state[k].copy_(v)
+    for k in shared:  # every group advanced its copy alike: keep the last
+        state[k].copy_(sub[k])
     return torch.cat(out)
 
 
