@@ -282,7 +282,7 @@ def test_of_the_jobs_ready_to_run_those_heading_the_longest_predicted_chains_sta
     secs = [pl.job_seconds(s, "fractals", "train") for s in specs]
     assert np.all(np.diff(np.array([prio[k] for k in keys])[np.argsort(secs)]) >= 0)
     top = int(np.argmax([prio[k] for k in keys]))
-    assert (jobs[top].depth, jobs[top].width) == (max(j.depth for j in jobs), max(j.width for j in jobs))
+    assert (jobs[top].depth, jobs[top].width) == max((j.depth, j.width) for j in jobs)  # the widest of the deepest
     narrow = [prio[k] for j, k in zip(jobs, keys) if j.depth == 1 and j.width == min(j.width for j in jobs)]
     assert narrow and prio[keys[top]] > 2 * max(narrow)
     data = ("fractals", specs[top].inputs()["data"])

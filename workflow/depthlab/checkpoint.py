@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("depthlab")
 _FP = "fingerprint"
 _CODE = "code_fingerprint"
-CHILD = r"round[0-9]+|final|grow[0-9]+"  # the children the trainers take (lrsearch rounds, the radial final run, grid growth)
+CHILD = r"round[0-9]+|final|grow[0-9]+|half[0-9]+"  # the children the trainers take (lrsearch rounds, the radial final run, grid growth, a halved rate)
 _MINE = re.compile(rf"(?:\.(?:{CHILD}))*(?:\.tmp-[0-9]+(?:-[A-Za-z0-9]+-[0-9a-f]+)?)?")  # what follows a checkpoint's name in the files it writes
 
 

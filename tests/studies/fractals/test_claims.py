@@ -1,11 +1,15 @@
 """The fractal claims read the table the way the paper reads its runs: mean over seeds, best lr, best width."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from depthlab.studies.fractals.claims import m2, m3, m4
 from depthlab.studies.fractals.plots import best, curve_table
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _table(rows):
@@ -133,3 +137,55 @@ def test_m3_and_m1_read_convergence_in_the_direction_more_training_could_change(
     # and a flagged rate makes (a) inconclusive
     a = [v for v in m1(t2.assign(lr_flagged=[False, False, False, True], lr_edge="lower"), 0.95) if "equal width" in v.statement][0]
     assert a.holds is None and "sits at the edge of its grid" in a.reason
+
+
+def test_m1_extra_nets_give_equal_parameter_points_and_widths_one_depth_has_are_not_compared_at_equal_width():
+    """fig4.extra_nets: depth 1 at widths 200 and 400 inside depth 5's parameter range.  Without them the ranges do not
+    overlap (inconclusive); with them the comparison is made at their counts, interpolated log-linearly in depth 5's
+    curve (here by hand: 0.75 at 481 and 0.85 at 40 801).  The old checker compared every width and failed (a) on
+    width 200, which only depth 1 has ('deepest beats depth 1' is false for a single net)."""
+    from depthlab.studies.fractals.claims import m1
+
+    grid = [(1, 10, 41, 0.60), (1, 100, 401, 0.70), (5, 10, 481, 0.75), (5, 100, 40801, 0.85)]
+    extra = [(1, 200, 801, 0.72), (1, 400, 1601, 0.80)]
+
+    def table(nets):
+        t = _sound([(0, T, w, 0.001, 0, a, 0.8, 0.9) for T, w, _, a in nets], True)
+        return t.assign(n_params=[P for _, _, P, _ in nets])
+
+    def verdict(nets, what):
+        return [v for v in m1(table(nets), 0.95) if what in v.statement][0]
+
+    assert verdict(grid, "equal parameter").holds is None and "no overlapping" in verdict(grid, "equal parameter").reason
+    v = verdict(grid + extra, "equal parameter")
+    at = lambda P: 0.75 + 0.10 * np.log(P / 481) / np.log(40801 / 481)  # noqa: E731
+    assert f"at 801 params: {at(801):.3f} vs 0.720" in v.evidence and f"at 1601 params: {at(1601):.3f} vs 0.800" in v.evidence
+    assert at(1601) < 0.80 and v.holds is False  # depth 1 at 1 601 parameters beats the interpolated depth 5
+    better = [(1, 200, 801, 0.72), (1, 400, 1601, 0.76)]
+    assert verdict(grid + better, "equal parameter").holds is True
+    w = verdict(grid + better, "equal width")
+    assert w.holds is True and "width 200" not in w.evidence and "width 10" in w.evidence
+    assert verdict([(1, 10, 41, 0.6), (1, 100, 401, 0.7)], "equal width").holds is None  # one depth: nothing to compare
+
+
+def test_extra_nets_must_be_of_a_configured_depth_at_a_new_width():
+    import copy
+
+    import yaml
+
+    import depthlab.config as dlc
+    from depthlab.config import ConfigError
+    from depthlab.studies import get_study
+    from depthlab.studies.fractals.specs import TrainJob
+
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    cfg["studies"] = {"fractals": cfg["studies"]["fractals"]}
+    jobs = get_study("fractals").jobs(dlc.validate(copy.deepcopy(cfg)), "train")
+    fig4 = {(j.depth, j.width) for j in jobs if j.pdeg == 0 and j.fractal == "cantor"}
+    assert {(1, 200), (1, 400), (5, 20)} <= fig4 and (5, 200) not in fig4 and (1, 20) not in fig4
+    assert all(isinstance(j, TrainJob) for j in jobs)
+    for bad in ({"depth": 3, "width": 50}, {"depth": 1, "width": 100}):
+        c = copy.deepcopy(cfg)
+        c["studies"]["fractals"]["fig4"]["extra_nets"] = [bad]
+        with pytest.raises(ConfigError, match=r"fractals\.fig4\.extra_nets\[0\]"):
+            dlc.validate(c)

@@ -43,10 +43,22 @@ def test_claim_4_is_a_trend_test_and_the_gap_at_the_best_depth_is_its_own_row():
     assert verdicts(table("2-local", 2, "local", nn, {1: 0.300, 2: 0.301, 3: 0.302}), "4")[0].holds is True
 
 
-def test_diverged_seeds_are_counted_in_every_row():
+def test_diverged_seeds_are_counted_in_every_row_and_make_it_inconclusive():
+    """The old checker averaged the seeds that survived and judged: 'holds' here, with one of L = 2's three nets lost to
+    divergence (the rate trained sits beyond the edge of stability even after halving).  Now: inconclusive, naming it."""
     t = table("2-global", 2, "global", {1: 0.1, 2: 0.3}, {1: 0.2, 2: 0.2}, seeds=(0.0, 0.0, 0.0), diverged={(2, 1)})
     v = verdicts(t, "2")[0]
-    assert v.holds and "1 of 3 seeds diverged at L=2" in v.evidence
+    assert v.holds is None and "1 of 3 seeds diverged at L=2" in v.evidence
+    assert "1 of 6 nets diverged (L=2 seed 1 at lr 0.1)" in v.reason and "would hold" in v.reason
+    assert verdicts(table("2-global", 2, "global", {1: 0.1, 2: 0.3}, {1: 0.2, 2: 0.2}, seeds=(0.0, 0.0, 0.0)), "2")[0].holds
+
+
+def test_the_row_prints_the_rate_trained_and_the_cv_rate_it_was_halved_from():
+    t = table("2-local", 2, "local", {1: 0.2, 2: 0.1}, {1: 0.5, 2: 0.5})
+    t["cv_lr"], t["lr_halvings"] = t.lr, 0
+    t.loc[t.depth == 2, ["lr", "cv_lr", "lr_halvings"]] = [0.5, 1.0, 1]
+    v = verdicts(t, "1")[0]
+    assert v.holds and "lr L=1: 0.1, L=2: 0.5 (CV 1, halved 1x: a seed diverged)" in v.evidence
 
 
 def test_a_claim_resting_on_an_unconverged_net_or_a_flagged_rate_is_inconclusive_not_holds():

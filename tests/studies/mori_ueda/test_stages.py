@@ -107,3 +107,40 @@ def test_same_spec_gives_identical_stores_on_cpu():
         assert float(t.lr) == float(s.best_lr)
         hashes.append((content_hash(ds), content_hash(s), content_hash(t)))
     assert hashes[0] == hashes[1]
+
+
+def test_a_cv_rate_at_which_a_seed_diverges_is_halved_until_none_does():
+    """The final nets of a depth sweep at the CV rate: where a seed diverges, every seed trains again at half the rate,
+    at most training.HALVINGS times.  Checked against separate plain runs of each seed at each halved rate."""
+    import xarray as xr
+
+    cfg = config(fig2=fig())
+    ds = data.make_data(STUDY.spec(cfg, "data", DataJob("fig2", "t")), {})
+    tr = STUDY.spec(cfg, "train", DepthJob("fig2", "t", 2))
+    plain = training.sgd_settings(tr.training, "cpu")  # the study's own loss, stop rule and budget
+
+    def diverges(lr: float) -> bool:  # any seed, each trained alone
+        out = []
+        for sd in tr.seeds:
+            init, order = model_seeds([sd], 2)
+            r = train(ds.x_train.values, ds.y_train.values, np.arange(200)[None], np.array([lr]),
+                      init_params(layer_sizes(5, tr.shape.width, 2), init), order, plain)
+            out.append(bool(r.diverged[0]))
+        return any(out)
+
+    def search_store(lr: float) -> xr.Dataset:
+        return xr.Dataset({"best_lr": ((), lr), "lr_edge": ((), ""), "lr_flagged": ((), False)})
+
+    rates = [0.05 * 2.0**i for i in range(9)]
+    div = [diverges(r) for r in rates]
+    assert not div[0] and div[-1], "the rate grid must span the edge of stability"
+    edge = div.index(True)  # the smallest rate of the grid at which a seed diverges
+    t = training.run_train(tr, {"data": ds, "lrsearch": search_store(rates[edge])}, CTX)
+    assert float(t.cv_lr) == rates[edge] and int(t.lr_halvings) == 1 and float(t.lr) == rates[edge - 1]
+    assert not t.diverged.values.any() and np.isfinite(t.test_error.values).all()
+    stable = training.run_train(tr, {"data": ds, "lrsearch": search_store(rates[edge - 1])}, CTX)
+    assert int(stable.lr_halvings) == 0 and float(stable.lr) == float(stable.cv_lr) == rates[edge - 1]
+    np.testing.assert_array_equal(stable.test_error.values, t.test_error.values)  # the halved run is that rate's run
+    far = training.run_train(tr, {"data": ds, "lrsearch": search_store(1.0e4)}, CTX)  # diverges at every halving
+    assert int(far.lr_halvings) == training.HALVINGS and float(far.lr) == 1.0e4 / 2**training.HALVINGS
+    assert far.diverged.values.all()

@@ -4,8 +4,8 @@ Accuracy is the best test accuracy along the run (the paper's number) at each ne
 grid, chosen by its store), the mean over seeds; then the best over whatever the claim does not fix (widths, say).
 Criteria (fixed here, printed in the report):
 
-* M1 (coarse curve, fig4): (a) at every width, the deepest net beats depth 1 and accuracy
-  rank-correlates positively with depth (Spearman > 0); (b) at equal parameter count, each
+* M1 (coarse curve, fig4): (a) at every width that two or more depths have, the deepest net beats depth 1 and
+  accuracy rank-correlates positively with depth (Spearman > 0); (b) at equal parameter count, each
   depth > 1 beats depth 1 wherever their parameter ranges overlap (log-linear interpolation);
   (c) the best depth-5 (deepest) net is near-perfect: accuracy >= ``near_perfect``.
 * M2 (fig5): the best deep-net accuracy per curve (max over widths) falls as the curve gets finer: its Spearman
@@ -87,13 +87,15 @@ def m1(table: pd.DataFrame, near_perfect: float, near_chance: float = 0.6) -> li
     chance = _at_chance(b, near_chance)
     per_width = []
     for w, g in b.groupby("width"):
+        if g.depth.nunique() < 2:  # a width only one depth has (fig4.extra_nets): no comparison at equal width
+            continue
         g = g.sort_values("depth")
         per_width.append((w, g.best_accuracy.iloc[-1] > g.best_accuracy.iloc[0] and _rho(g.depth, g.best_accuracy) > 0,
                           ", ".join(f"{int(r.depth)}: {r.best_accuracy:.3f} (lr {r.lr:g})" for r in g.itertuples())))
     out.append(judge("M1", "coarse curve: deeper nets are more accurate at equal width", "fig4", "2-D Cantor, coarse",
-                     bool(all(ok for _, ok, _ in per_width)),
+                     bool(all(ok for _, ok, _ in per_width)) if per_width else None,
                      "; ".join(f"width {w}: depth->acc {txt}" + ("" if ok else " (NOT deeper-better)") for w, ok, txt in per_width),
-                     _unsound(b) + [chance]))
+                     _unsound(b) + [chance], why_none="no width has two depths"))
     shallow = b[b.depth == depths[0]].sort_values("n_params")
     comps = []
     for T in depths[1:]:

@@ -46,6 +46,12 @@ def check(sec: dict, config: dict) -> None:
     for name in ("fig4", "fig6", "tables"):
         if name in sec and not sec[name]["depths"]:
             raise ConfigError(f"config error at {where}.{name}.depths: empty")
+    for i, e in enumerate(sec.get("fig4", {}).get("extra_nets", [])):
+        f4 = sec["fig4"]
+        if e["depth"] not in f4["depths"] or e["width"] in f4["widths"]:
+            raise ConfigError(f"config error at {where}.fig4.extra_nets[{i}]: depth {e['depth']}, width {e['width']}: the depth must "
+                              f"be one of fig4.depths {sorted(f4['depths'])} and the width not one of fig4.widths {sorted(f4['widths'])} "
+                              "(those nets are already trained)")
     f7 = sec.get("fig7")
     if f7 is not None:
         from .images import ImageDataError, check_cifar_folder
@@ -141,7 +147,9 @@ def _nets(sec: dict, key: str) -> list[TrainJob]:
     if e is None:
         return []
     if key in ("fig4", "fig6"):
-        return [TrainJob(e["fractal"], e["fractal_depth"], e["pdeg"], T, k) for T in sorted(e["depths"]) for k in sorted(e["widths"])]
+        extra = sorted((x["depth"], x["width"]) for x in e.get("extra_nets", []))
+        return [TrainJob(e["fractal"], e["fractal_depth"], e["pdeg"], T, k)
+                for T, k in sorted({(T, k) for T in e["depths"] for k in e["widths"]} | set(extra))]
     if key == "fig5":
         return [TrainJob(e["fractal"], e["fractal_depth"], p, e["depth"], k) for p in e["pdegs"] for k in sorted(e["widths"])]
     return [TrainJob(f, e["fractal_depth"], p, T, k) for f in e["fractals"]

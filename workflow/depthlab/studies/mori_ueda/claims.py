@@ -20,7 +20,10 @@ Criteria (fixed here, printed in the report so a reader can disagree with them):
   deviations over seeds is flagged "inside the seed spread" (the verdict is reported, but it is not resolved by the
   seeds run).
 * Diverged seeds: a seed whose training diverged has no test error; means are over the seeds that did not diverge, and
-  every row says how many seeds diverged at which depth (never silently dropped).  The figures mark those points.
+  every row says how many seeds diverged at which depth (never silently dropped).  The figures mark those points.  A
+  depth sweep's final nets are trained again at half the CV rate while some seed diverges (at most three times; the
+  row prints the rate trained and the CV rate); a seed that still diverges makes the rows resting on it inconclusive
+  (its depth's mean is over the other seeds only).
 * Claim 6 applies to a figure whose targets carry label noise, whose task is classification, or whose g is not the
   product: it repeats claims 1-2 there.
 * Inconclusive (depthlab.claims.judge), with the reason, when a net a row rests on did not converge (its training
@@ -97,8 +100,19 @@ def _spread(nn: pd.Series, sd: pd.Series, a: int, b: int) -> str:
 
 
 def _soundness(part: pd.DataFrame) -> list[str]:
-    """What a depth-sweep row rests on that could make it unsound: nets that did not converge, CV rates at a flagged edge."""
-    return [unconverged(part, lambda r: f"L={r.depth} seed {r.seed}"), flagged(part, lambda r: f"L={r.depth}")]
+    """What a depth-sweep row rests on that could make it unsound: nets that did not converge, CV rates at a flagged edge,
+    seeds that diverged (even at the halved rate)."""
+    div = part[part.diverged.astype(bool)] if "diverged" in part else part.iloc[0:0]
+    diverged = (f"{len(div)} of {len(part)} nets diverged ({', '.join(f'L={r.depth} seed {r.seed} at lr {r.lr:.3g}' for r in div.itertuples())}): "
+                "their depth's mean is over the other seeds only") if len(div) else ""
+    return [unconverged(part, lambda r: f"L={r.depth} seed {r.seed}"), flagged(part, lambda r: f"L={r.depth}"), diverged]
+
+
+def _lrs(part: pd.DataFrame) -> str:
+    """'L=1: 0.5, L=4: 0.54 (CV 1.08, halved once: a seed diverged)' for the rates the depths were trained at."""
+    per = part.groupby("depth")[[c for c in ("lr", "cv_lr", "lr_halvings") if c in part]].first()
+    return ", ".join(f"L={int(L)}: {r.lr:.3g}" + (f" (CV {r.cv_lr:.3g}, halved {int(r.lr_halvings)}x: a seed diverged)"
+                                                  if getattr(r, "lr_halvings", 0) else "") for L, r in per.iterrows())
 
 
 def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[Verdict]:
@@ -117,8 +131,7 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
         first = nn.index.min()
         deeper = nn.drop(index=first)
         best_deep = deeper.idxmin()
-        lrs = part.groupby("depth").lr.first()
-        lr_note = "; CV lr " + ", ".join(f"L={int(L)}: {v:.3g}" for L, v in lrs.items()) + _diverged(part) + _stopped(part)
+        lr_note = "; lr " + _lrs(part) + _diverged(part) + _stopped(part)
         if k >= 2 and loc == "local":
             ratio = nn.loc[first] / deeper.min()
             r = _rho(nn)

@@ -44,6 +44,8 @@ def table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
                     "stop_reason": str(ds.stop_reason.values[i, j]), "epochs": int(ds.epochs.values[i, j]),
                     "lr_edge": str(scalars.lr_edge.values), "lr_flagged": bool(scalars.lr_flagged),
                     "max_converged_lr": float(scalars.max_converged_lr),
+                    "cv_lr": float(scalars.cv_lr) if "cv_lr" in scalars else float(lr),
+                    "lr_halvings": int(scalars.lr_halvings) if "lr_halvings" in scalars else 0,
                     "ntk_test_error": kerr["ntk"], "nngp_test_error": kerr["nngp"],
                     "entk_test_error": float(eerr.get(int(sd), np.nan)),
                 })

@@ -4,6 +4,11 @@ The learning rates are either the one the ``lrsearch`` input chose (depth sweeps
 Figs. 1, 2, 4-6) or the spec's grid (lr sweeps at a fixed width, Fig. 3).  Model
 ``(lr i, seed j)`` starts from seed j's initialisation and data order whatever
 its lr (common random numbers, :func:`depthlab.core.grid.train_grid`).
+
+A depth sweep's rate was chosen by cross-validation on folds; when a seed of the final nets diverges at it, the rate
+sits beyond the edge of stability at the full training set.  Then every seed is trained again at half the rate, at most
+``HALVINGS`` times (the store keeps the CV rate, ``cv_lr``, and the number of halvings); a seed that still diverges is
+reported (the claims call the rows that rest on it inconclusive).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from .sgd import settings as sgd_settings
 if TYPE_CHECKING:
     from .specs import TrainSpec
 
+HALVINGS = 3  # a depth sweep's final nets: the CV rate halved at most this often while some seed diverges
+
 
 def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
     data = inputs["data"]
@@ -33,9 +40,17 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     seeds_cfg = np.asarray(spec.seeds)
     init_s, order_s = model_seeds(list(seeds_cfg), L)
     settings = sgd_settings(spec.training, ctx.device)
-    grid = train_grid(data.x_train.values, data.y_train.values, lrs,
-                      init_params(layer_sizes(data.sizes["feature"], h, L), init_s, "glorot_uniform"), order_s, settings,
-                      progress=ctx.progress, checkpoint=ctx.checkpoint)
+    init = init_params(layer_sizes(data.sizes["feature"], h, L), init_s, "glorot_uniform")
+    halvings = 0
+    while True:
+        ckpt = ctx.checkpoint.child(f"half{halvings}") if halvings and ctx.checkpoint is not None else ctx.checkpoint
+        grid = train_grid(data.x_train.values, data.y_train.values, lrs, init, order_s, settings,
+                          progress=ctx.progress, checkpoint=ckpt)
+        n_div = int(grid.result.diverged.sum())
+        if spec.lrs is not None or not n_div or halvings == HALVINGS:
+            break
+        ctx.progress(f"L={L}: {n_div} of {len(seeds_cfg)} seeds diverged at lr {lrs[0]:.4g}: every seed again at {lrs[0] / 2:.4g}")
+        lrs, halvings = lrs / 2, halvings + 1
     res = grid.result
     pred = predict(res.params, data.x_test.values)  # [M, n_test], model m = (lr m // S, seed m % S)
     err = np.where(res.diverged, np.nan, settings.loss.error(pred, data.y_test.values))  # diverged: counted, not averaged
@@ -66,5 +81,8 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     )
     if spec.lrs is None:  # one rate, the job's own (its search chose it): a variable of the job, not a dimension
         ds = ds.squeeze("lr").reset_coords("lr")
-        ds["lr"].attrs["description"] = "the rate the lrsearch store chose for this (target, depth)"
+        ds["lr"].attrs["description"] = (f"the rate the nets were trained at: the lrsearch store's choice (cv_lr), halved "
+                                         f"while some seed diverged (lr_halvings times, at most {HALVINGS})")
+        ds["cv_lr"] = ((), float(search.best_lr), {"description": "the rate the lrsearch store chose for this (target, depth)"})
+        ds["lr_halvings"] = ((), halvings, {"description": "how often cv_lr was halved because a seed diverged at it"})
     return ds
