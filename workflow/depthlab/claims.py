@@ -85,6 +85,17 @@ def unconverged(table: Any, label: Callable[[Any], str], converged: str = "conve
             f"out: {_names([label(r) for r in table[bad].itertuples()])})")
 
 
+def diverged(table: Any, label: Callable[[Any], str], consequence: str, column: str = "diverged") -> str:
+    """The problem 'k of n nets diverged (...): <consequence>' of a table's rows (each a trained net) whose ``column`` is
+    set, naming them by ``label(row)``; '' if none (or no such column)."""
+    if column not in table or not len(table):
+        return ""
+    bad = table[column].astype(bool)
+    if not bad.any():
+        return ""
+    return f"{int(bad.sum())} of {len(table)} nets diverged ({_names([label(r) for r in table[bad].itertuples()])}): {consequence}"
+
+
 def flagged(table: Any, label: Callable[[Any], str], flag: str = "lr_flagged", edge: str = "lr_edge") -> str:
     """The problem 'the rate chosen for ... sits at the lower/upper edge of its grid' of rows whose ``flag`` is set."""
     if flag not in table or not len(table):

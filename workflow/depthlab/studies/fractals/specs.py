@@ -46,8 +46,8 @@ def check(sec: dict, config: dict) -> None:
     for name in ("fig4", "fig6", "tables"):
         if name in sec and not sec[name]["depths"]:
             raise ConfigError(f"config error at {where}.{name}.depths: empty")
-    for i, e in enumerate(sec.get("fig4", {}).get("extra_nets", [])):
-        f4 = sec["fig4"]
+    f4 = sec.get("fig4", {})
+    for i, e in enumerate(f4.get("extra_nets", [])):
         if e["depth"] not in f4["depths"] or e["width"] in f4["widths"]:
             raise ConfigError(f"config error at {where}.fig4.extra_nets[{i}]: depth {e['depth']}, width {e['width']}: the depth must "
                               f"be one of fig4.depths {sorted(f4['depths'])} and the width not one of fig4.widths {sorted(f4['widths'])} "
@@ -147,9 +147,9 @@ def _nets(sec: dict, key: str) -> list[TrainJob]:
     if e is None:
         return []
     if key in ("fig4", "fig6"):
-        extra = sorted((x["depth"], x["width"]) for x in e.get("extra_nets", []))
+        extra = {(x["depth"], x["width"]) for x in e.get("extra_nets", [])}
         return [TrainJob(e["fractal"], e["fractal_depth"], e["pdeg"], T, k)
-                for T, k in sorted({(T, k) for T in e["depths"] for k in e["widths"]} | set(extra))]
+                for T, k in sorted({(T, k) for T in e["depths"] for k in e["widths"]} | extra)]
     if key == "fig5":
         return [TrainJob(e["fractal"], e["fractal_depth"], p, e["depth"], k) for p in e["pdegs"] for k in sorted(e["widths"])]
     return [TrainJob(f, e["fractal_depth"], p, T, k) for f in e["fractals"]

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from depthlab.claims import Verdict, flagged, judge, unconverged
+from depthlab.claims import Verdict, diverged, flagged, judge, unconverged
 from depthlab.core.edges import choose
 
 if TYPE_CHECKING:
@@ -102,10 +102,8 @@ def _spread(nn: pd.Series, sd: pd.Series, a: int, b: int) -> str:
 def _soundness(part: pd.DataFrame) -> list[str]:
     """What a depth-sweep row rests on that could make it unsound: nets that did not converge, CV rates at a flagged edge,
     seeds that diverged (even at the halved rate)."""
-    div = part[part.diverged.astype(bool)] if "diverged" in part else part.iloc[0:0]
-    diverged = (f"{len(div)} of {len(part)} nets diverged ({', '.join(f'L={r.depth} seed {r.seed} at lr {r.lr:.3g}' for r in div.itertuples())}): "
-                "their depth's mean is over the other seeds only") if len(div) else ""
-    return [unconverged(part, lambda r: f"L={r.depth} seed {r.seed}"), flagged(part, lambda r: f"L={r.depth}"), diverged]
+    return [unconverged(part, lambda r: f"L={r.depth} seed {r.seed}"), flagged(part, lambda r: f"L={r.depth}"),
+            diverged(part, lambda r: f"L={r.depth} seed {r.seed} at lr {r.lr:.3g}", "their depth's mean is over the other seeds only")]
 
 
 def _lrs(part: pd.DataFrame) -> str:
