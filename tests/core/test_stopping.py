@@ -102,3 +102,64 @@ def test_a_diverged_net_keeps_its_history_up_to_the_divergence():
     h = res.history[1]
     # the checks before the divergence keep their finite losses; the divergence is marked inf; nothing after it
     assert np.isfinite(h[:2]).all() and np.isinf(h[2]) and np.isnan(h[3:]).all() and res.epochs[1] == 3
+
+
+def _slow_start(onset_at: int, n: int = 200, seed: int = 0) -> list[float]:
+    """A test error at chance (0.5, noise of a 5000-example test set) until check ``onset_at``, then falling to 0.2."""
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(0.0, 0.007, n)
+    fall = np.clip((np.arange(1, n + 1) - onset_at) / 60.0, 0.0, 1.0)
+    return list(0.5 - 0.3 * fall + noise)
+
+
+def test_a_net_still_at_chance_is_not_stopped_before_the_onset_window_and_one_that_started_is_judged_as_before():
+    plain = StopRule(patience=20, rel_tol=0.0, abs_tol=0.002)
+    onset = StopRule(patience=20, rel_tol=0.0, abs_tol=0.002, onset=0.48, onset_patience=50)
+    late = _slow_start(onset_at=40)  # at chance for 40 checks, then it climbs (the pdeg-12 net at 1e-5: 29 checks of 4 epochs)
+    reason, at, _ = run(plain, late)
+    assert reason == PLATEAU and at < 40  # the old rule stopped it before it started: "converged" at chance
+    assert min(late[:at]) > 0.48  # (it really had not started)
+    reason, at, conv = run(onset, late)
+    assert reason == PLATEAU and conv and at > 40 + 60  # it learned, then plateaued on its own
+    assert min(late[:at]) < 0.21
+    # a net that never leaves chance stops once the onset window has passed and it has gone `patience` checks without
+    # a new best (noise of the test set makes a new best now and then)
+    reason, at, conv = run(onset, _slow_start(onset_at=10**6))
+    assert reason == PLATEAU and conv and 50 <= at < 70
+    # a net that started at once is judged exactly as without the onset rule
+    early = _slow_start(onset_at=-60)
+    assert run(onset, early) == run(plain, early) and run(onset, early)[1] < 50
+    # a net that starts after the window ended is stopped at chance (the window is the rule's stated limit)
+    reason, at, _ = run(onset, _slow_start(onset_at=80))
+    assert reason == PLATEAU and 50 <= at < 80
+
+
+def test_the_onset_rule_needs_both_values_and_a_window_no_shorter_than_the_patience():
+    for bad in (dict(patience=5, onset=0.48), dict(patience=5, onset_patience=10), dict(patience=5, onset=0.48, onset_patience=4),
+                dict(onset=0.48, onset_patience=10)):
+        with pytest.raises(ValueError):
+            StopRule(**bad)
+    assert "not before its 50th check" in StopRule(patience=20, onset=0.48, onset_patience=50).describe()
+
+
+def test_in_the_trainer_a_net_from_a_small_start_sits_at_chance_then_learns_only_under_the_onset_rule():
+    # XOR-like labels sign(x0 x1) in 2-D, balanced; a depth-3 ReLU net started at 0.05x its usual weights sits near a saddle:
+    # test accuracy 0.51 for ~20 epochs, then it climbs.  The plain plateau rule (10 checks) calls it converged at chance.
+    from depthlab.core.losses.hinge import Hinge
+    from depthlab.core.optim.adam import Adam
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1.0, 1.0, (2000, 2))
+    y = np.sign(x[:, 0] * x[:, 1])
+    init = [(W * 0.05, b * 0.0) for W, b in init_params(layer_sizes(2, 16, 3), np.arange(1), "truncated_normal")]
+
+    def fit(rule):
+        s = TrainSettings(loss=Hinge(), optimizer=Adam(), batch_size=100, check_every=1, stop=rule, max_epochs=200, device="cpu")
+        r = train(x[:1000], y[:1000], np.arange(1000)[None], np.array([3e-4]), init, np.arange(1), s, eval_set=(x[1000:], y[1000:]))
+        return r, 1.0 - r.eval_history[0][: r.epochs[0]]
+
+    r, acc = fit(StopRule(patience=10, rel_tol=0.0, abs_tol=0.002, monitor="eval_error"))
+    assert r.stop_reason[0] == PLATEAU and r.converged[0] and acc.max() < 0.52  # "converged" without having learned
+    r, acc = fit(StopRule(patience=10, rel_tol=0.0, abs_tol=0.002, monitor="eval_error", onset=0.48, onset_patience=60))
+    assert r.stop_reason[0] == PLATEAU and r.converged[0] and acc.max() > 0.95  # it learned, then plateaued on its own
+    assert acc[:15].max() < 0.52 and r.epochs[0] < 200  # (it did sit at chance at first; and it was not the budget)

@@ -52,6 +52,29 @@ def test_r1_holds_when_the_shallow_error_grows_faster_and_fails_otherwise():
     assert v.holds is False and "density at r0 / its maximum: d=2: 1.00" in v.evidence
 
 
+def test_r1_and_r2_a_diverged_net_left_out_of_the_means_makes_the_row_inconclusive():
+    """The old checker left a diverged net out of the means, said so in the evidence, and judged the survivors: here the
+    depth-1 seed 1 at d = 16 diverged, the other nets' depth-1 error grows faster than depth 2's, and R1 'held' on 15 of
+    16 nets."""
+    rows = []
+    for d in (2, 4, 8, 16):
+        for depth, slope in ((1, 0.1), (2, 0.02)):
+            for seed in (0, 1):
+                bad = (depth, d, seed) == (1, 16, 1)
+                rows.append({"target": "relu", "dist": "shell", "budget": 1000, "depth": depth, "d": d, "seed": seed, "width": 8,
+                             "test_nmse": np.nan if bad else 0.1 + slope * np.log2(d), "r0_density_ratio": 1.0,
+                             "diverged": bad, "converged": not bad})
+    v = radial_claims(pd.DataFrame(rows))[0]
+    assert v.holds is None and "1 of 16 nets diverged (d 16, depth 1, width 8, seed 1): left out of the means" in v.reason
+    assert "on these numbers alone it would hold" in v.reason
+    from depthlab.studies.separation.claims import es16_claims
+
+    t = es16_table([0.5, 0.8, 0.97], [0.2, 0.4, 0.6])
+    t.loc[(t.depth == 2) & (t.d == 32), ["diverged", "test_nmse"]] = [True, np.nan]  # the one depth-2 net that ...
+    v = es16_claims(t, 0.1)[0]
+    assert v.holds is None and "nets diverged" in v.reason
+
+
 def es16_table(one, two, train_one=None):
     train_one = one if train_one is None else train_one
     rows = [{"budget": 1000, "depth": depth, "d": d, "seed": 0, "test_nmse": v, "train_nmse": t, "shells": int(np.ceil(2 * np.sqrt(d))),

@@ -7,7 +7,9 @@ target is met (Mori & Ueda: training loss < 1e-4; the logistic loss: 100 % train
 
 * ``target``:  the target is met (:attr:`StopRule.threshold`, handed to the loss's ``converged``);
 * ``plateau``: the monitored value has not improved on its best so far by more than ``rel_tol`` (relative) plus
-  ``abs_tol`` (absolute) for ``patience`` checks in a row: it has stopped improving;
+  ``abs_tol`` (absolute) for ``patience`` checks in a row: it has stopped improving.  With an *onset* level
+  (:attr:`StopRule.onset`), a model whose best value has not yet fallen below it (a net still at chance: it has not
+  started to learn) is not stopped by a plateau before its ``onset_patience``-th check: a slow start is not a plateau;
 * ``budget``:  the trainer's maximum budget ran out first (the trainer says so: :meth:`StopRule.budget`);
 * ``diverged``: a non-finite loss or parameter appeared (the trainer says so).
 
@@ -38,6 +40,8 @@ class StopRule:
     rel_tol: float = 0.01  # an improvement: value < best - (rel_tol |best| + abs_tol)
     abs_tol: float = 0.0
     monitor: str = "train_loss"  # train_loss | eval_error (the error on the trainer's evaluation set)
+    onset: float | None = None  # a model has started once its best value is below this (a test error: chance - margin)
+    onset_patience: int | None = None  # until it has started, no plateau stop before this many checks; None: no onset rule
 
     def __post_init__(self) -> None:
         if self.monitor not in ("train_loss", "eval_error"):
@@ -46,10 +50,14 @@ class StopRule:
             raise ValueError(f"patience must be >= 1 or None, got {self.patience}")
         if self.rel_tol < 0 or self.abs_tol < 0:
             raise ValueError("rel_tol and abs_tol must be >= 0")
+        if (self.onset is None) != (self.onset_patience is None):
+            raise ValueError("onset and onset_patience go together (both set, or neither)")
+        if self.onset_patience is not None and (self.patience is None or self.onset_patience < self.patience):
+            raise ValueError(f"onset_patience ({self.onset_patience}) needs a plateau rule and must be >= patience ({self.patience})")
 
     def start(self, M: int) -> "StopState":
         return StopState(best=np.full(M, np.inf), since=np.zeros(M, dtype=np.int64), reason=np.zeros(M, dtype=np.int64),
-                         stopped_at=np.full(M, -1, dtype=np.int64))
+                         stopped_at=np.full(M, -1, dtype=np.int64), checks=np.zeros(M, dtype=np.int64))
 
     def update(self, state: "StopState", ids: np.ndarray, value: np.ndarray, reached: np.ndarray, at: int) -> np.ndarray:
         """One check of models ``ids`` (still running): their monitored values [n] and whether their loss's target is met
@@ -63,8 +71,11 @@ class StopRule:
         better |= ~np.isfinite(best) & np.isfinite(value)
         state.best[ids] = np.where(np.isfinite(value), np.minimum(best, value), best)
         state.since[ids] = np.where(better, 0, state.since[ids] + 1)
+        state.checks[ids] += 1
         target = np.asarray(reached, dtype=bool)
         plateau = (state.since[ids] >= self.patience) if self.patience is not None else np.zeros(len(ids), dtype=bool)
+        if self.onset is not None:  # not started (still at chance): no plateau before the onset_patience-th check
+            plateau &= (state.best[ids] < self.onset) | (state.checks[ids] >= self.onset_patience)
         reason = np.where(target, TARGET, np.where(plateau, PLATEAU, RUNNING))
         stop = reason != RUNNING
         state.reason[ids[stop]] = reason[stop]
@@ -93,8 +104,10 @@ class StopRule:
         if self.patience is not None:
             tol = " + ".join(t for t in (f"{self.rel_tol:g} relative" if self.rel_tol else "",
                                           f"{self.abs_tol:g} absolute" if self.abs_tol else "") if t) or "0"
+            onset = (f" (and, while it has not yet fallen below {self.onset:g}, not before its {self.onset_patience}th {unit})"
+                     if self.onset is not None else "")
             parts.append(f"the {self.monitor.replace('_', ' ')} has not improved on its best by more than {tol} "
-                         f"for {self.patience} {unit}s in a row")
+                         f"for {self.patience} {unit}s in a row{onset}")
         parts.append(f"the budget{(' (' + budget + ')') if budget else ''} runs out (not converged)")
         return "stops when " + ", or ".join(parts)
 
@@ -107,8 +120,9 @@ class StopState:
     since: np.ndarray  # [M] checks since the last improvement
     reason: np.ndarray  # [M] REASONS code (running until it stops)
     stopped_at: np.ndarray  # [M] the check's epoch / step / iteration at which it stopped (-1: still running)
+    checks: np.ndarray  # [M] checks so far
 
-    FIELDS = ("best", "since", "reason", "stopped_at")
+    FIELDS = ("best", "since", "reason", "stopped_at", "checks")
 
     @property
     def converged(self) -> np.ndarray:

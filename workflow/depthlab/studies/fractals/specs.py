@@ -46,6 +46,10 @@ def check(sec: dict, config: dict) -> None:
     for name in ("fig4", "fig6", "tables"):
         if name in sec and not sec[name]["depths"]:
             raise ConfigError(f"config error at {where}.{name}.depths: empty")
+    t = sec["training"]
+    if t.get("onset_checks") is not None and t["onset_checks"] < t["patience"]:
+        raise ConfigError(f"config error at {where}.training.onset_checks: {t['onset_checks']} is below training.patience "
+                          f"({t['patience']}); allowed: null (no onset rule) or an integer >= patience")
     f4 = sec.get("fig4", {})
     for i, e in enumerate(f4.get("extra_nets", [])):
         if e["depth"] not in f4["depths"] or e["width"] in f4["widths"]:
@@ -193,6 +197,8 @@ class Training:
     max_epochs: int  # the budget
     patience: int  # checks without a rise of the best test accuracy by more than abs_tol: converged
     abs_tol: float
+    onset_checks: int | None  # a net still at chance (best accuracy <= 0.5 + onset_margin) runs at least this many checks
+    onset_margin: float
     lr_factor: float  # growth of the rate grid beyond an edge choice
     lr_rounds: int
     log10_lr_limits: tuple[float, float]
@@ -201,7 +207,8 @@ class Training:
 def _training(t: dict) -> Training:
     g = t["lr_growth"]
     return Training(batch_size=t["batch_size"], check_every=t["check_every"], max_epochs=t["max_epochs"], patience=t["patience"],
-                    abs_tol=float(t["abs_tol"]), lr_factor=float(g["factor"]), lr_rounds=g["rounds"],
+                    abs_tol=float(t["abs_tol"]), onset_checks=t.get("onset_checks"), onset_margin=float(t.get("onset_margin", 0.02)),
+                    lr_factor=float(g["factor"]), lr_rounds=g["rounds"],
                     log10_lr_limits=tuple(float(v) for v in g["log10_limits"]))
 
 

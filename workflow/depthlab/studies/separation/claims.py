@@ -34,7 +34,8 @@ Criteria (fixed here, printed in the report):
   stays large passes); (b) alpha_t of the finite net follows the reduced model's: max_t |alpha_t - alpha_t^reduced| /
   alpha_t^reduced <= ``alpha_gap`` (every seed).
 * Inconclusive (depthlab.claims.judge), with the reason, when a net or learner run a verdict rests on did not converge
-  (its training loss still falling when its budget ran out) or its rate sits at an edge of its grid that could not grow.
+  (its training loss still falling when its budget ran out), diverged at its chosen rate (the means leave it out, so
+  the row would rest on fewer nets than it trained), or its rate sits at an edge of its grid that could not grow.
   S2 rests on a bound that holds for every function of w + 1 pieces, trained or not, so it never rests on training: how
   the nets stopped is printed beside it.
 """
@@ -46,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from depthlab.claims import Verdict, flagged, judge, unconverged
+from depthlab.claims import Verdict, diverged, flagged, judge, unconverged
 
 if TYPE_CHECKING:
     from .specs import ClaimsSpec
@@ -123,9 +124,6 @@ def radial_claims(table: pd.DataFrame) -> list[Verdict]:
                        for L, (s, c) in sorted(growth.items()))
         ratio = g.groupby("d").r0_density_ratio.first()
         ev += "; density at r0 / its maximum: " + ", ".join(f"d={int(d)}: {v:.2f}" for d, v in ratio.items())
-        n_div = int(g.diverged.sum())
-        if n_div:
-            ev += f"; {n_div} of {len(g)} nets diverged (left out of the means)"
         out.append(judge("R1", "depth-1 (2-layer) error grows with d faster than depth-2 (3-layer)", "radial_error",
                          f"{t}, {q}, P = {P}", bool(s1 > s2) if np.isfinite(s1) and np.isfinite(s2) else None, ev,
                          _unsound(g[g.depth.isin([1, 2])]), why_none="a slope could not be fitted"))
@@ -137,9 +135,10 @@ def _net(r) -> str:
 
 
 def _unsound(g: pd.DataFrame) -> list[str]:
-    """Nets (or learner runs) of ``g`` that did not converge, and chosen rates at a flagged edge of their grid."""
-    return [unconverged(g, _net), flagged(g, lambda r: ", ".join(f"{k} {getattr(r, k)}" for k in ("d", "depth", "width")
-                                                                 if hasattr(r, k)))]
+    """Nets (or learner runs) of ``g`` (one row each, at its chosen rate) that did not converge or diverged, and chosen
+    rates at a flagged edge of their grid."""
+    return [unconverged(g, _net), diverged(g, _net, "left out of the means, so the row rests on fewer nets than it trained"),
+            flagged(g, lambda r: ", ".join(f"{k} {getattr(r, k)}" for k in ("d", "depth", "width") if hasattr(r, k)))]
 
 
 def _curve(g: pd.DataFrame, col: str = "test_nmse") -> pd.Series:
@@ -163,9 +162,6 @@ def es16_claims(table: pd.DataFrame, near: float) -> list[Verdict]:
               + "; shells N: " + ", ".join(f"d={d}: {n}" for d, n in shells.items())
               + f"; judged at the largest d: depth 1 test nMSE in [{1 - near:g}, {1 + near:g}] and training nMSE >= {1 - near:g}; "
                 f"depth 2 test nMSE < {1 - near:g} at every d")
-        n_div = int(g.diverged.sum())
-        if n_div:
-            ev += f"; {n_div} of {len(g)} nets diverged (left out)"
         problems = _unsound(g)
         ok = None
         why = "no depth-1 or depth-2 net has an error"
