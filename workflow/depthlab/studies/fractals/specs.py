@@ -207,7 +207,7 @@ class Training:
 def _training(t: dict) -> Training:
     g = t["lr_growth"]
     return Training(batch_size=t["batch_size"], check_every=t["check_every"], max_epochs=t["max_epochs"], patience=t["patience"],
-                    abs_tol=float(t["abs_tol"]), onset_checks=t.get("onset_checks"), onset_margin=float(t.get("onset_margin", 0.02)),
+                    abs_tol=float(t["abs_tol"]), onset_checks=t.get("onset_checks"), onset_margin=float(t.get("onset_margin", 0.03)),
                     lr_factor=float(g["factor"]), lr_rounds=g["rounds"],
                     log10_lr_limits=tuple(float(v) for v in g["log10_limits"]))
 
@@ -376,4 +376,8 @@ class ClaimsSpec(Spec):
         return cls(job=job, near_perfect=0.95, near_chance=0.6, m4_margin=float(f7["margin"]) if f7 else 0.0,
                    scale_note=f"Scale: {d['n_train']} training / {d['n_test']} test examples, Adam lr {sorted(t['lrs'])} (the best "
                               f"reported), batch {t['batch_size']}, {t['max_epochs']} epochs = {steps} steps (paper: 1e6), test "
-                              f"accuracy every {t['check_every']} epochs, best along the run; seeds {list(t['seeds'])}{real}.")
+                              f"accuracy every {t['check_every']} epochs, best along the run; a net stops when its best test "
+                              f"accuracy has not risen by {t['abs_tol']:g} for {t['patience']} checks"
+                              + (f" (a net still at chance, best <= {0.5 + t['onset_margin']:g}: not before {t['onset_checks']} checks "
+                                 f"= {t['onset_checks'] * t['check_every']} epochs)" if t.get("onset_checks") is not None else "")
+                              + f"; seeds {list(t['seeds'])}{real}.")
