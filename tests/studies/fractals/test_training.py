@@ -34,6 +34,12 @@ def test_the_configs_set_the_onset_window_and_the_rule_states_it():
     assert _rule(_fractals("paper.yaml")).onset_patience == 25
     smoke = _rule(_fractals("smoke.yaml"))  # left out: no onset rule, as before
     assert smoke.onset is None and smoke.onset_patience is None
+    # the CNNs of Fig. 7 have no onset rule, and their specs carry no margin (it would only be a rerun trigger)
+    from depthlab.studies.fractals.specs import CnnSpec
+
+    c = dlc.validate(_fractals("config.yaml"))
+    cnn = CnnSpec.from_config(c, CnnSpec.jobs(c)[0]).training
+    assert cnn.onset_checks is None and cnn.onset_margin is None and stop_rule(cnn).onset is None
 
 
 def test_an_onset_window_shorter_than_the_patience_is_refused_naming_the_key():

@@ -198,7 +198,7 @@ class Training:
     patience: int  # checks without a rise of the best test accuracy by more than abs_tol: converged
     abs_tol: float
     onset_checks: int | None  # a net still at chance (best accuracy <= 0.5 + onset_margin) runs at least this many checks
-    onset_margin: float
+    onset_margin: float | None  # None without an onset rule (the CNNs: a value there would only be a rerun trigger)
     lr_factor: float  # growth of the rate grid beyond an edge choice
     lr_rounds: int
     log10_lr_limits: tuple[float, float]
@@ -207,7 +207,8 @@ class Training:
 def _training(t: dict) -> Training:
     g = t["lr_growth"]
     return Training(batch_size=t["batch_size"], check_every=t["check_every"], max_epochs=t["max_epochs"], patience=t["patience"],
-                    abs_tol=float(t["abs_tol"]), onset_checks=t.get("onset_checks"), onset_margin=float(t.get("onset_margin", 0.03)),
+                    abs_tol=float(t["abs_tol"]), onset_checks=t.get("onset_checks"),
+                    onset_margin=None if t.get("onset_checks") is None else float(t["onset_margin"]),
                     lr_factor=float(g["factor"]), lr_rounds=g["rounds"],
                     log10_lr_limits=tuple(float(v) for v in g["log10_limits"]))
 
