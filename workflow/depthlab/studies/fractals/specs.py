@@ -23,6 +23,7 @@ from depthlab.config import ConfigError
 from depthlab.core.shapes import layer_sizes
 from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
 
+from .accuracy import CHANCE
 from .distributions import level_weights
 
 STUDY = "fractals"
@@ -379,6 +380,6 @@ class ClaimsSpec(Spec):
                               f"reported), batch {t['batch_size']}, {t['max_epochs']} epochs = {steps} steps (paper: 1e6), test "
                               f"accuracy every {t['check_every']} epochs, best along the run; a net stops when its best test "
                               f"accuracy has not risen by {t['abs_tol']:g} for {t['patience']} checks"
-                              + (f" (a net still at chance, best <= {0.5 + t['onset_margin']:g}: not before {t['onset_checks']} checks "
+                              + (f" (a net still at chance, best <= {CHANCE + t['onset_margin']:g}: not before {t['onset_checks']} checks "
                                  f"= {t['onset_checks'] * t['check_every']} epochs)" if t.get("onset_checks") is not None else "")
                               + f"; seeds {list(t['seeds'])}{real}.")
