@@ -39,3 +39,14 @@ def test_bench_workflow_parses_its_arguments(root):
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "--config" in p.stdout and "--dry-config" in p.stdout
+
+
+def test_adam_layout_benchmark_runs_and_finds_the_foreach_update_bit_identical(root):
+    """benchmarks/adam_layout.py at its smallest (one shape, a lone model, 5 timed steps): it pins and prints its
+    threads, and its own bit check finds depthlab's foreach update equal to the per-tensor one after 400 steps."""
+    p = subprocess.run([sys.executable, str(root / "benchmarks" / "adam_layout.py"), "--shapes", "depth 1 width 10",
+                        "--models", "1", "--steps", "5"], cwd=root, capture_output=True, text=True, timeout=300,
+                       env=tool_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "'torch': 1" in p.stdout and "depth 1 width 10   M=1: per tensor" in p.stdout, p.stdout
+    assert "same bits as per tensor: depthlab yes" in p.stdout, p.stdout
