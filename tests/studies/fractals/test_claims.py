@@ -182,7 +182,8 @@ def test_extra_nets_must_be_of_a_configured_depth_at_a_new_width():
     cfg["studies"] = {"fractals": cfg["studies"]["fractals"]}
     jobs = get_study("fractals").jobs(dlc.validate(copy.deepcopy(cfg)), "train")
     fig4 = {(j.depth, j.width) for j in jobs if j.pdeg == 0 and j.fractal == "cantor"}
-    assert {(1, 200), (1, 400), (5, 20)} <= fig4 and (5, 200) not in fig4 and (1, 20) not in fig4
+    # widths 10, 100, 200 at depths 1 and 5, and the extra nets depth 1 at 400 and depth 5 at 20: not the product
+    assert {(1, 200), (5, 200), (1, 400), (5, 20)} <= fig4 and (5, 400) not in fig4 and (1, 20) not in fig4
     assert all(isinstance(j, TrainJob) for j in jobs)
     for bad in ({"depth": 3, "width": 50}, {"depth": 1, "width": 100}):
         c = copy.deepcopy(cfg)
