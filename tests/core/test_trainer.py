@@ -1,5 +1,8 @@
 """The batched trainer against plain one-model torch.optim loops (SGD and Adam), and its stop rules."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -15,6 +18,7 @@ from depthlab.core.shapes import layer_sizes
 from depthlab.core.stopping import StopRule
 from depthlab.core.trainer import TrainSettings, epoch_order, train
 
+ROOT = Path(__file__).resolve().parents[2]
 LOSSES = {"mse": MSE(), "logistic": Logistic(), "hinge": Hinge()}
 OPTIMIZERS = {"sgd": SGD(), "adam": Adam()}
 from depthlab.studies.mori_ueda.targets import sample_inputs, target
@@ -224,50 +228,30 @@ def test_stepping_models_in_groups_gives_the_same_bits_as_all_at_once(loss, opti
     assert not torch.equal(ref.params[0][0], init[0][0])  # the nets did train
 
 
-def _adam_per_tensor_step(opt, params, state, x, y, lr, loss):
-    """Adam as depthlab ran it before the foreach update (up to 62563d8, whose stores docs/results.md reports): each
-    tensor updated by its own eight calls as soon as the backward pass has formed its gradient."""
-    from depthlab.core.optim.backprop import forward_backward
-
-    state["step"] += 1
-    t = float(state["step"])
-    bc1, bc2_sqrt = 1.0 - opt.beta1**t, (1.0 - opt.beta2**t) ** 0.5
-    neg_step = (-lr / bc1).view(-1, 1, 1)
-
-    def update(p, grad, key):
-        m, v = state[f"m_{key}"], state[f"v_{key}"]
-        m.lerp_(grad, 1.0 - opt.beta1)
-        v.mul_(opt.beta2).addcmul_(grad, grad, value=1.0 - opt.beta2)
-        p.addcdiv_(m * neg_step, (v.sqrt() / bc2_sqrt).add_(opt.eps))
-
-    def apply(ell, a_prev, g):
-        W, b = params[ell]
-        update(W, torch.bmm(a_prev.transpose(1, 2), g), f"W{ell}")
-        update(b, g.sum(1, keepdim=True), f"b{ell}")
-
-    return forward_backward(params, x, y, loss, apply)
-
-
 @pytest.mark.parametrize("sizes", [[2, 10, 1], [2, 20, 20, 20, 1], [5, 64, 64, 1]])
 @pytest.mark.parametrize("M", [1, 2, 3])
 def test_the_foreach_adam_step_gives_the_bits_of_the_per_tensor_step(sizes, M):
     """The foreach update is a speed change only: after 60 steps every parameter and moment equals, to the bit
     (float32, CPU, as the studies train), what the per-tensor update gives, for a lone model too (another matmul kernel).
     So the fractal and separation stores of runs before it stay valid.  The check can fail: Adam with another eps
-    moves the bits."""
+    moves the bits.  The old update is benchmarks/adam_layout.py's ``PerTensorAdam`` (up to 62563d8, whose stores
+    docs/results.md reports), which the benchmark times against this one."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from adam_layout import PerTensorAdam
+
     loss = Hinge()
     g = torch.Generator().manual_seed(1)
     x = torch.rand(M, 60 * 32, sizes[0], generator=g) * 2 - 1
     y = torch.sign(torch.rand(M, 60 * 32, generator=g) - 0.5)
     lr = torch.tensor([1e-3, 5e-3, 2e-2][:M])
     runs = []
-    for opt, step in ((Adam(), None), (Adam(), _adam_per_tensor_step), (Adam(eps=2e-8), _adam_per_tensor_step)):
+    for opt in (Adam(), PerTensorAdam(), PerTensorAdam(eps=2e-8)):
         p = init_params(sizes, np.arange(M), "truncated_normal")
         state = opt.init_state(p)
         with torch.no_grad():
             for s in range(60):
                 xb, yb = x[:, s * 32:(s + 1) * 32], y[:, s * 32:(s + 1) * 32]
-                opt.step(p, state, xb, yb, lr, loss) if step is None else step(opt, p, state, xb, yb, lr, loss)
+                opt.step(p, state, xb, yb, lr, loss)
         runs.append(([t for layer in p for t in layer], state))
     (new, s_new), (old, s_old), (other, _) = runs
     assert all(torch.equal(a, b) for a, b in zip(new, old))

@@ -36,7 +36,7 @@ class Adam:
         The backward pass only records each layer's gradient (the gradient sent down to layer l-1 never reads W_l's
         update, so nothing changes by waiting); then every tensor is updated by one ``torch._foreach_*`` call per
         operation instead of one Python call per operation and tensor.  On the CPU each foreach op runs the same
-        kernel on each tensor as the per-tensor code did, so the result is the same to the bit; it is 1.1-1.5x
+        kernel on each tensor as the per-tensor code did, so the result is the same to the bit; it is 1.06-1.6x
         faster a step at the fractal shapes (``python benchmarks/adam_layout.py``, docs/performance.md)."""
         state["step"] += 1  # every model in the batch takes this step, so one counter serves all
         t = float(state["step"])
