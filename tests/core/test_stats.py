@@ -1,0 +1,110 @@
+"""depthlab.core.stats against closed forms and simulated data of known spread, and depthlab.claims' decisions on them."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from depthlab import claims
+from depthlab.core import stats
+
+
+def test_over_seeds_se_matches_the_spread_of_means_of_simulated_seeds():
+    rng = np.random.default_rng(0)
+    draws = rng.normal(0.3, 0.05, size=(20000, 4))  # 4 seeds of SD 0.05: the SE of their mean is 0.025
+    ses = np.array([stats.over_seeds(d).se for d in draws[:4000]])
+    assert abs(np.sqrt((ses ** 2).mean()) - 0.025) < 0.001  # E[s^2]/n = sigma^2/n
+    assert abs(draws.mean(axis=1).std() - 0.025) < 0.0005
+    e = stats.over_seeds([0.1, np.nan, 0.3])
+    assert e.n == 2 and e.value == pytest.approx(0.2) and e.se == pytest.approx(0.1)
+    assert math.isnan(stats.over_seeds([0.2]).se)
+
+
+def test_binomial_and_bootstrap_ses_against_closed_forms():
+    assert stats.binomial(0.9, 400).se == pytest.approx(0.015)
+    rng = np.random.default_rng(1)
+    x = rng.exponential(2.0, 5000)  # SD 2: the SE of the mean is 2 / sqrt(5000)
+    b = stats.bootstrap_mean(x, resamples=1000)
+    assert b.se == pytest.approx(x.std(ddof=1) / np.sqrt(len(x)), rel=0.1)
+    assert stats.window_noise(0.5 + 0.001 * np.arange(200) + rng.normal(0, 0.01, 200)) == pytest.approx(0.01, rel=0.15)
+
+
+def test_ratio_and_difference_ses_against_a_simulation():
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(2.0, 0.05, 200000), rng.normal(1.0, 0.02, 200000)
+    r = stats.ratio(stats.Estimate(2.0, 0.05), stats.Estimate(1.0, 0.02))
+    assert r.se == pytest.approx((a / b).std(), rel=0.03)
+    assert stats.difference(stats.Estimate(2.0, 0.05), stats.Estimate(1.0, 0.02)).se == pytest.approx((a - b).std(), rel=0.01)
+
+
+def test_loglog_slope_recovers_a_power_law_and_its_se_covers_it():
+    rng = np.random.default_rng(3)
+    eta = np.logspace(-3, -1, 6)
+    hits = 0
+    for i in range(400):
+        y = 0.7 * eta ** 1.0 * np.exp(rng.normal(0, 0.1, len(eta)))
+        e = stats.loglog_slope(eta, y)
+        hits += abs(e.value - 1.0) <= 1.96 * e.se
+    assert 0.88 <= hits / 400 <= 0.98  # a 95 % interval (t with 4 dof is a bit wider than 1.96)
+
+
+def test_trend_sign_is_sure_of_a_clear_trend_and_unsure_of_noise():
+    rho, up, down, sd = stats.trend_sign([1, 2, 3, 4], [[0.9, 0.91], [0.6, 0.61], [0.5, 0.52], [0.4, 0.41]])
+    assert rho == -1.0 and down == 1.0 and up == 0.0
+    rho, up, down, sd = stats.trend_sign([1, 2, 3, 4], [[0.3, 0.36, 0.24], [0.2, 0.26, 0.14], [0.25, 0.31, 0.19],
+                                                        [0.295, 0.355, 0.235]])
+    assert max(up, down) < 0.95 and sd > 0.2
+
+
+def test_exceeds_decides_only_outside_z_standard_errors():
+    assert claims.exceeds(stats.Estimate(0.5, 0.1), 0.25).holds is True  # z = 2.5
+    t = claims.exceeds(stats.Estimate(0.35, 0.1), 0.25)
+    assert t.holds is None and "inside the error bars" in t.problem and t.z == pytest.approx(1.0)
+    assert claims.exceeds(stats.Estimate(0.0, 0.1), 0.25).holds is False
+    assert claims.exceeds(stats.Estimate(0.1, 0.05), 0.25, below=True).holds is True  # 3 SE below
+    bare = claims.exceeds(stats.Estimate(0.3, float("nan")), 0.25)
+    assert bare.holds is True and bare.z is None and "no error bar" in bare.note
+
+
+def test_claims_json_rows_carry_the_four_fields_and_a_verdict_and_are_strict_json():
+    import json
+
+    v = claims.judge("X", "s", "f", "subj", claims.exceeds(stats.Estimate(0.35, 0.1), 0.25), "ev")
+    row = json.loads(json.dumps(v.as_dict(), allow_nan=False))
+    assert row["verdict"] == "inconclusive" and row["effect"] == 0.35 and row["stderr"] == 0.1 and row["threshold"] == 0.25
+    assert row["z"] == pytest.approx(1.0)
+    nan_row = claims.judge("X", "s", "f", "subj", claims.exceeds(stats.Estimate(0.35, float("nan")), 0.25), "ev").as_dict()
+    assert nan_row["stderr"] is None and nan_row["z"] is None and json.dumps(nan_row, allow_nan=False)
+    old = {k: row[k] for k in ("claim", "statement", "figure", "subject", "holds", "evidence", "kind", "reason")}
+    assert claims.Verdict.from_dict(old).effect is None  # a row of an older run reads, without the numbers
+    md = claims.render("T", [v, claims.not_applicable("S2", "s", "f", "x", "ev", "add a width")], [])
+    assert "| effect | SE | threshold | z |" in md and "0 hold, 0 do not hold, 1 inconclusive, 1 not applicable" in md
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_noise_inside_the_error_bar_never_flips_holds_into_does_not_hold(seed):
+    """The property of issue 53: perturbing every seed's error by noise within the SE of a Mori & Ueda table never turns a
+    row that holds into one that does not, nor the reverse (it may move a row to or from inconclusive)."""
+    from depthlab.studies.mori_ueda.claims import depth_claims
+
+    rng = np.random.default_rng(seed)
+    curves = {"2-local": ("local", {1: 0.6, 2: 0.45, 3: 0.4, 4: 0.41}), "2-global": ("global", {1: 0.3, 2: 0.33, 3: 0.36, 4: 0.4}),
+              "1-local": ("local", {1: 0.2, 2: 0.3, 3: 0.26, 4: 0.3})}
+    rows = []
+    for target, (loc, nn) in curves.items():
+        k = 1 if target.startswith("1") else 2
+        for L, e in nn.items():
+            for s in range(3):
+                rows.append({"target": target, "k": k, "locality": loc, "depth": L, "lr": 0.1, "seed": s,
+                             "nn_test_error": e + rng.normal(0, 0.02), "ntk_test_error": 0.5 + 0.01 * L * (1 if k == 2 else -1),
+                             "diverged": False})
+    base = pd.DataFrame(rows)
+    before = depth_claims("f", None, base)
+    for _ in range(10):
+        t = base.copy()
+        sd = t.groupby(["target", "depth"]).nn_test_error.transform("std") / np.sqrt(3)
+        t["nn_test_error"] += rng.uniform(-1, 1, len(t)) * sd  # within the SE of each depth's mean
+        after = depth_claims("f", None, t)
+        for a, b in zip(before, after):
+            assert {a.verdict, b.verdict} != {"holds", "does not hold"}, (a.claim, a.subject, a.evidence, b.evidence)
