@@ -159,3 +159,58 @@ def test_r4_a_deviation_that_starts_large_and_stays_large_does_not_stay_small():
     v = symmetrisation_claims(large, 2.0, 0.1, 0.25)[0]
     assert v.holds is False and "max 0.46" in v.evidence
     assert symmetrisation_claims(curves_table([0.2, 0.22, 0.15], [1.0, 0.9, 0.8], [1.0, 0.92, 0.85]), 2.0, 0.1, 0.25)[0].holds is True
+
+
+def test_s2_without_a_bound_is_not_applicable_and_says_what_makes_it_apply():
+    """Issue 53: S2's rows where w + 1 >= 2^L were counted inconclusive (7 of 11): they are not applicable."""
+    from depthlab.claims import counts
+
+    s2 = [v for v in sawtooth_claims(table([row(2, "shallow-w8", "shallow", 8, 0.001, 5)]), 1e-4) if v.claim == "S2"]
+    assert [v.verdict for v in s2] == ["not applicable"] and "L >= 4 at this width" in s2[0].reason
+    assert counts(s2) == (0, 0, 0, 1)
+
+
+def test_r1_a_net_worse_than_the_constant_predictor_is_no_data_point_of_a_slope():
+    """Issue 53: R1 took a depth-1 net at nMSE 105 as a point of its slope (here it alone makes depth 1 'grow faster')."""
+    rows = []
+    for d in (2, 4, 8, 16):
+        for depth, slope in ((1, 0.01), (2, 0.05)):
+            for seed in (0, 1):
+                e = 0.1 + slope * np.log2(d) + 0.001 * seed
+                if (depth, d) == (1, 16):
+                    e = 105.0 + seed
+                rows.append({"target": "relu", "dist": "shell", "budget": 1000, "depth": depth, "d": d, "seed": seed,
+                             "test_nmse": e, "r0_density_ratio": 1.0, "diverged": False})
+    v = radial_claims(pd.DataFrame(rows))[0]
+    assert "left out, worse than the constant predictor (failed to train): depth 1 at d=16 (nMSE 106)" in v.evidence
+    assert v.holds is False  # without the failed net, depth 1's error grows more slowly than depth 2's
+    assert v.effect < 0 and v.stderr is not None
+
+
+def test_r2_says_underfit_when_the_shallow_nets_learned_nothing():
+    """Issue 53: at d = 64 the depth-1 nets had training nMSE 1.16 and test 1.24; the reason read 'overfit'."""
+    from depthlab.studies.separation.claims import es16_claims
+
+    v = es16_claims(es16_table([0.5, 0.8, 1.24], [0.2, 0.4, 0.6], train_one=[0.5, 0.8, 1.16]), 0.1)[0]
+    assert v.verdict == "inconclusive" and "underfit" in v.reason and "overfit" not in v.reason
+
+
+def test_r4_is_not_judged_at_step_0_a_one_check_spike_is_reported_and_an_untrained_reduced_model_is_no_reference():
+    """Issue 53: (a) 0.2855 -> 0.045 -> 0.032 at m = 16 failed 'stays small' at step 0, where the deviation is the
+    sampling error of m random neurons (0.37 at m = 16); (b) 0.246 -> 0.662 (one check) -> 0.046 failed 'does not
+    compound'; (c) the alpha gap 'failed' where the reduced model's own nMSE was 0.806 against the learner's 0.0098."""
+    from depthlab.studies.separation.claims import symmetrisation_claims
+
+    def curves(path, m, red_nmse=0.01):
+        return pd.DataFrame([{"dist": "shell", "d": 4, "width": m, "width_rule": "4d", "seed": 0, "step": 25 * i, "alpha": 1.0,
+                              "reduced_alpha": 1.5, "deviation": dev, "test_nmse": 0.01, "reduced_test_nmse": red_nmse}
+                             for i, dev in enumerate(path)])
+
+    assert symmetrisation_claims(curves([0.2855, 0.045, 0.032], 16), 2.0, 0.1, 0.25)[0].holds is True
+    spike = symmetrisation_claims(curves([0.246, 0.662, 0.05, 0.046], 64), 2.0, 0.1, 0.25)[0]
+    assert spike.holds is True and "a one-check spike" in spike.evidence and "max 0.662" in spike.evidence
+    lasting = symmetrisation_claims(curves([0.246, 0.662, 0.6, 0.046], 64), 2.0, 0.1, 0.25)[0]
+    assert lasting.holds is False  # a rise that lasts two checks compounds (and is not small)
+    gap = symmetrisation_claims(curves([0.2, 0.1, 0.05], 16, red_nmse=0.806), 2.0, 0.1, 0.25, small=0.2)[1]
+    assert gap.verdict == "inconclusive" and "the reduced model did not train" in gap.reason
+    assert symmetrisation_claims(curves([0.2, 0.1, 0.05], 16), 2.0, 0.1, 0.25, small=0.2)[1].holds is False

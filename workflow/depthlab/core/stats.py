@@ -140,16 +140,21 @@ def trend_sign(x, samples: list, resamples: int = 2000, seed: int = 0,
 
 def loglog_slope(x, y) -> Estimate:
     """Least-squares slope of log y against log x with its standard error (NaN SE for 2 points)."""
-    lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
+    return slope(np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float)), how="loglog")
+
+
+def slope(lx, ly, how: str = "slope") -> Estimate:
+    """Least-squares slope of y against x, SE = sqrt(residual variance / sum (x - mean x)^2) (NaN SE for 2 points)."""
+    lx, ly = np.asarray(lx, dtype=float), np.asarray(ly, dtype=float)
     ok = np.isfinite(lx) & np.isfinite(ly)
     lx, ly = lx[ok], ly[ok]
     if len(lx) < 2:
-        return Estimate(float("nan"), float("nan"), len(lx), "loglog")
+        return Estimate(float("nan"), float("nan"), len(lx), how)
     A = np.vstack([lx, np.ones_like(lx)]).T
     coef, *_ = np.linalg.lstsq(A, ly, rcond=None)
     if len(lx) == 2:
-        return Estimate(float(coef[0]), float("nan"), 2, "loglog")
+        return Estimate(float(coef[0]), float("nan"), 2, how)
     resid = ly - A @ coef
     s2 = float(resid @ resid) / (len(lx) - 2)
     se = math.sqrt(s2 / float(((lx - lx.mean()) ** 2).sum()))
-    return Estimate(float(coef[0]), se, len(lx), "loglog")
+    return Estimate(float(coef[0]), se, len(lx), how)
