@@ -126,6 +126,14 @@ def trend_sign(x, samples: list, resamples: int = 2000, seed: int = 0,
     x = np.asarray(x, dtype=float)
     groups = [np.asarray(s, dtype=float)[np.isfinite(np.asarray(s, dtype=float))] for s in samples]
     obs = _rho(x, np.array([g.mean() for g in groups]))
+    rhos = resampled_rhos(x, groups, resamples, seed, sem)
+    return obs, float((rhos > 0).mean()), float((rhos < 0).mean()), float(rhos.std(ddof=1))
+
+
+def resampled_rhos(x, samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None) -> np.ndarray:
+    """Spearman's rho of x with the means of ``samples`` over bootstrap resamples (see :func:`trend_sign`)."""
+    x = np.asarray(x, dtype=float)
+    groups = [np.asarray(s, dtype=float)[np.isfinite(np.asarray(s, dtype=float))] for s in samples]
     rng = np.random.default_rng(seed)
     ys = np.empty((resamples, len(groups)))
     for i, g in enumerate(groups):
@@ -134,8 +142,7 @@ def trend_sign(x, samples: list, resamples: int = 2000, seed: int = 0,
         else:
             s = (sem[i] if sem is not None else 0.0) or 0.0
             ys[:, i] = g[0] + (rng.normal(0.0, s, resamples) if math.isfinite(s) and s > 0 else 0.0)
-    rhos = _rhos(x, ys)
-    return obs, float((rhos > 0).mean()), float((rhos < 0).mean()), float(rhos.std(ddof=1))
+    return _rhos(x, ys)
 
 
 def loglog_slope(x, y) -> Estimate:

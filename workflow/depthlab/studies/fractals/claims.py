@@ -34,17 +34,43 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from depthlab.claims import Verdict, flagged, judge, unconverged
+from depthlab.claims import Z, Test, Verdict, all_of, exceeds, flagged, judge, learned, unconverged
+from depthlab.core import stats
+from depthlab.core.stats import Estimate
 
 if TYPE_CHECKING:
     from .specs import ClaimsSpec
 
+from .accuracy import CHANCE
 from .plots import best, curve_table
 
 NOTES = ["Criteria: see the docstring of `depthlab/studies/fractals/claims.py`.",
          "Depth counts hidden layers (the authors' T); accuracy: best along the run, mean over seeds, at each net's chosen rate "
          "(every rate's row is in the figure tables; the chosen rate is printed beside each number)."]
 M2_RHO, M2_P = 0.8, 0.05
+PAPER_STEPS = 1_000_000  # the paper trains every net 1e6 steps
+
+
+def _est(table: pd.DataFrame, row, keys: list[str], n_test: int) -> Estimate:
+    """One net of :func:`best` (``row``): its accuracy, the mean over its seeds at its chosen rate, with SE = the seeds'
+    SE and the binomial SE of one accuracy on ``n_test`` shared test examples in quadrature (the seeds share the test
+    set, so its sampling error does not average out over them).  The best along the run is a maximum over checks, biased
+    up by about one binomial SE at chance: the onset margin allows for it."""
+    sel = table[table.chosen.astype(bool)] if "chosen" in table else table
+    for k in keys:
+        sel = sel[sel[k] == getattr(row, k)]
+    sel = sel[np.isclose(sel.lr, row.lr)]
+    e = stats.over_seeds(sel.best_accuracy.values)
+    b = stats.binomial(e.value, n_test).se if n_test else float("nan")
+    return Estimate(e.value, stats.combine(e.se, b), e.n, "seeds+binomial")
+
+
+def _steps(table: pd.DataFrame, rows: pd.DataFrame, keys: list[str], steps_per_epoch: int) -> int:
+    """The most steps any net of ``rows`` trained (its stopped epoch x steps per epoch); 0 when the table does not say."""
+    if "stopped_epoch" not in table or not steps_per_epoch or rows.empty:
+        return 0
+    sel = table.merge(rows[keys + ["lr"]], on=keys + ["lr"])
+    return int(sel.stopped_epoch.max() * steps_per_epoch) if len(sel) else 0
 
 
 def _rho(a, b) -> float:
@@ -80,21 +106,28 @@ def permutation_p(x: np.ndarray, y: np.ndarray) -> float:
     return hits / math.factorial(len(y))
 
 
-def m1(table: pd.DataFrame, near_perfect: float, near_chance: float = 0.6) -> list[Verdict]:
+def m1(table: pd.DataFrame, near_perfect: float, near_chance: float = 0.6, n_test: int = 0) -> list[Verdict]:
+    """M1, each comparison decided with its error bar (:func:`_est`): (a) at every width two depths have, the deepest
+    beats depth 1 by Z SE of the difference; (b) at equal parameter count each deeper net (interpolated, the SE of its
+    nearer measured net) beats depth 1; (c) the best deepest net's accuracy clears ``near_perfect`` by Z SE."""
     out = []
-    b = best(table, ["depth", "width", "n_params"])
+    keys = ["depth", "width", "n_params"]
+    b = best(table, keys)
     depths = sorted(b.depth.unique())
     chance = _at_chance(b, near_chance)
+    est = {(r.depth, r.width): _est(table, r, keys, n_test) for r in b.itertuples()}
     per_width = []
     for w, g in b.groupby("width"):
         if g.depth.nunique() < 2:  # a width only one depth has (fig4.extra_nets): no comparison at equal width
             continue
         g = g.sort_values("depth")
-        per_width.append((w, g.best_accuracy.iloc[-1] > g.best_accuracy.iloc[0] and _rho(g.depth, g.best_accuracy) > 0,
-                          ", ".join(f"{int(r.depth)}: {r.best_accuracy:.3f} (lr {r.lr:g})" for r in g.itertuples())))
+        lo, hi = g.iloc[0], g.iloc[-1]
+        t = exceeds(stats.difference(est[(hi.depth, w)], est[(lo.depth, w)]), 0.0,
+                    what=f"depth {int(hi.depth)} - depth {int(lo.depth)} at width {int(w)}")
+        per_width.append((w, t, ", ".join(f"{int(r.depth)}: {est[(r.depth, w)]} (lr {r.lr:g})" for r in g.itertuples())))
     out.append(judge("M1", "coarse curve: deeper nets are more accurate at equal width", "fig4", "2-D Cantor, coarse",
-                     bool(all(ok for _, ok, _ in per_width)) if per_width else None,
-                     "; ".join(f"width {w}: depth->acc {txt}" + ("" if ok else " (NOT deeper-better)") for w, ok, txt in per_width),
+                     all_of(*[t for _, t, _ in per_width]) if per_width else None,
+                     "; ".join(f"width {w}: depth->acc {txt}; deepest - depth 1 = {t.text('.4f')}" for w, t, txt in per_width),
                      _unsound(b) + [chance], why_none="no width has two depths"))
     shallow = b[b.depth == depths[0]].sort_values("n_params")
     comps = []
@@ -103,91 +136,133 @@ def m1(table: pd.DataFrame, near_perfect: float, near_chance: float = 0.6) -> li
         inside = shallow[(shallow.n_params >= g.n_params.min()) & (shallow.n_params <= g.n_params.max())]
         for r in inside.itertuples():
             deep = float(np.interp(np.log(r.n_params), np.log(g.n_params), g.best_accuracy))
-            comps.append((T, r.n_params, deep, r.best_accuracy))
+            near = g.iloc[int(np.argmin(np.abs(np.log(g.n_params.values) - np.log(r.n_params))))]
+            d_est = Estimate(deep, est[(near.depth, near.width)].se)
+            comps.append((T, r.n_params, deep, r.best_accuracy,
+                          exceeds(stats.difference(d_est, est[(r.depth, r.width)]), 0.0,
+                                  what=f"depth {T} - depth {depths[0]} at {r.n_params} parameters")))
     out.append(judge("M1", "coarse curve: deeper nets are more accurate at equal parameter count", "fig4", "2-D Cantor, coarse",
-                     bool(all(d > s for _, _, d, s in comps)) if comps else None,
-                     "; ".join(f"depth {T} vs {depths[0]} at {P} params: {d:.3f} vs {s:.3f}" for T, P, d, s in comps),
+                     all_of(*[t for *_, t in comps]) if comps else None,
+                     "; ".join(f"depth {T} vs {depths[0]} at {P} params: {d:.3f} vs {s_:.3f}, difference {t.text('.4f')}"
+                               for T, P, d, s_, t in comps),
                      _unsound(b) + [chance], why_none="no overlapping parameter ranges"))
-    deepest = best(table, ["depth", "width"])
-    deepest = deepest[deepest.depth == depths[-1]]
+    deepest = b[b.depth == depths[-1]]
+    deepest = deepest.loc[deepest.groupby("width").best_accuracy.idxmax()]
     top = deepest.loc[deepest.best_accuracy.idxmax()]
-    holds = bool(top.best_accuracy >= near_perfect)
-    out.append(judge("M1", "coarse curve: a wide deepest net is near-perfect", "fig4", f"depth {depths[-1]}", holds,
-                     f"best accuracy {top.best_accuracy:.4f} at width {int(top.width)}, lr {top.lr:g} (need >= {near_perfect}); "
+    t = exceeds(est[(top.depth, top.width)], near_perfect, what="the best deepest net's accuracy")
+    out.append(judge("M1", "coarse curve: a wide deepest net is near-perfect", "fig4", f"depth {depths[-1]}", t,
+                     f"best accuracy {t.text('.4f')} at width {int(top.width)}, lr {top.lr:g} (need >= {near_perfect}); "
                      "depth-{} nets: ".format(depths[-1]) + ", ".join(
                          f"width {int(r.width)} {r.best_accuracy:.4f}" for r in deepest.sort_values("width").itertuples()),
-                     [] if holds else _unsound(deepest)))  # holding cannot be undone by more training (module docstring)
+                     [] if t.holds else _unsound(deepest)))  # holding cannot be undone by more training (module docstring)
     return out
 
 
-def m2(table: pd.DataFrame, near_chance: float = 0.6) -> list[Verdict]:
+def m2(table: pd.DataFrame, near_chance: float = 0.6, n_test: int = 0, steps_per_epoch: int = 0) -> list[Verdict]:
+    """M2: the curves' best accuracies against P(3) and P(4).  Curves whose accuracy is at chance within Z SE learned
+    nothing and leave the ranking, named with how many steps their nets trained (the paper trains 1e6).  The rank
+    correlation is resampled (each curve's accuracy drawn within its SE, :func:`depthlab.core.stats.resampled_rhos`):
+    holds when rho >= ``M2_RHO`` in >= 95 % of resamples and the exact permutation p <= ``M2_P``; does not hold when rho
+    >= ``M2_RHO`` in <= 5 %; otherwise inconclusive, inside the error bars."""
     curves = curve_table(table)  # coarse to fine by P(4)
-    acc = curves.best_accuracy
     chosen = best(table, ["pdeg", "width"])
-    problems = _unsound(chosen[chosen.set_index(["pdeg", "width"]).index.isin(list(zip(curves.index, curves.width)))]) \
-        + [_at_chance(curves, near_chance)]
+    rows = chosen[chosen.set_index(["pdeg", "width"]).index.isin(list(zip(curves.index, curves.width)))]
+    est = {p_: _est(table, r, ["pdeg", "width"], n_test) for p_, r in zip(rows.pdeg, rows.itertuples())}
+    keep, gone = learned(est, CHANCE, above=True, what="chance (0.5)")
+    if gone:
+        trained = _steps(table, rows[~rows.pdeg.isin(keep)], ["pdeg", "width"], steps_per_epoch)
+        gone += (f": nothing learned within {trained} steps (the paper trains {PAPER_STEPS:.0e})" if trained else "")
+    problems = _unsound(rows) + [_at_chance(curves, near_chance)]
     out = []
+    kept = curves[curves.index.isin(keep)]
+    acc = kept.best_accuracy
     for col in ("P3", "P4"):
         if col not in curves:
             continue
-        r, p = _rho(acc.values, curves[col].values), permutation_p(curves[col].values, acc.values)
-        holds = bool(r >= M2_RHO and p <= M2_P) if np.isfinite(r) else None
-        out.append(judge("M2", f"best deep-net accuracy falls as the curve gets finer (rank-correlates with {col.replace('P', 'P(')}))",
-                         "fig5", "2-D Cantor", holds,
-                         f"Spearman = {r:+.2f} (need >= {M2_RHO}), exact permutation p = {p:.3g} over {len(acc)}! orderings "
-                         f"(need <= {M2_P}); coarse to fine: " + ", ".join(
-                             f"pdeg {p_}: acc {a:.3f} (w {int(w)}, lr {lr:g}), {col} {c:.3f}"
-                             for p_, a, w, lr, c in zip(curves.index, acc.values, curves.width, curves.lr, curves[col].values)),
+        statement = f"best deep-net accuracy falls as the curve gets finer (rank-correlates with {col.replace('P', 'P(')}))"
+        listing = "coarse to fine: " + ", ".join(
+            f"pdeg {p_}: acc {est[p_]} (w {int(w)}, lr {lr:g}), {col} {c:.3f}"
+            for p_, w, lr, c in zip(curves.index, curves.width, curves.lr, curves[col].values)) + (f"; {gone}" if gone else "")
+        if len(kept) < 3:
+            out.append(judge("M2", statement, "fig5", "2-D Cantor", None, listing, problems,
+                             why_none=f"fewer than three curves learned anything ({len(kept)} of {len(curves)})"))
+            continue
+        r, p = _rho(acc.values, kept[col].values), permutation_p(kept[col].values, acc.values)
+        rhos = stats.resampled_rhos(kept[col].values, [[est[p_].value] for p_ in kept.index], sem=[est[p_].se for p_ in kept.index])
+        share = float((rhos >= M2_RHO).mean())
+        sd = float(rhos.std(ddof=1))
+        if share >= 0.95 and p <= M2_P:
+            t = Test(True, r, sd, M2_RHO, None)
+        elif share <= 0.05:
+            t = Test(False, r, sd, M2_RHO, None)
+        else:
+            t = Test(None, r, sd, M2_RHO, None,
+                     f"inside the error bars: Spearman >= {M2_RHO} in {share:.0%} of resamples within the accuracies' SEs "
+                     f"(need 95 % to hold, 5 % or fewer to fail), exact permutation p = {p:.3g}")
+        out.append(judge("M2", statement, "fig5", "2-D Cantor", t if np.isfinite(r) else None,
+                         f"Spearman = {r:+.2f} (need >= {M2_RHO} in 95 % of resamples: {share:.0%}), exact permutation p = {p:.3g} "
+                         f"over {len(acc)}! orderings (need <= {M2_P}); " + listing,
                          problems, why_none="the accuracies (or the curve) do not vary: no ranking"))
     return out
 
 
-def m3(table: pd.DataFrame, near_chance: float, figure: str, subject: str) -> Verdict:
+def m3(table: pd.DataFrame, near_chance: float, figure: str, subject: str, n_test: int = 0, steps_per_epoch: int = 0) -> Verdict:
+    """M3: the best architecture's accuracy is below ``near_chance`` by Z SE.  Holding rests on nets that learned nothing:
+    inconclusive unless they trained the paper's 1e6 steps (a net at chance after 1e5 steps may still start)."""
     b = best(table, ["depth", "width"])
     top = b.loc[b.best_accuracy.idxmax()]
-    holds = bool(top.best_accuracy <= near_chance)
-    return judge("M3", "fine curve: every architecture is near chance", figure, subject, holds,
-                 f"best of {len(b)} architectures: {top.best_accuracy:.4f} (depth {int(top.depth)}, width {int(top.width)}, "
+    t = exceeds(_est(table, top, ["depth", "width"], n_test), near_chance, below=True, what="the best architecture's accuracy")
+    trained = _steps(table, b, ["depth", "width"], steps_per_epoch)
+    short = ([f"nothing learned within {trained} steps (the paper trains {PAPER_STEPS:.0e}): a net still at chance may start later"]
+             if t.holds and trained and trained < PAPER_STEPS else [])
+    return judge("M3", "fine curve: every architecture is near chance", figure, subject, t,
+                 f"best of {len(b)} architectures: {t.text('.4f')} (depth {int(top.depth)}, width {int(top.width)}, "
                  f"lr {top.lr:g}; need <= {near_chance}); worst {b.best_accuracy.min():.4f}",
-                 _unsound(b) if holds else [])  # beating chance cannot be undone by more training
+                 (_unsound(b) + short) if t.holds else [])  # beating chance cannot be undone by more training
 
 
 def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
     out = []
     if "fig4" in tables:
-        out += m1(tables["fig4"], spec.near_perfect, spec.near_chance)
+        out += m1(tables["fig4"], spec.near_perfect, spec.near_chance, spec.n_test)
     if "fig5" in tables:
-        out += m2(tables["fig5"], spec.near_chance)
+        out += m2(tables["fig5"], spec.near_chance, spec.n_test, spec.steps_per_epoch)
     if "fig6" in tables:
         t = tables["fig6"]
-        out.append(m3(t, spec.near_chance, "fig6", f"{t.fractal.iloc[0]} depth {t.n.iloc[0]}, pdeg {t.pdeg.iloc[0]}"))
+        out.append(m3(t, spec.near_chance, "fig6", f"{t.fractal.iloc[0]} depth {t.n.iloc[0]}, pdeg {t.pdeg.iloc[0]}", spec.n_test,
+                      spec.steps_per_epoch))
     if "tables" in tables:
         t = tables["tables"]
         for f, g in t.groupby("fractal"):
             fine = g.groupby("pdeg").P4.first().idxmin() if "P4" in g else g.pdeg.max()
             g = g[g.pdeg == fine]
-            out.append(m3(g, spec.near_chance, "tables", f"{f} depth {g.n.iloc[0]}, pdeg {fine} (its lowest P(4))"))
+            out.append(m3(g, spec.near_chance, "tables", f"{f} depth {g.n.iloc[0]}, pdeg {fine} (its lowest P(4))", spec.n_test,
+                          spec.steps_per_epoch))
     if "fig7" in tables:
-        out.append(m4(tables["fig7"], spec.m4_margin))
+        out.append(m4(tables["fig7"], spec.m4_margin, spec.n_test_real))
     return out, [spec.scale_note, *NOTES]
 
 
-def m4(table: pd.DataFrame, margin: float) -> Verdict:
-    """Depth helps gradually on real data: the best net is deeper than 1 layer, and 1 layer is within ``margin`` of it."""
+def m4(table: pd.DataFrame, margin: float, n_test: int = 0) -> Verdict:
+    """Depth helps gradually on real data: the best deeper net beats 1 layer (by Z SE of the difference), and 1 layer is
+    within ``margin`` of it (by Z SE); the accuracies' SEs from the seeds and the ``n_test`` held-out images."""
     per = best(table, ["depth", "width"])  # mean over seeds at each net's chosen rate, per architecture
     per_depth = per.loc[per.groupby("depth").best_accuracy.idxmax()].sort_values("depth")  # the best width per depth
-    top = per_depth.loc[per_depth.best_accuracy.idxmax()]
     subject = str(table.dataset.iloc[0]) if "dataset" in table else "real images"
     statement = "real data: depth helps gradually (the best net is deeper than 1 layer, and 1 layer is within the margin)"
-    shown = "best over widths per depth: " + ", ".join(f"{int(r.depth)}: {r.best_accuracy:.4f} (w {int(r.width)}, lr {r.lr:g})"
+    est = {int(r.depth): _est(table, r, ["depth", "width"], n_test) for r in per_depth.itertuples()}
+    shown = "best over widths per depth: " + ", ".join(f"{int(r.depth)}: {est[int(r.depth)]} (w {int(r.width)}, lr {r.lr:g})"
                                                        for r in per_depth.itertuples())
-    one = per_depth[per_depth.depth == 1]
-    if one.empty:
+    if 1 not in est:
         return judge("M4", statement, "fig7", subject, None, shown,
-                     why_none=f"depth 1 is not in the config (depths {sorted(per_depth.depth.astype(int).tolist())}): no one-layer net to compare")
-    one = one.iloc[0]
-    gap = float(top.best_accuracy - one.best_accuracy)
-    holds = bool(top.depth > 1 and gap <= margin)
-    return judge("M4", statement, "fig7", subject, holds,
-                 shown + f"; best depth {int(top.depth)}; depth 1 is {gap:.4f} below it (need > 1 layer best and gap <= {margin:g})",
+                     why_none=f"depth 1 is not in the config (depths {sorted(est)}): no one-layer net to compare")
+    deeper = {L: e for L, e in est.items() if L > 1}
+    if not deeper:
+        return judge("M4", statement, "fig7", subject, None, shown, why_none="no depth above 1 in the config")
+    top = max(deeper, key=lambda L: deeper[L].value)
+    diff = stats.difference(est[top], est[1])
+    t = all_of(exceeds(diff, 0.0, what=f"depth {top} - depth 1"), exceeds(diff, margin, below=True, what=f"depth {top} - depth 1"))
+    return judge("M4", statement, "fig7", subject, t,
+                 shown + f"; best deeper net depth {top}, {diff} above depth 1 (need > 0 and <= {margin:g}, each by {Z:g} SE): "
+                         f"{t.text('.4f')}",
                  _unsound(per) + [_at_chance(per, 0.1 + margin)])

@@ -365,6 +365,9 @@ class ClaimsSpec(Spec):
     near_chance: float
     m4_margin: float  # M4: a one-layer CNN within this much of the best net
     scale_note: str
+    n_test: int = 0  # test examples of the fractal nets: each accuracy's binomial SE (0: none)
+    n_test_real: int = 0  # ... of the Fig. 7 CNNs
+    steps_per_epoch: int = 0  # Adam steps per epoch of the fractal nets (how many steps a net at chance trained)
 
     @classmethod
     def from_config(cls, config: dict, job: ClaimsJob) -> "ClaimsSpec":
@@ -376,6 +379,8 @@ class ClaimsSpec(Spec):
                 f"{f7['kernel']}x{f7['kernel']} kernels, Adam lr {sorted(f7['lrs'])}, {f7['epochs']} epochs, seeds {list(f7['seeds'])}"
                 if f7 else "")
         return cls(job=job, near_perfect=0.95, near_chance=0.6, m4_margin=float(f7["margin"]) if f7 else 0.0,
+                   n_test=int(d["n_test"]), n_test_real=(int(f7["n_test"]) or 10000) if f7 else 0,
+                   steps_per_epoch=int(d["n_train"] // t["batch_size"]),
                    scale_note=f"Scale: {d['n_train']} training / {d['n_test']} test examples, Adam lr {sorted(t['lrs'])} (the best "
                               f"reported), batch {t['batch_size']}, {t['max_epochs']} epochs = {steps} steps (paper: 1e6), test "
                               f"accuracy every {t['check_every']} epochs, best along the run; a net stops when its best test "
