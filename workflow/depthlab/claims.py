@@ -164,7 +164,8 @@ def all_of(*tests: Test) -> Test:
     failing = [t for t in tests if t.holds is False]
     open_ = [t for t in tests if t.holds is None]
     pool = failing or open_ or list(tests)
-    key = (lambda t: t.z if t.z is not None else 0.0) if not failing else (lambda t: -(t.z or 0.0))
+    # a test with no z (a bare or exact value) is never "nearest": the row shows one with an error bar where there is one
+    key = (lambda t: t.z if t.z is not None else math.inf) if not failing else (lambda t: -t.z if t.z is not None else math.inf)
     t = min(pool, key=key) if not open_ or failing else open_[0]
     holds = False if failing else None if open_ else True
     problem = "" if failing else "; ".join(o.problem for o in open_)

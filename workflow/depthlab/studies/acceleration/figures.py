@@ -57,10 +57,21 @@ def flow_difference(ds, i: int) -> float:
     return float(np.max(np.abs(ea[keep] - eb_at) / eb_at))
 
 
+FALLEN = 0.5  # A3's distance is measured once the excess loss has fallen by this fraction of its start
+
+
+def _fallen(loss: np.ndarray, optimum: float) -> np.ndarray:
+    """The recorded steps at which the excess loss L - L* has fallen by FALLEN of its start (after the escape from the
+    near-zero start, where a relative distance measures a timing lag of a tiny w, not a different trajectory)."""
+    e = loss - optimum
+    return np.isfinite(e) & (e <= (1 - FALLEN) * e[0]) if len(e) and np.isfinite(e[0]) else np.zeros(len(e), bool)
+
+
 def iterations_table(inputs: list[StoreInput]) -> pd.DataFrame:
     """One row per (dataset, p, start, depth, method, lr, seed, target fraction): iterations to that target (-1: not
     reached before the batch stopped at ``stopped_at``), divergence; for the nets the end-to-end rule's iterations, the
-    largest net-rule distance before the net reached the target (or stopped), and the rate's flow difference."""
+    largest net-rule distance before the net reached the target (or stopped), the same once its excess loss had fallen by
+    FALLEN of its start (``late_distance``: A3's), and the rate's flow difference."""
     rows = []
     for inp in sorted(inputs, key=lambda i: (i.stage, *i.job.values().values())):
         ds, a = inp.data, inp.data.attrs
@@ -81,8 +92,10 @@ def iterations_table(inputs: list[StoreInput]) -> pd.DataFrame:
                     if net:
                         upto = np.searchsorted(ds.step.values, it if it >= 0 else ds.step.values[-1], side="right")
                         dist = ds.distance.values[i, s, :upto]
+                        late = dist[_fallen(ds.loss.values[i, s, :upto], float(a["optimum_loss"]))]
                         row.update(rule_to_target=int(ds.rule_to_target.values[i, s, k]),
-                                   max_distance=float(np.nanmax(dist)) if np.isfinite(dist).any() else np.nan, flow_difference=flow)
+                                   max_distance=float(np.nanmax(dist)) if np.isfinite(dist).any() else np.nan,
+                                   late_distance=float(np.nanmax(late)) if np.isfinite(late).any() else np.nan, flow_difference=flow)
                     rows.append(row)
     return pd.DataFrame(rows)
 
