@@ -10,7 +10,9 @@ REPORT  ?=
 # VERBOSE=1: Snakemake's own terminal output instead of one line per finished job with an ETA (depthlab.progress);
 # either way its full output is in <results>/logs/snakemake/.
 VERBOSE ?=
-SMK     := PATH="$(CURDIR)/$(BIN):$$PATH" DEPTHLAB_VERBOSE="$(VERBOSE)" $(BIN)/snakemake --workflow-profile workflow/profiles/default
+# CONTINUE=1: run a config into a results folder that belongs to another config file with other values (depthlab.folder)
+CONTINUE ?=
+SMK     := PATH="$(CURDIR)/$(BIN):$$PATH" DEPTHLAB_VERBOSE="$(VERBOSE)" DEPTHLAB_CONTINUE="$(CONTINUE)" $(BIN)/snakemake --workflow-profile workflow/profiles/default
 # Forwarded to snakemake *before* --configfile (which takes several values, so anything after it would be read
 # as one more config file): targets and options, e.g. SMK_ARGS="mori_ueda_fig2" or SMK_ARGS="--dry-run".
 SMK_ARGS ?=

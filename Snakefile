@@ -66,6 +66,17 @@ onstart:
         depthlab.lock.acquire(R)
     except depthlab.lock.ResultsInUse as e:
         sys.exit(f"depthlab: {e}")
+    # The folder belongs to one config (depthlab.folder): another config file with other values stops here, before any job.
+    import depthlab.folder
+
+    try:
+        logger.info(
+            depthlab.folder.claim(
+                R, config, workflow.configfiles[-1] if workflow.configfiles else None, depthlab.folder.continuing()
+            )
+        )
+    except depthlab.folder.FolderTaken as e:
+        sys.exit(f"depthlab: {e}")
     # Snakemake's job-rate limiter otherwise adds a re-evaluation timer chain per finished job (depthlab.scheduler).
     logger.info(depthlab.scheduler.coalesce_reevaluations(getattr(workflow, "scheduler", None)))
     # The quiet terminal (depthlab.progress, the `depthlab` logger plugin): the jobs to run and their planned cost.

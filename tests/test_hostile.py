@@ -707,3 +707,60 @@ def test_a_restart_cancels_the_killed_runs_queued_jobs_and_waits_for_its_running
     assert not lock.killed_before(tmp_path / ".snakemake")
     assert lock.settle_orphans(tmp_path / ".snakemake", say=said.append) == {"cancelled": [], "waited": []}
     assert len(calls.read_text().split()) == 5
+
+
+def test_a_forged_store_whose_record_names_a_gpu_is_not_waved_through(copy_run, tmp_path):
+    """Issue 56 item 1: forge test_error, set the record's device to a GPU, rewrite the hashes: `audit --strict --job` said
+    'not reproducible bit for bit on this CPU; not re-run' and exited 0.  The device is a field the forger writes: an
+    unchecked store is a failure under --strict and whenever it is named with --job, and a note that says so otherwise."""
+    results = copy_run
+    rel = "mori_ueda/fig2/train/2-local/L1.zarr"
+    store = results / rel
+    z = zarr.open_group(str(store), mode="r+")
+    z["test_error"][...] = z["test_error"][...] * 0.5
+    rec = st.read_record(store)
+    rec["content_hash"] = st.content_hash(st.read_store(store))
+    rec["device"] = "cuda:0 (NVIDIA H100 80GB HBM3)"
+    _set_record(store, _rehash({k: v for k, v in rec.items() if k != "record_hash"}))
+    base = [sys.executable, "-m", "depthlab", "audit", str(store)]
+    p = subprocess.run([*base, "--strict", "--job", rel], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert p.returncode == 1 and "its arrays are NOT checked" in p.stdout + p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
+    p = subprocess.run([*base, "--job", rel], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert p.returncode == 1, "named with --job: a failure even without --strict"
+    p = subprocess.run([*base, "--reproduce", "-1"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert p.returncode == 2 and "negative" in p.stderr and "Traceback" not in p.stderr  # item 11
+
+
+def test_a_results_folder_inside_a_store_or_another_results_folder_or_the_code_is_refused(copy_run, tmp_path):
+    """Issue 56 item 2: `results: <A>/mori_ueda/fig2/train/2-local/L1.zarr/inner` validated and ran; A's next rebuild of
+    that store replaced it by rename, and B's whole folder was gone.  Refused: a `.zarr` component, a folder inside another
+    results folder or holding one, a folder inside the package."""
+    import depthlab.config as dlc
+
+    a = copy_run
+    assert (a / "config.used.yaml").is_file()
+    for bad, why in ((a / "mori_ueda/fig2/train/2-local/L1.zarr/inner", "a store's name"),
+                     (a / "inner", "lies inside the results folder"), (a.parent, "holds the results folder"),
+                     (ROOT / "workflow" / "depthlab" / "out", "inside the depthlab package")):
+        with pytest.raises(dlc.ConfigError, match=why):
+            dlc._check_results(str(bad))
+    dlc._check_results(str(tmp_path / "elsewhere"))  # a fresh folder beside them is fine
+
+
+def test_a_second_config_with_the_same_name_and_other_values_does_not_take_over_the_folder(tmp_path):
+    """Issue 56 item 3: a/same.yaml and b/same.yaml both wrote results/same, the second silently replacing the first's
+    figures and claims.  The folder records its config; another file with other values stops, naming both files and the
+    keys that differ; the same values, the same file edited, or DEPTHLAB_CONTINUE go on."""
+    from depthlab import folder
+
+    res = tmp_path / "results" / "same"
+    a_cfg, b_cfg = tmp_path / "a" / "same.yaml", tmp_path / "b" / "same.yaml"
+    one = {"seed": 0, "device": "cpu", "studies": {"spectra": {"d": [3, 5]}}}
+    assert "now belongs to" in folder.claim(res, one, a_cfg)
+    assert "has the same values" in folder.claim(res, {**one, "device": "cuda"}, b_cfg)  # device is no rerun trigger
+    two = {**one, "studies": {"spectra": {"d": [3, 7]}}}
+    with pytest.raises(folder.FolderTaken, match=r"belongs to the config .*a/same.yaml, and .*b/same.yaml differs from it at: "
+                                                 r"studies.spectra.d"):
+        folder.claim(res, two, b_cfg)
+    assert "now belongs to" in folder.claim(res, two, a_cfg)  # the first file, edited: the folder follows it
+    assert "now belongs to" in folder.claim(res, one, b_cfg, force=True)

@@ -111,7 +111,11 @@ def test_changing_one_depth_reruns_only_that_depth_and_the_figure(smoke_run, tmp
     new_cfg = tmp_path / "changed" / run.config_path.name  # same file name: the same results folder (results/smoke)
     new_cfg.parent.mkdir()
     new_cfg.write_text(yaml.safe_dump(changed))
-    smk(run.work, "--configfile", str(new_cfg))
+    # another file with other values: the folder belongs to the first config unless the run says to continue it (issue 56)
+    p = smk(run.work, "--configfile", str(new_cfg), check=False)
+    assert p.returncode != 0 and "differs from it at: studies.mori_ueda.figures.fig2.depths" in p.stdout + p.stderr
+    assert files(run.results) == before, "the refused run touched the folder"
+    smk(run.work, "--configfile", str(new_cfg), env={"DEPTHLAB_CONTINUE": "1"})
     after = files(run.results)
     rerun = {k for k in after if after[k] != before.get(k)}
     targets = sorted(fig2["targets"])
@@ -364,7 +368,7 @@ def test_a_study_is_one_folder(smoke_run, tmp_path):
     cfg_path = tmp_path / "with_tiny" / run.config_path.name  # the smoke config's name: its results folder
     cfg_path.parent.mkdir()
     cfg_path.write_text(yaml.safe_dump(cfg))
-    env = {"DEPTHLAB_STUDY_PATH": str(studies)}
+    env = {"DEPTHLAB_STUDY_PATH": str(studies), "DEPTHLAB_CONTINUE": "1"}  # another config file for the smoke folder
     before = files(run.results)
     jobs = planned(smk(run.work, "--configfile", str(cfg_path), "--dry-run", env=env))
     assert jobs == Counter({"tiny_draws": 2, "figure": 1, "claims": 1, "claims_index": 1, "config_snapshot": 1, "all": 1})

@@ -525,6 +525,7 @@ def reproduce(a: Audit, n: int, named: list[str], seed: int = 0, timeout: float 
             a.fail(0, f"reproduce: {name} is not a store of this lineage ({len(stores)} stores: e.g. {', '.join(stores[:3])})")
             continue
         chosen.append(rel)
+    named_rels = set(chosen)
     rest = [s for s in stores if s not in chosen]
     chosen += random.Random(seed).sample(rest, min(n, len(rest)))
     if not chosen:
@@ -535,7 +536,14 @@ def reproduce(a: Audit, n: int, named: list[str], seed: int = 0, timeout: float 
             path = a.root / rel
             rec = storage.read_record(path)
             if not str(rec.get("device", "cpu")).startswith("cpu"):
-                a.note(1, f"{rel}: made on {rec.get('device')}: not reproducible bit for bit on this CPU; not re-run")
+                # the device is a field of the record, which a forger writes too: a store this CPU cannot re-run bit for
+                # bit is unchecked, and unchecked is a failure where the reviewer asked for it (issue 56 item 1)
+                text = (f"{rel}: its record says it was made on {rec.get('device')!r}, so this CPU cannot reproduce it bit for "
+                        "bit: its arrays are NOT checked (re-run it here, or audit it on that device)")
+                if rel in named_rels:
+                    a.fail(1, text + "; named with --job")
+                else:
+                    a.note(1, text, strict_fails=True)
                 continue
             try:
                 from .studies import get_study

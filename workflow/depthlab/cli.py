@@ -291,6 +291,17 @@ def _version() -> str:
     return f"depthlab {__version__} (code {prov.code_version()})"
 
 
+def _count(text: str) -> int:
+    """argparse type of a count: an integer >= 0 (``--reproduce -1`` was a ValueError traceback)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative: give a count of 0 or more")
+    return n
+
+
 def where(args: argparse.Namespace) -> None:
     print(_load_or_exit(args.config, memory=False)["results"])
 
@@ -412,7 +423,7 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("target", help="a figure (.png/.pdf/.csv/.provenance.json), a claims.md, or a .zarr store")
     a.add_argument("--configfile", help="also check that each store was made from exactly this config's values")
     a.add_argument("--strict", action="store_true", help="also fail on stores made by code whose fingerprint differs from the checkout's")
-    a.add_argument("--reproduce", type=int, default=0, metavar="N", help="re-run N store jobs of the lineage (a seeded random "
+    a.add_argument("--reproduce", type=_count, default=0, metavar="N", help="re-run N store jobs of the lineage (a seeded random "
                    "sample) in a temporary folder and compare content hashes: the check a reviewer runs")
     a.add_argument("--job", action="append", metavar="STORE", help="also re-run this store's job (repeatable)")
     a.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")

@@ -318,6 +318,55 @@ def _check_results(results: str) -> None:
     for parent in Path(full).parents:
         if os.path.exists(parent) and not os.path.isdir(parent):
             raise ConfigError(f"{where} lies below {parent}, which is a file, not a folder; no folder can be made there")
+    _check_nesting(where, Path(full))
+
+
+RESULTS_MARKERS = ("config.used.yaml", ".depthlab.lock", ".depthlab.config.json")  # what a results folder holds
+
+
+def _is_results(folder: Path) -> bool:
+    return any(os.path.lexists(folder / m) for m in RESULTS_MARKERS)
+
+
+def _check_nesting(where: str, full: Path) -> None:
+    """A results folder inside a store, inside another results folder, or holding one (issue 56 item 2: a folder written
+    inside another run's store vanished, whole, when that run rebuilt the store by rename), or inside the code."""
+    store = next((part for part in full.parts if part.endswith(".zarr")), None)
+    if store:
+        raise ConfigError(f"{where} has a component {store!r}: a store's name; a rebuild of that store would delete the "
+                          "folder. Choose a folder outside every results folder")
+    outer = next((parent for parent in full.parents if _is_results(parent)), None)
+    if outer is not None:
+        raise ConfigError(f"{where} lies inside the results folder {outer} of another run, whose rebuilds may replace or "
+                          "delete it. Choose a folder outside every results folder")
+    code = Path(__file__).resolve().parent
+    if full == code or code in full.parents:
+        raise ConfigError(f"{where} lies inside the depthlab package ({code}); choose a folder outside the code")
+    if full.is_dir():
+        inner = _holds_results(full)
+        if inner is not None:
+            raise ConfigError(f"{where} holds the results folder {inner} of another run; a run here would mix the two. "
+                              "Choose another folder")
+
+
+def _holds_results(top: Path, depth: int = 3) -> Path | None:
+    """A results folder strictly below ``top``, looking ``depth`` levels down (stores are not entered); None if none."""
+    level = [top]
+    for _ in range(depth):
+        nxt = []
+        for folder in level:
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for e in entries:
+                if e.is_dir(follow_symlinks=False) and not e.name.endswith(".zarr") and e.name not in ("logs", ".snakemake"):
+                    sub = Path(e.path)
+                    if _is_results(sub):
+                        return sub
+                    nxt.append(sub)
+        level = nxt[:2000]
+    return None
 
 
 def default_results(source: str | Path | None) -> str:
