@@ -222,7 +222,8 @@ def pin_threads(n: int) -> dict:
     torch.set_num_threads(n)
     if numba is not None:
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-    threadpool_limits(n)
+    if any(pool.get("num_threads") != n for pool in threadpool_info()):  # only a pool the environment did not pin
+        threadpool_limits(n)
     out = {"torch": torch.get_num_threads(), "numba": numba.get_num_threads() if numba is not None else None}
     for pool in threadpool_info():
         out[f"{pool['user_api']}:{pool['internal_api']}"] = pool["num_threads"]
@@ -320,13 +321,52 @@ def roofline(n: int, n_test: int, max_depth: int, ns_per_step: float, cholesky_s
             "cholesky_seconds": cholesky_seconds, "best_ratio": (cholesky_seconds + rec) / cholesky_seconds}
 
 
+class ChildDied(RuntimeError):
+    """A benchmark child process ended without a result (a crash: a signal, or an exception it printed)."""
+
+
+def child_result(p, q, what: str, poll: float = 1.0):
+    """The result ``p`` puts on ``q``; :class:`ChildDied`, naming its exit signal or code, when it ends without one
+    (issue 56 item 0: a child killed by SIGSEGV left the parent waiting on ``q.get()`` for ever)."""
+    import queue
+    import signal
+
+    while True:
+        try:
+            return q.get(timeout=poll)
+        except queue.Empty:
+            if not p.is_alive():
+                try:
+                    return q.get(timeout=poll)  # it may have put its result just before it exited
+                except queue.Empty:
+                    code = p.exitcode
+                    how = (f"killed by {signal.Signals(-code).name}" if code is not None and code < 0
+                           else f"exit code {code}")
+                    raise ChildDied(f"{what}: the child process ended without a result ({how})") from None
+
+
 def ntk_case(kind: str, n: int, n_test: int, d: int, depths: list[int], threads: int = 1) -> dict:
+    from depthlab._launch import POOLS
+
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     p = ctx.Process(target=_ntk_child, args=(kind, n, n_test, d, depths, threads, q))
-    p.start()
-    res = q.get()
-    p.join()
+    # the child's BLAS and OpenMP pools get their threads from the environment as they load (as a pipeline job's do,
+    # depthlab._launch.pin_pools), not switched at run time: that switch crashed scipy's dpotrf at N = 20 000
+    saved = {v: os.environ.get(v) for v in POOLS}
+    os.environ.update({v: str(threads) for v in POOLS})
+    try:
+        p.start()
+    finally:
+        for v, old in saved.items():
+            if old is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = old
+    try:
+        res = child_result(p, q, f"NTK {kind} N={n} on {threads} thread(s)")
+    finally:
+        p.join()
     row = {"impl": kind, "n_train": n, "n_test": n_test, "depths": f"1..{max(depths)}", **res}
     secs = res.get("factor_seconds", res["seconds"])
     shown = ", ".join(f"{k} {v}" for k, v in res["threads"].items())

@@ -50,3 +50,65 @@ def test_adam_layout_benchmark_runs_and_finds_the_foreach_update_bit_identical(r
     assert p.returncode == 0, p.stdout + p.stderr
     assert "'torch': 1" in p.stdout and "depth 1 width 10   M=1: per tensor" in p.stdout, p.stdout
     assert "same bits as per tensor: depthlab yes" in p.stdout, p.stdout
+
+
+def _segfault(q):
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _answer(q):
+    q.put({"ok": 1})
+
+
+def test_a_benchmark_child_that_dies_fails_the_parent_naming_its_signal(root):
+    """Issue 56 item 0: the NTK child died of SIGSEGV and the parent waited on q.get() for ever (`make bench` never
+    ended).  Now the parent raises, naming the signal."""
+    import multiprocessing as mp
+
+    sys.path.insert(0, str(root / "benchmarks"))
+    import bench
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_segfault, args=(q,))
+    p.start()
+    with pytest.raises(bench.ChildDied, match="killed by SIGSEGV"):
+        bench.child_result(p, q, "a child", poll=0.2)
+    p.join()
+    q = ctx.Queue()
+    p = ctx.Process(target=_answer, args=(q,))
+    p.start()
+    assert bench.child_result(p, q, "a child", poll=0.2) == {"ok": 1}
+    p.join()
+
+
+def test_a_stage_process_gets_its_blas_threads_from_the_environment_and_the_ntk_switches_none(tmp_path):
+    """Issue 56 item 0: switching OpenBLAS's thread counts at run time (threadpoolctl over numpy's and scipy's two
+    libraries) crashed scipy's dpotrf at N = 20 000, and the limit never reached scipy's library, loaded inside it (a
+    '1-thread' NTK ran at 190 % CPU).  A `depthlab stage` process sets the pools' threads in the environment before they
+    load, and the CPU NTK path then calls no threadpool_limits: the same call sequence at N = 300 with the switch made
+    an error."""
+    code = r'''
+import sys
+sys.argv = ["depthlab", "stage", "--threads", "1"]
+from depthlab import _launch
+_launch.pin_pools(_launch.stage_threads(sys.argv[1:]))
+import numpy as np, threadpoolctl, torch
+torch.set_num_threads(1)
+def boom(*a, **k):
+    raise AssertionError("threadpool_limits called: a run-time switch of the BLAS threads")
+threadpoolctl.threadpool_limits = boom
+from depthlab.core import kernel_regression as K
+import scipy.linalg  # scipy's OpenBLAS loads now, with the environment's count
+x = np.random.default_rng(0).standard_normal((300, 5)); y = x[:, 0] * x[:, 1]
+fit = K.kernel_regression(x, y, x[:50], [1, 2, 3], device="cpu")
+pools = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+assert pools and all(n == 1 for n in pools), pools
+print("ok", len(pools), float(np.abs(fit.prediction).sum()) > 0)
+'''
+    env = {k: v for k, v in tool_env().items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.startswith("ok"), p.stdout + p.stderr[-3000:]

@@ -1,3 +1,3 @@
-from depthlab.cli import main
+from depthlab._launch import main
 
 main()

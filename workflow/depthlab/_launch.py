@@ -10,10 +10,38 @@ runs with the collector on.  ``benchmarks/bench_startup.py`` measures what this 
 from __future__ import annotations
 
 import gc
+import os
+import sys
+
+POOLS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def stage_threads(argv: list[str]) -> int | None:
+    """The threads of a ``depthlab stage`` command line (``--threads N``, else $DEPTHLAB_THREADS, else 1); None for any
+    other command."""
+    if "stage" not in argv[:2]:
+        return None
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv) and argv[i + 1].isdigit():
+            return max(1, int(argv[i + 1]))
+        if a.startswith("--threads=") and a.split("=", 1)[1].isdigit():
+            return max(1, int(a.split("=", 1)[1]))
+    env = os.environ.get("DEPTHLAB_THREADS", "1")
+    return max(1, int(env)) if env.isdigit() else 1
+
+
+def pin_pools(threads: int | None) -> None:
+    """Give the BLAS and OpenMP pools a stage's thread count through the environment, before numpy and scipy load them
+    (issue 56 item 0: switching two OpenBLAS libraries' thread counts at run time with threadpoolctl, numpy's and scipy's,
+    crashed scipy's dpotrf at N = 20 000; a count set by the environment avoids it).  A value already set is kept."""
+    if threads is not None:
+        for var in POOLS:
+            os.environ.setdefault(var, str(threads))
 
 
 def main() -> None:
     gc.disable()
+    pin_pools(stage_threads(sys.argv[1:]))
     from .cli import main as cli_main
 
     cli_main()

@@ -110,14 +110,20 @@ def _regression_cpu(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[in
                     kinds: tuple[str, ...]) -> KernelFit:
     """The fused CPU path on the job's threads: torch's thread count (``depthlab stage --threads``, 1 by default) is
     given to numba's loops and to the BLAS (the Choleskys) for the call, and restored after it."""
+    import contextlib
+
     import numba
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     threads = max(1, torch.get_num_threads())
     before = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    # Only where a BLAS pool has another count: switching OpenBLAS's threads at run time (threadpoolctl over numpy's and
+    # scipy's two libraries) crashed scipy's dpotrf at N = 20 000 (issue 56 item 0).  A `depthlab stage` process has its
+    # pools set by the environment before they load (depthlab._launch.pin_pools), so nothing is switched there.
+    differ = any(p.get("num_threads") != threads for p in threadpool_info() if p.get("user_api") == "blas")
     try:
-        with threadpool_limits(limits=threads, user_api="blas"):
+        with threadpool_limits(limits=threads, user_api="blas") if differ else contextlib.nullcontext():
             return _regression_cpu_threads(X, y, T, depths, beta, block, kinds)
     finally:
         numba.set_num_threads(before)
