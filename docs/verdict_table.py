@@ -3,7 +3,8 @@
 
 Reads the combined claims report of a run (``results/<name>/claims.md``: one row per verdict, each
 ``| study | ID (statement) | figure | subject | verdict | evidence |``) and prints one Markdown row per
-(study, claim statement) with the number of rows that hold, do not hold and are inconclusive, then the totals.
+(study, claim statement) with the number of rows that hold, do not hold, are inconclusive and are not applicable,
+then the totals (a report of an older run, with three states, counts no row as not applicable).
 A claims report is text written by ``depthlab``; this script only reads it (no code from the results is run).
 """
 
@@ -15,7 +16,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 VERDICTS = {"holds": "holds", "**does not hold**": "does not hold", "does not hold": "does not hold",
-            "inconclusive": "inconclusive"}
+            "inconclusive": "inconclusive", "not applicable": "not applicable"}
+STATES = ("holds", "does not hold", "inconclusive", "not applicable")
 
 
 def rows(text: str, study: str = "") -> list[tuple[str, str, str, str]]:
@@ -44,13 +46,13 @@ def table(text: str, study: str = "") -> str:
     counts: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
     for study, cid, statement, verdict in rows(text, study):
         counts[(study, cid, statement)][verdict] += 1
-    lines = ["| study | claim | what it says | holds | does not hold | inconclusive |", "|---|---|---|---|---|---|"]
+    lines = ["| study | claim | what it says | holds | does not hold | inconclusive | not applicable |", "|---|---|---|---|---|---|---|"]
     total: Counter = Counter()
     for (study, cid, statement), c in counts.items():  # in the report's order
         total.update(c)
-        cell = [str(c[v]) if c[v] else "" for v in ("holds", "does not hold", "inconclusive")]
+        cell = [str(c[v]) if c[v] else "" for v in STATES]
         lines.append(f"| {study} | {cid} | {statement} | " + " | ".join(cell) + " |")
-    lines.append(f"| **all judged** | | | **{total['holds']}** | **{total['does not hold']}** | **{total['inconclusive']}** |")
+    lines.append("| **all judged** | | | " + " | ".join(f"**{total[v]}**" for v in STATES) + " |")
     return "\n".join(lines)
 
 
