@@ -163,3 +163,19 @@ def test_in_the_trainer_a_net_from_a_small_start_sits_at_chance_then_learns_only
     r, acc = fit(StopRule(patience=10, rel_tol=0.0, abs_tol=0.002, monitor="eval_error", onset=0.48, onset_patience=60))
     assert r.stop_reason[0] == PLATEAU and r.converged[0] and acc.max() > 0.95  # it learned, then plateaued on its own
     assert acc[:15].max() < 0.52 and r.epochs[0] < 200  # (it did sit at chance at first; and it was not the budget)
+
+
+def test_the_plateau_window_grows_with_the_run_and_no_plateau_stops_before_min_checks():
+    """Issue 53 item 6: a slow learner stopped by a fixed 10-check window at check 17 (step 425) while still falling.
+    Here: falls 5 %, then stalls 10 checks (a pause a fixed window of 10 reads as a plateau), then falls again.  With the
+    window at max(10, 0.5 x checks so far) the pause at checks 21-30 is shorter than the window (15 at check 30) and the
+    run goes on to its second fall; min_checks holds any plateau off until then."""
+    values = [0.95**i for i in range(20)] + [0.95**19] * 10 + [0.95**(19 + i) for i in range(1, 11)] + [0.95**29] * 40
+    assert run(StopRule(patience=10, rel_tol=0.01), values) == (PLATEAU, 30, True)
+    reason, at, _ = run(StopRule(patience=10, rel_tol=0.01, grow=0.5), values)
+    assert reason == PLATEAU and at > 40  # past the second fall: stopped once 0.5 x checks exceeded the stall at the end
+    assert at == 80  # the final stall starts after check 40: since = 40 >= max(10, ceil(0.5 * 80))
+    assert run(StopRule(patience=3, rel_tol=0.01, min_checks=25), [1.0] * 30)[:2] == (PLATEAU, 25)
+    with pytest.raises(ValueError, match="grow"):
+        StopRule(patience=3, grow=1.5)
+    assert "max(10, 0.5 x the checks so far)" in StopRule(patience=10, grow=0.5).describe()

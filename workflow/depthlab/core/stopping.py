@@ -10,6 +10,10 @@ target is met (Mori & Ueda: training loss < 1e-4; the logistic loss: 100 % train
   ``abs_tol`` (absolute) for ``patience`` checks in a row: it has stopped improving.  With an *onset* level
   (:attr:`StopRule.onset`), a model whose best value has not yet fallen below it (a net still at chance: it has not
   started to learn) is not stopped by a plateau before its ``onset_patience``-th check: a slow start is not a plateau;
+  with ``grow`` > 0 the window grows with the run: no improvement for max(``patience``, ceil(``grow`` x checks so far))
+  checks, so a slow learner is not stopped by a window that is short against how long it has run (issue 53: the RZG23
+  learner at m = 4d, d = 16 stopped after 10 checks x 25 steps at step 425, still falling); and no plateau stops a model
+  before its ``min_checks``-th check;
 * ``budget``:  the trainer's maximum budget ran out first (the trainer says so: :meth:`StopRule.budget`);
 * ``diverged``: a non-finite loss or parameter appeared (the trainer says so).
 
@@ -42,6 +46,8 @@ class StopRule:
     monitor: str = "train_loss"  # train_loss | eval_error (the error on the trainer's evaluation set)
     onset: float | None = None  # a model has started once its best value is below this (a test error: chance - margin)
     onset_patience: int | None = None  # until it has started, no plateau stop before this many checks; None: no onset rule
+    grow: float = 0.0  # the plateau window is max(patience, ceil(grow x checks so far)); 0: a fixed window of patience checks
+    min_checks: int = 0  # no plateau stop before this many checks
 
     def __post_init__(self) -> None:
         if self.monitor not in ("train_loss", "eval_error"):
@@ -52,6 +58,10 @@ class StopRule:
             raise ValueError("rel_tol and abs_tol must be >= 0")
         if (self.onset is None) != (self.onset_patience is None):
             raise ValueError("onset and onset_patience go together (both set, or neither)")
+        if not 0.0 <= self.grow < 1.0:
+            raise ValueError(f"grow must be in [0, 1), got {self.grow}")
+        if self.min_checks < 0:
+            raise ValueError(f"min_checks must be >= 0, got {self.min_checks}")
         if self.onset_patience is not None and (self.patience is None or self.onset_patience < self.patience):
             raise ValueError(f"onset_patience ({self.onset_patience}) needs a plateau rule and must be >= patience ({self.patience})")
 
@@ -73,7 +83,11 @@ class StopRule:
         state.since[ids] = np.where(better, 0, state.since[ids] + 1)
         state.checks[ids] += 1
         target = np.asarray(reached, dtype=bool)
-        plateau = (state.since[ids] >= self.patience) if self.patience is not None else np.zeros(len(ids), dtype=bool)
+        if self.patience is not None:
+            window = np.maximum(self.patience, np.ceil(self.grow * state.checks[ids])) if self.grow else self.patience
+            plateau = (state.since[ids] >= window) & (state.checks[ids] >= self.min_checks)
+        else:
+            plateau = np.zeros(len(ids), dtype=bool)
         if self.onset is not None:  # not started (still at chance): no plateau before the onset_patience-th check
             plateau &= (state.best[ids] < self.onset) | (state.checks[ids] >= self.onset_patience)
         reason = np.where(target, TARGET, np.where(plateau, PLATEAU, RUNNING))
@@ -106,8 +120,10 @@ class StopRule:
                                           f"{self.abs_tol:g} absolute" if self.abs_tol else "") if t) or "0"
             onset = (f" (and, while it has not yet fallen below {self.onset:g}, not before its {self.onset_patience}th {unit})"
                      if self.onset is not None else "")
+            window = f"max({self.patience}, {self.grow:g} x the {unit}s so far)" if self.grow else str(self.patience)
+            least = f", and not before its {self.min_checks}th {unit}" if self.min_checks else ""
             parts.append(f"the {self.monitor.replace('_', ' ')} has not improved on its best by more than {tol} "
-                         f"for {self.patience} {unit}s in a row{onset}")
+                         f"for {window} {unit}s in a row{onset}{least}")
         parts.append(f"the budget{(' (' + budget + ')') if budget else ''} runs out (not converged)")
         return "stops when " + ", or ".join(parts)
 

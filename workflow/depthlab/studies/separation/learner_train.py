@@ -32,7 +32,8 @@ RECORDS = ("nmse", "reduced_nmse", "train_nmse", "alpha", "reduced_alpha", "devi
 
 def stop_rule(spec: "LearnerSpec", variance: float) -> StopRule:
     """On the learner's own loss, (1/2) MSE: ``abs_tol`` is in nMSE units, so (abs_tol / 2) Var(y_train) here."""
-    return StopRule(patience=spec.patience, rel_tol=spec.rel_tol, abs_tol=spec.abs_tol * variance / 2)
+    return StopRule(patience=spec.patience, rel_tol=spec.rel_tol, abs_tol=spec.abs_tol * variance / 2, grow=spec.plateau_growth,
+                    min_checks=-(-spec.min_steps // spec.check_every))
 
 
 def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:

@@ -372,6 +372,8 @@ class LearnerSpec(Spec):
     patience: int  # plateau rule on the training loss
     rel_tol: float
     abs_tol: float  # in nMSE units (training MSE / Var(y_train))
+    plateau_growth: float  # the plateau window: max(patience, plateau_growth x checks so far)
+    min_steps: int  # no plateau stop before this many steps
     scale_inputs: str  # r0 | none
     n_train: int  # the first n training points of the data set (0: all)
     seeds: tuple[int, ...]
@@ -394,7 +396,8 @@ class LearnerSpec(Spec):
                    lrs=tuple(float(v) for v in sorted(lr["lrs"])), lr_factor=float(lr["lr_growth"]["factor"]),
                    lr_rounds=lr["lr_growth"]["rounds"], lr_limits=tuple(float(v) for v in lr["lr_growth"]["limits"]),
                    steps=lr["steps"], check_every=lr["check_every"], patience=lr["patience"], rel_tol=float(lr["rel_tol"]),
-                   abs_tol=float(lr["abs_tol"]), scale_inputs=lr["scale_inputs"], n_train=lr["n_train"],
+                   abs_tol=float(lr["abs_tol"]), plateau_growth=float(lr["plateau_growth"]), min_steps=int(lr["min_steps"]),
+                   scale_inputs=lr["scale_inputs"], n_train=lr["n_train"],
                    seeds=tuple(lr["seeds"]), directions=lr["directions"],
                    profile_points=lr["profile_points"])
 
