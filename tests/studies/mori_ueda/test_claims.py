@@ -69,6 +69,9 @@ def test_the_row_prints_the_rate_trained_and_the_cv_rate_it_was_halved_from():
     t.loc[t.depth == 2, ["lr", "cv_lr", "lr_halvings"]] = [0.5, 1.0, 1]
     v = verdicts(t, "1")[0]
     assert v.holds and "lr L=1: 0.1, L=2: 0.5 (CV 1, halved 1x: a seed diverged)" in v.evidence
+    # issue 53 item 7: the rows that did not print the rate (claim 4, its aside) say so too
+    for claim in ("4", "4-aside"):
+        assert "trained at a substituted rate: L=2 at 0.5 (its CV rate 1 halved 1x" in verdicts(t, claim)[0].evidence
 
 
 def test_a_claim_resting_on_an_unconverged_net_or_a_flagged_rate_is_inconclusive_not_holds():

@@ -163,12 +163,13 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
             out.append(judge("3", "k = 1: shallow best", figure, name, t,
                              f"{shown}; err(L={best_deep}) - err(L=1) = {t.text()} (need > 0){lr_note}", sound))
             out.append(_nonmonotonic(figure, name, est, lr_note, sound))
-        out.append(_claim4(figure, name, part, est, kest, floor, floor_name, sound))
+        out.append(_claim4(figure, name, part, est, kest, floor, floor_name, sound, _substituted(part)))
         best = int(nn.idxmin())
         gap = exceeds(stats.ratio(kest[best], est[best]), CLEARLY, what=f"NTK/NN at L={best}")
         both = [L for L in (best,) if est[L].value >= floor - Z * _se0(est[L]) and kest[L].value >= floor - Z * _se0(kest[L])]
         out.append(judge("4-aside", "finding beside claim 4: the NTK is worse than the NN at the NN's best depth", figure, name,
-                         gap, f"NTK/NN at the NN's best depth L={best}: {gap.text('.3f')} (need > {CLEARLY})",
+                         gap, f"NTK/NN at the NN's best depth L={best}: {gap.text('.3f')} (need > {CLEARLY})"
+                         + _substituted(part[part.depth == best]),
                          sound + ([f"nothing learned: NN and NTK both at {floor_name} at L={best}"] if both else [])))
     ones = table[table.k == 1]
     if not ones.empty and set(ones.locality) == {"local", "global"}:
@@ -188,8 +189,19 @@ def _se0(e) -> float:
     return e.se if np.isfinite(e.se) else 0.0
 
 
+def _substituted(df: pd.DataFrame) -> str:
+    """'; trained at a substituted rate: L=4 at 0.5 (its CV rate 1 halved 1x: a seed diverged there)' for every depth whose
+    nets trained at a rate other than the one their search chose ('' if none; issue 53 item 7: every row says so)."""
+    if "lr_halvings" not in df or not df.lr_halvings.any():
+        return ""
+    per = df[df.lr_halvings > 0].groupby("depth")[["lr", "cv_lr", "lr_halvings"]].first()
+    return "; trained at a substituted rate: " + ", ".join(
+        f"L={int(L)} at {r.lr:.3g} (its CV rate {r.cv_lr:.3g} halved {int(r.lr_halvings)}x: a seed diverged there)"
+        for L, r in per.iterrows())
+
+
 def _claim4(figure: str, name: str, part: pd.DataFrame, est: dict, kest: dict, floor: float, floor_name: str,
-            sound: list[str]) -> Verdict:
+            sound: list[str], substituted: str = "") -> Verdict:
     """Claim 4: the NN's trend in L, decided over seeds, runs against the NTK's (or the NTK is flat where the NN is not).
 
     Depths where the NN or the NTK learned nothing (at ``floor`` within Z SE) leave the test: a kernel at chance sets no
@@ -215,7 +227,7 @@ def _claim4(figure: str, name: str, part: pd.DataFrame, est: dict, kest: dict, f
         t = trend(depths, samples, falling=rk > 0, what="the NN's trend in L")
         need = f"Spearman(L, NTK) = {rk:+.2f}: need the NN's sign opposite in {TREND_SHARE:.0%} of resamples"
     return judge("4", statement, figure, name, t,
-                 f"{shown}; at L = {depths}: Spearman(L, NN) = {t.text('+.2f')}; {need}", sound)
+                 f"{shown}; at L = {depths}: Spearman(L, NN) = {t.text('+.2f')}; {need}{substituted}", sound)
 
 
 def _stopped(df: pd.DataFrame) -> str:
