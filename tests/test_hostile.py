@@ -764,3 +764,35 @@ def test_a_second_config_with_the_same_name_and_other_values_does_not_take_over_
         folder.claim(res, two, b_cfg)
     assert "now belongs to" in folder.claim(res, two, a_cfg)  # the first file, edited: the folder follows it
     assert "now belongs to" in folder.claim(res, one, b_cfg, force=True)
+
+
+@pytest.mark.parametrize("where, value, why", [
+    ("results", "out/<logs>", "Snakemake reads as one of its path"),                # item 9
+    ("results", "out/<script>", "Snakemake reads as one of its path"),
+    ("results", "out/x\u2028y", "non-printable character"),                         # item 15: U+2028
+    ("results", "out/\u202eevil", "non-printable character"),                       # the right-to-left override
+    ("results", "out/\x85", "control or non-printable"),                             # a C1 control
+    ("results", "~/x", "starts with '~'"),                                          # item 16
+])
+def test_paths_snakemake_or_a_cluster_would_read_differently_are_refused(where, value, why):
+    """Issue 56 items 9, 15, 16: each validated and then failed later (a WorkflowError, a value escaped on the compute
+    node, a literal ./~ folder)."""
+    import depthlab.config as dlc
+
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg[where] = value
+    with pytest.raises(dlc.ConfigError, match=why):
+        dlc.validate(cfg, memory=False)
+
+
+def test_config_names_that_resolve_outside_results_are_refused_and_a_results_key_still_works(tmp_path):
+    """Issue 56 item 16: '...yaml' sent results to results/.. (the checkout root), '..yaml' to results/."""
+    import depthlab.config as dlc
+
+    for name in ("...yaml", "..yaml"):
+        cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+        cfg.pop("results", None)
+        with pytest.raises(dlc.ConfigError, match="no usable name"):
+            dlc.validate(cfg, memory=False, source=tmp_path / name)
+        cfg["results"] = str(tmp_path / "mine")
+        assert dlc.validate(cfg, memory=False, source=tmp_path / name)["results"] == str(tmp_path / "mine")

@@ -99,3 +99,33 @@ def test_the_random_streams_hold_no_table_of_every_studys_names(package_copy):
 def test_the_csv_format_is_part_of_every_figure_and_claims_fingerprint(package_copy):
     changed = rerun(package_copy, "render.py", 'CSV_FLOAT_FORMAT = "%.6g"', 'CSV_FLOAT_FORMAT = "%.2g"')
     assert changed == {(s, st.name) for s, st in _stages() if st.kind in ("figure", "claims")}
+
+
+def test_a_copy_inside_an_unrelated_repository_records_no_commit_and_a_declared_version_is_marked(tmp_path, monkeypatch):
+    """Issue 56 items 4 and 5: a copy of the code without .git, unpacked inside an unrelated git repository, recorded that
+    repository's HEAD as a clean code version; DEPTHLAB_CODE_VERSION replaced the recorded version ('deadbeef-clean' from
+    a dirty tree).  Now: 'unknown' with a hash of the code files, and a declared version beside the real one."""
+    import subprocess
+
+    from depthlab import provenance as prov
+
+    home = tmp_path / "home"
+    code = home / "src" / "depthlab-copy"
+    code.mkdir(parents=True)
+    (code / "mod.py").write_text("x = 1\n")
+    git = ["git", "-C", str(home), "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "dotfiles"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert prov.git_version(code) == head  # what was recorded before: the home repository's HEAD
+    got = prov.git_version(code, roots=(code,))
+    assert got.startswith("unknown (inside the repository") and head not in got
+    assert prov.code_files_hash(code)[:16] in got
+    (code / "mod.py").write_text("x = 2\n")
+    prov.git_version.cache_clear()
+    assert prov.git_version(code, roots=(code,)) != got  # the hash follows the code
+    assert prov.git_version(home, roots=(home,)).startswith(head)  # a repository of its own: its commit
+    monkeypatch.setenv("DEPTHLAB_CODE_VERSION", "deadbeef-clean")
+    v = prov.code_version()
+    assert v.startswith("deadbeef-clean (declared by $DEPTHLAB_CODE_VERSION; the checkout is ") and v != "deadbeef-clean"

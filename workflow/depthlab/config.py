@@ -253,15 +253,30 @@ def check_schema(value: Any, schema: dict, prefix: tuple = (), fill: bool = Fals
     raise ConfigError(msg)
 
 
+def _unprintable(text: str) -> str | None:
+    """The first character of ``text`` for which str.isprintable() is false (C0/C1 controls, U+2028, the right-to-left
+    override, ...), or None.  Under SLURM a U+2028 value reached the compute node escaped, as another value (issue 56
+    item 15)."""
+    return next((c for c in text if not c.isprintable()), None)
+
+
+def _no_angles(text: str, path: tuple, shown: str) -> None:
+    """Snakemake reads ``<logs>``, ``<script>`` ... in a path as its own variables (issue 56 item 9)."""
+    if "<" in text or ">" in text:
+        raise ConfigError(f"config error at {key(path)}: {shown} holds '<' or '>', which Snakemake reads as one of its path "
+                          "variables (<logs>, <script>, ...); choose a name without them")
+
+
 def _no_control(value: Any, path: tuple = ()) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
                 raise ConfigError(f"config error at {key(path + (k,))}: the key {k!r} is a {type(k).__name__}, but keys are "
                                   f"names: quote it ('{k}')")
-            if CONTROL.search(k):
-                raise ConfigError(f"config error at {key(path + (k,))!r}: the key contains a control character "
-                                  f"({k!r}); keys are plain text")
+            if CONTROL.search(k) or _unprintable(k):
+                raise ConfigError(f"config error at {key(path + (k,))!r}: the key contains a control or non-printable "
+                                  f"character ({_unprintable(k)!r} in {k!r}); keys are plain text")
+            _no_angles(k, path + (k,), "the key")
             _no_shell_meta(k, path + (k,), "the key")
             if RESERVED_NAME.search(k):
                 raise ConfigError(f"config error at {key(path + (k,))}: the name {k!r} ends in .zarr or holds .zarr.tmp-, "
@@ -275,9 +290,11 @@ def _no_control(value: Any, path: tuple = ()) -> None:
         for i, v in enumerate(value):
             _no_control(v, path + (i,))
     elif isinstance(value, str):
-        if CONTROL.search(value):
-            raise ConfigError(f"config error at {key(path)}: {value!r} contains a control character; values are plain text")
+        if CONTROL.search(value) or _unprintable(value):
+            raise ConfigError(f"config error at {key(path)}: {value!r} contains a control or non-printable character "
+                              f"({_unprintable(value)!r}); values are plain text")
         _no_shell_meta(value, path, repr(value))
+        _no_angles(value, path, repr(value))
 
 
 def _no_shell_meta(text: str, path: tuple, shown: str) -> None:
@@ -300,6 +317,9 @@ def check_remote_paths(paths: list[tuple[str, str]]) -> None:
 
 def _check_results(results: str) -> None:
     where = f"config error at results: {results!r}"
+    if results.startswith("~"):
+        raise ConfigError(f"{where} starts with '~', which no shell expands here (it would make a folder named '~'); "
+                          f"write the full path, e.g. {os.path.expanduser(results)!r}")
     if not results.strip().rstrip("/"):
         raise ConfigError(f"{where} is empty or the filesystem root; give a folder such as 'results'")
     if results.startswith("-"):
@@ -374,7 +394,11 @@ def default_results(source: str | Path | None) -> str:
     (``config.yaml`` is the default config: ``results/default``; a run's own snapshot ``config.used.yaml`` names its
     folder itself)."""
     stem = Path(source).stem if source else "config"
-    return f"results/{'default' if stem == 'config' else stem}"
+    name = "default" if stem == "config" else stem
+    if not name.strip(".") or "/" in name:  # '...yaml' -> results/.., '..yaml' -> results/. (issue 56 item 16)
+        raise ConfigError(f"config error: the config file {str(source)!r} has no usable name ({name!r} would put the results "
+                          "outside results/); rename the file, or give it a `results:` folder")
+    return f"results/{name}"
 
 
 def validate(config: Any, memory: bool = True, source: str | Path | None = None) -> dict:
@@ -385,7 +409,8 @@ def validate(config: Any, memory: bool = True, source: str | Path | None = None)
 
     if not isinstance(config, dict):
         raise ConfigError(f"config error: the config must be a mapping of keys to values, got {type(config).__name__}")
-    config.setdefault("results", default_results(source))
+    if "results" not in config:
+        config["results"] = default_results(source)
     _no_control(config)
     check_schema(config, load_schema("config"), fill=True)
     _check_results(config["results"])

@@ -161,18 +161,37 @@ def code_fingerprint(entry: str | Sequence[str], root: Path = PACKAGE_DIR) -> st
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """'<git commit>' or '<git commit>+dirty'; 'unknown' outside a git checkout."""
+    """'<git commit>' or '<git commit>+dirty' of the checkout; 'unknown (...)' with a hash of the code files when the code
+    is not the top of a git repository of its own (a copy without .git unpacked inside another repository records
+    that one's HEAD no more: issue 56 item 4).  ``$DEPTHLAB_CODE_VERSION`` (used by tests to play another commit) is
+    recorded as declared, beside the real version, never in its place (item 5)."""
+    real = git_version(REPO, roots=(REPO,))
     env = os.environ.get("DEPTHLAB_CODE_VERSION")
-    if env:
-        return env
-    return git_version(REPO)
+    return f"{env} (declared by $DEPTHLAB_CODE_VERSION; the checkout is {real})" if env else real
+
+
+def code_files_hash(folder: str | Path) -> str:
+    """SHA-256 over the relative paths and bytes of every .py file below ``folder`` (caches left out)."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for f in sorted(folder.rglob("*.py")):
+        if "__pycache__" in f.parts:
+            continue
+        h.update(str(f.relative_to(folder)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 @functools.lru_cache(maxsize=None)
-def git_version(folder: str | Path) -> str:
+def git_version(folder: str | Path, roots: tuple = ()) -> str:
     """The git commit of the repository holding ``folder`` ('+dirty' when it has uncommitted changes to tracked files),
-    'not a git repository' otherwise."""
+    'not a git repository' otherwise.  With ``roots``: only a repository whose top level is one of them counts; inside
+    any other (a home or dotfiles repository), 'unknown (...)' with :func:`code_files_hash` of the folder."""
     try:
+        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        if roots and Path(top).resolve() not in {Path(r).resolve() for r in roots}:
+            code = PACKAGE_DIR if Path(folder).resolve() == REPO.resolve() else Path(folder)
+            return f"unknown (inside the repository {top}, not its own; code sha256 {code_files_hash(code)[:16]})"
         head = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no", "--", "."],
                                capture_output=True, text=True, check=True).stdout.strip()
@@ -189,7 +208,7 @@ def study_source(folder: str | Path) -> dict[str, str] | None:
     folder = Path(folder).resolve()
     if folder.parent == BUILTIN:
         return None
-    return {"folder": str(folder), "version": git_version(folder)}
+    return {"folder": str(folder), "version": git_version(folder, roots=(folder, folder.parent))}
 
 
 @functools.lru_cache(maxsize=1)
