@@ -7,6 +7,7 @@ import copy
 import io
 import json
 import os
+import time
 import re
 import shutil
 import subprocess
@@ -796,3 +797,52 @@ def test_config_names_that_resolve_outside_results_are_refused_and_a_results_key
             dlc.validate(cfg, memory=False, source=tmp_path / name)
         cfg["results"] = str(tmp_path / "mine")
         assert dlc.validate(cfg, memory=False, source=tmp_path / name)["results"] == str(tmp_path / "mine")
+
+
+def test_odd_store_lock_files_give_one_line_and_a_clean_take_over_or_refusal(tmp_path):
+    """Issue 56 items 6 and 7: a lock from another host dated in the future waited until that date (2030); a huge pid gave
+    an OverflowError and left the lock; a JSON list an AttributeError; a directory an IsADirectoryError and a .stale-*
+    folder; pid -1 counted as alive for root (a 600 s wait); a read-only stage folder a traceback."""
+    import socket
+
+    from depthlab.lock import OutputInUse, OutputLock
+
+    out = tmp_path / "s" / "x.zarr"
+    out.parent.mkdir()
+    lock = out.with_name("x.zarr.lock")
+    said = []
+
+    def take(wait=2.0):
+        said.clear()
+        lk = OutputLock(out, stale_after=30, poll=0.05, say=said.append).acquire(wait=wait)
+        lk.release()
+        assert not lock.exists() and not list(out.parent.glob("*.stale-*")), list(out.parent.iterdir())
+
+    host = socket.gethostname()
+    for content, why in (({"host": host, "pid": 10**30, "token": "t"}, "ended"), ({"host": host, "pid": -1, "token": "t"},
+                         "names no process"), ({"host": host, "pid": 0, "token": "t"}, "names no process")):
+        lock.write_text(json.dumps(content))
+        take()
+        assert any(why in s for s in said), said
+    lock.write_text(json.dumps({"host": "elsewhere", "pid": 5, "token": "t"}))
+    future = time.time() + 4 * 365 * 86400  # 2030-ish: another host's clock
+    os.utime(lock, (future, future))
+    take()
+    assert any("in the future" in s for s in said), said
+    lock.write_text("[1, 2, 3]")
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+    take()  # a list names no holder; its heartbeat is an hour old: taken over, no AttributeError
+    lock.mkdir()
+    with pytest.raises(OutputInUse, match="a directory stands where the lock file goes"):
+        take()
+    lock.rmdir()
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.geteuid() != 0:  # root writes anywhere: the refusal is then the file system's to make
+            with pytest.raises(OutputInUse, match="cannot"):
+                OutputLock(ro / "sub" / "y.zarr", say=said.append).acquire(wait=0.1)
+    finally:
+        ro.chmod(0o700)

@@ -456,6 +456,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if args.func is not stage:  # a stage job turns it on once its modules are loaded
         start_gc()
+    from .lock import OutputInUse
     from .studies import StudyPathError
 
     try:
@@ -464,6 +465,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.close()
         raise SystemExit(0) from None
     except StudyPathError as e:  # a study folder on $DEPTHLAB_STUDY_PATH that cannot join: one line, naming it
+        print(f"depthlab: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except OutputInUse as e:  # an output's lock could not be taken (a directory in its place, a read-only folder): one line
         print(f"depthlab: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except Exception as e:

@@ -291,19 +291,22 @@ class OutputLock:
         try:
             h = json.loads(safeio.read_text(self.path, 4096))
             return h if isinstance(h, dict) else {}
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
 
     def _stale(self, h: dict) -> str:
         """Why the current holder is gone ('' if it may be alive)."""
-        if h.get("host") == socket.gethostname() and isinstance(h.get("pid"), int) and not _alive(h["pid"]):
-            return f"its process {h['pid']} on this host has ended"
+        pid = h.get("pid")
+        if h.get("host") == socket.gethostname() and isinstance(pid, int) and not isinstance(pid, bool) and not _alive(pid):
+            return f"its process {pid} on this host has ended" if pid > 0 else f"it names no process (pid {pid})"
         try:
             age = time.time() - os.stat(self.path).st_mtime
         except FileNotFoundError:
             return "it is gone"
         if age > self.stale_after:
             return f"no heartbeat for {age:.0f} s"
+        if age < -self.stale_after:  # a heartbeat in the future: another host's clock (NFS clients skew); it proves nothing
+            return f"its heartbeat is dated {-age:.0f} s in the future (another host's clock): unknown, so stale"
         return ""
 
     def _take_over(self, h: dict) -> None:
@@ -314,18 +317,27 @@ class OutputLock:
         except FileNotFoundError:
             return
         try:
-            if json.loads(safeio.read_text(aside, 4096)).get("token") == h.get("token"):
+            seen = json.loads(safeio.read_text(aside, 4096))
+            if not isinstance(seen, dict) or seen.get("token") == h.get("token"):
                 return
             os.link(aside, self.path)  # not the lock we judged stale: put it back (fails if a new one appeared)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass
         finally:
-            aside.unlink(missing_ok=True)
+            try:
+                aside.unlink(missing_ok=True)
+            except OSError:
+                pass
 
     def acquire(self, wait: float | None = None) -> "OutputLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputInUse(f"{self.path.parent}: cannot be made ({e.strerror}): no lock, so no job can write there") from None
         t0, told = time.monotonic(), False
         while True:
+            if self.path.is_dir() and not self.path.is_symlink():
+                raise OutputInUse(f"{self.path}: a directory stands where the lock file goes; remove it and rerun")
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644)
             except FileExistsError:
@@ -379,9 +391,13 @@ class OutputLock:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host; a pid <= 0 (which os.kill reads as a process group, or every process:
+    always 'alive' for root) or beyond the kernel's range names none."""
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError, ValueError):
         return False
     except PermissionError:
         return True
