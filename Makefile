@@ -29,9 +29,11 @@ help: setup
 	@echo "make report | plan | bench | clean"
 	@$(BIN)/depthlab targets $(CONFIG)
 
-# a mistyped CONFIG: one line, not Snakemake's traceback
+# a mistyped CONFIG, or one Snakemake itself cannot load (nested thousands deep: its RecursionError traceback, before
+# the Snakefile runs): one line from depthlab's validator instead
 check-config:
 	@test -f "$(CONFIG)" || { echo "make: config file '$(CONFIG)' does not exist (CONFIG=...)" >&2; exit 2; }
+	@$(BIN)/depthlab validate "$(CONFIG)" > /dev/null
 
 setup: $(STAMP)
 

@@ -846,3 +846,40 @@ def test_odd_store_lock_files_give_one_line_and_a_clean_take_over_or_refusal(tmp
                 OutputLock(ro / "sub" / "y.zarr", say=said.append).acquire(wait=0.1)
     finally:
         ro.chmod(0o700)
+
+
+@pytest.mark.parametrize("forged, why", [
+    ('{"path": "x", "value": NaN}', "not valid JSON"),
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than"),
+    ('{"job": "not-a-dict", "path": "x"}', "'job' is a str, not a dict"),
+])
+def test_a_forged_provenance_attribute_gives_one_line_in_ls_audit_and_open_results(copy_run, tmp_path, forged, why):
+    """Issue 56 item 8: NaN inside a store's record made `audit` and `open_results(verify=True)` end in a ValueError
+    traceback, 100 000 brackets `ls` and `open_results` in a RecursionError, '"job": "not-a-dict"' `ls` in an
+    AttributeError.  Records are read through the files' safe reader: NaN refused, depth capped, types checked."""
+    import depthlab
+
+    results = copy_run
+    store = sorted(results.rglob("*.zarr"))[0]
+    zarr.open_group(str(store), mode="r+").attrs[st.RECORD_ATTR] = forged
+    for cmd in (["ls", str(results)], ["audit", str(store)]):
+        p = subprocess.run([sys.executable, "-m", "depthlab", *cmd], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert "Traceback" not in p.stderr and "RecursionError" not in p.stderr, (cmd, p.stderr[-2000:])
+    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(store)], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=300)
+    assert p.returncode == 1 and why in p.stdout + p.stderr, p.stdout[-1500:] + p.stderr[-1500:]
+    study = store.relative_to(results).parts[0]
+    from depthlab.results import ResultsError
+
+    with pytest.raises(ResultsError, match=why):
+        depthlab.open_results(results, study, verify=True)
+
+
+def test_make_run_refuses_a_config_nested_too_deep_for_snakemake_in_one_line(tmp_path):
+    """Issue 56 item 10: a deeply nested YAML config stopped `make run` with Snakemake's RecursionError traceback, before
+    depthlab saw it (Snakemake loads --configfile itself).  `make run` validates the file first."""
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    p = subprocess.run(["make", "-s", "-C", str(ROOT), "check-config", f"CONFIG={deep}"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode != 0 and "nested too deeply" in p.stderr + p.stdout and "Traceback" not in p.stderr, p.stderr[-2000:]

@@ -295,3 +295,23 @@ def test_of_the_jobs_ready_to_run_those_heading_the_longest_predicted_chains_sta
     net = mu.spec(cfg, "train", mu.jobs(cfg, "train")[0])
     below = [("mori_ueda", r) for r in net.inputs().values()]
     assert all(prio[b] > prio[("mori_ueda", Ref("train", net.job))] for b in below)
+
+
+def test_calibrate_never_writes_into_the_package_by_default(tmp_path, monkeypatch):
+    """Issue 56 item 14: `plan --calibrate` wrote the shipped costs.json when the timings file sat in the package folder
+    (and `--version` then said +dirty).  The default destination inside the package is refused; --costs names it."""
+    import json as _json
+
+    from depthlab import plan as pl
+    from depthlab import provenance as prov
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    timings = pkg / "timings.json"
+    timings.write_text(_json.dumps({"devices": ["cpu"], "stages": {"spectra/eigen": [[800.0, 6.8], [1600.0, 9.9], [800.0, 7.4]]}}))
+    monkeypatch.setattr(prov, "PACKAGE_DIR", pkg.resolve())
+    with pytest.raises(SystemExit, match="lies inside the package"):
+        pl.calibrate([str(timings)])
+    assert not (pkg / "costs.json").exists()
+    doc = pl.calibrate([str(timings)], tmp_path / "mine.json")  # named: written where it was asked
+    assert (tmp_path / "mine.json").is_file() and "spectra/eigen" in doc["stages"]

@@ -214,13 +214,24 @@ def stage(args: argparse.Namespace) -> None:
 
 
 def _same_job(study: "Study", spec: "Spec", store: Path) -> bool:
-    """True when ``store`` is whole and was written from this very spec and code."""
+    """True when ``store`` is whole and was written from this very spec and code: its record unedited (its own hash) and
+    its arrays those the record names (their content hash), so a planted ``<store>.adopt-*`` or a store edited in place
+    is never kept (issue 56 item 13)."""
     try:
+        storage.check_store(store)  # no FIFO or device opened, no pickling codec
         rec = storage.read_record(store)
+        if (rec.get("spec") != spec.to_dict()
+                or rec.get("code_fingerprint") != prov.code_fingerprint(study.stage(spec.STAGE).fingerprint_modules)):
+            return False
+        if prov.record_hash(rec) != rec.get("record_hash"):
+            log.warning("%s: its provenance record was edited (its hash does not match): not kept", store)
+            return False
+        if storage.content_hash(storage.read_store(store)) != rec.get("content_hash"):
+            log.warning("%s: its arrays are not those its record names (content hash): not kept", store)
+            return False
     except Exception:
         return False
-    return (rec.get("spec") == spec.to_dict()
-            and rec.get("code_fingerprint") == prov.code_fingerprint(study.stage(spec.STAGE).fingerprint_modules))
+    return True
 
 
 def _written_meanwhile(study: "Study", spec: "Spec", out: Path) -> bool:

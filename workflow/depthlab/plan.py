@@ -166,7 +166,13 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
                     "it; the other stages on that machine's CPU cores" if cuda else
                     "one CPU core per job (the default profile)") + "; seconds = overhead_s + work / rate",
            "device": cuda[0] if cuda else "cpu", "stages": stages}
-    out = out if out is not None else default_output(results, bool(cuda))
+    if out is None:
+        out = default_output(results, bool(cuda))
+        inside = Path(out).resolve()
+        if prov.PACKAGE_DIR in inside.parents:  # a timings file or results folder in the package: never write there
+            raise SystemExit(f"depthlab plan --calibrate: the default destination {out} lies inside the package "
+                             f"({prov.PACKAGE_DIR}), which ships the calibration; refitting it takes --costs naming the "
+                             "file, and anything else belongs outside the code")
     Path(out).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return {**doc, "written_to": str(out)}
 

@@ -49,7 +49,10 @@ def _record(path: Path) -> dict[str, Any]:
     meta = path / "zarr.json"
     try:
         attrs = safeio.read_json(meta).get("attributes", {})
-        rec = json.loads(attrs[RECORD_ATTR])
+        text = attrs[RECORD_ATTR]
+        if not isinstance(text, str):
+            raise TypeError
+        rec = safeio.parse_record(text, str(path))
     except FileNotFoundError:
         raise ResultsError(f"{path}: not a zarr store (no zarr.json)") from None
     except safeio.UnsafeFile as e:

@@ -69,13 +69,52 @@ def read_text(path: str | Path, max_bytes: int = MAX_BYTES) -> str:
 def read_json(path: str | Path, max_bytes: int = MAX_BYTES) -> Any:
     """A JSON document from ``path``: UnsafeFile naming the file if it is special, huge, not JSON or nested too deeply.
     NaN and infinities are refused (they are not JSON, and no record of ours holds one)."""
-    text = read_text(path, max_bytes)
+    return parse_json(read_text(path, max_bytes), str(path))
+
+
+MAX_DEPTH = 64  # no record of ours nests deeper than a dozen levels
+
+
+def parse_json(text: str, where: str) -> Any:
+    """JSON text read from ``where`` (a file, a store's attribute): UnsafeFile naming it if it is not JSON, holds NaN or
+    an infinity, or nests deeper than MAX_DEPTH (checked on the text before parsing, so no RecursionError)."""
+    depth = top = 0
+    in_str = esc = False
+    for ch in text:  # bracket depth outside strings
+        if in_str:
+            esc, in_str = (False, True) if esc else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            top = max(top, depth)
+            if top > MAX_DEPTH:
+                raise UnsafeFile(f"{where}: nested deeper than {MAX_DEPTH} levels: not one of depthlab's records")
+        elif ch in "]}":
+            depth -= 1
     try:
         return json.loads(text, parse_constant=_no_constant)
     except RecursionError:
-        raise UnsafeFile(f"{path}: nested too deeply to be one of depthlab's files") from None
+        raise UnsafeFile(f"{where}: nested too deeply to be one of depthlab's files") from None
     except ValueError as e:
-        raise UnsafeFile(f"{path}: not valid JSON ({str(e)[:160]})") from None
+        raise UnsafeFile(f"{where}: not valid JSON ({str(e)[:160]})") from None
+
+
+RECORD_TYPES = {"job": dict, "inputs": dict, "spec": dict, "attrs": dict, "path": str, "study": str, "stage": str,
+                "content_hash": str, "record_hash": str}
+
+
+def parse_record(text: str, where: str) -> dict:
+    """A provenance record (a store's attribute, a figure's or claims' .provenance.json) through :func:`parse_json`, with
+    its top-level types checked: UnsafeFile naming ``where`` and the field otherwise (issue 56 item 8: NaN, 100 000
+    brackets or ``"job": "not-a-dict"`` crashed ``ls``, ``audit`` and ``open_results``)."""
+    rec = parse_json(text, where)
+    if not isinstance(rec, dict):
+        raise UnsafeFile(f"{where}: its provenance record is a {type(rec).__name__}, not a JSON object")
+    for k, t in RECORD_TYPES.items():
+        if k in rec and not isinstance(rec[k], t):
+            raise UnsafeFile(f"{where}: its provenance record's {k!r} is a {type(rec[k]).__name__}, not a {t.__name__}")
+    return rec
 
 
 def _no_constant(name: str) -> Any:

@@ -141,7 +141,10 @@ def read_store(path: str | Path) -> xr.Dataset:
 def read_record(path: str | Path) -> dict[str, Any]:
     """The provenance record of a store (raises KeyError if it has none)."""
     with _open(path) as ds:
-        return json.loads(ds.attrs[RECORD_ATTR])
+        text = ds.attrs[RECORD_ATTR]
+    if not isinstance(text, str):
+        raise safeio.UnsafeFile(f"{path}: its provenance attribute is a {type(text).__name__}, not JSON text")
+    return safeio.parse_record(text, f"{path}")
 
 
 def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
