@@ -883,3 +883,21 @@ def test_make_run_refuses_a_config_nested_too_deep_for_snakemake_in_one_line(tmp
     p = subprocess.run(["make", "-s", "-C", str(ROOT), "check-config", f"CONFIG={deep}"], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode != 0 and "nested too deeply" in p.stderr + p.stdout and "Traceback" not in p.stderr, p.stderr[-2000:]
+
+
+def test_a_config_with_too_many_plain_keys_is_refused_fast_for_what_it_is(tmp_path):
+    """Issue 56 item 17: 200 000 plain keys were refused after 35 s with a message about aliases where there were none."""
+    import depthlab.config as dlc
+
+    many = tmp_path / "many.yaml"
+    many.write_text("".join(f"k{i}: 1\n" for i in range(200_000)))
+    t = time.perf_counter()
+    with pytest.raises(dlc.ConfigError, match="200000 ':' \\(keys\\)") as e:
+        dlc.read_yaml(many)
+    assert "alias" not in str(e.value) and time.perf_counter() - t < 10
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(6)))
+    with pytest.raises(dlc.ConfigError, match="through its aliases"):
+        dlc.read_yaml(bomb)

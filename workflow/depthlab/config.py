@@ -97,6 +97,22 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
+def _written_size(root: yaml.Node) -> int:
+    """Distinct nodes of the document as written (an aliased node counted once), iteratively (no recursion limit)."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(x for pair in node.value for x in pair)
+    return len(seen)
+
+
 def _expanded_size(root: yaml.Node) -> int:
     """Nodes the document has once every alias is expanded, computed on the node graph (shared nodes counted once per
     use, memoised), stopping at MAX_YAML_NODES; a self-referring alias is refused."""
@@ -140,11 +156,19 @@ def read_yaml(path: str | Path) -> Any:
         raise ConfigError(f"config file {p} does not exist") from None
     except safeio.UnsafeFile as e:
         raise ConfigError(f"config file {e}") from None
+    keys = text.count(":")  # every key has one; a file with more keys than a config can hold is refused before parsing
+    if keys > MAX_YAML_NODES:  # (200 000 plain keys took 35 s to parse, then were refused for aliases it did not have)
+        raise ConfigError(f"config file {p} holds {keys} ':' (keys), more than the {MAX_YAML_NODES} values a config may "
+                          "have; a config is small")
     loader = _StrictLoader(text)  # a SafeLoader subclass
     try:
         node = loader.get_single_node()
         if node is None:
             return None
+        written = _written_size(node)
+        if written > MAX_YAML_NODES:
+            raise ConfigError(f"config file {p} has {written} values as written (no alias counted twice), more than the "
+                              f"{MAX_YAML_NODES} a config may have; a config is small")
         _expanded_size(node)  # before anything is constructed: an alias bomb stops here
         return loader.construct_document(node)
     except RecursionError:
