@@ -519,7 +519,9 @@ def test_a_forged_store_survives_a_rebuild_and_the_audit_but_not_a_reproduction(
     clean = smoke_run.copy(tmp_path / "clean")
     p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(clean.results / "claims.md"), "--reproduce", "5",
                         "--seed", "3"], capture_output=True, text=True, cwd=tmp_path, timeout=900)
-    assert p.returncode == 0 and p.stdout.count("reproduced ") == 5, p.stdout[-3000:] + p.stderr[-2000:]
+    # the 5 drawn and the upstream stores their re-runs read (issue 56 item 12)
+    assert p.returncode == 0 and p.stdout.count("reproduced ") >= 5 and "upstream store(s)" in p.stdout, \
+        p.stdout[-3000:] + p.stderr[-2000:]
 
 
 def _long_job(smoke_run, out: Path) -> list[str]:
@@ -901,3 +903,31 @@ def test_a_config_with_too_many_plain_keys_is_refused_fast_for_what_it_is(tmp_pa
         f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(6)))
     with pytest.raises(dlc.ConfigError, match="through its aliases"):
         dlc.read_yaml(bomb)
+
+
+def test_job_reruns_the_upstream_chain_so_a_forged_input_is_caught(copy_run, tmp_path):
+    """Issue 56 item 12: `audit --job STORE` on a store whose *input* was forged said 'reproduced': a re-run reads its
+    inputs from the folder.  The upstream chain of a chosen store is re-run too, so the forged data set is named."""
+    results = copy_run
+    rel = "mori_ueda/fig2/ntk/2-local/L1.zarr"
+    rec = st.read_record(results / rel)
+    data_rel = next(v["path"] for v in rec["inputs"].values() if v["path"].endswith(".zarr"))
+    data = results / data_rel
+    z = zarr.open_group(str(data), mode="r+")
+    name = next(k for k in ("y_test", "y_train") if k in z)
+    z[name][...] = z[name][...] * 0.5
+    drec = st.read_record(data)
+    drec["content_hash"] = st.content_hash(st.read_store(data))
+    drec = _rehash({k: v for k, v in drec.items() if k != "record_hash"})
+    _set_record(data, drec)
+    for key, v in rec["inputs"].items():  # the consumer's record rewritten to the forged input: the folder agrees with itself
+        if v["path"] == data_rel:
+            rec["inputs"][key] = {**v, "content_hash": drec["content_hash"], "record_hash": drec["record_hash"]}
+    _set_record(results / rel, _rehash({k: v for k, v in rec.items() if k != "record_hash"}))
+    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(results / rel)], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]  # without a re-run the forgery is not seen
+    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(results / rel), "--job", rel], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=600)
+    assert p.returncode == 1 and f"{data_rel}: re-running its job from its recorded spec and inputs gives other arrays" \
+        in p.stderr, p.stdout[-2000:] + p.stderr[-2000:]

@@ -503,6 +503,27 @@ def run(target: str, config: dict | None, strict: bool = False) -> Audit:
     return a
 
 
+def _upstream(a: Audit, rels: list[str]) -> list[str]:
+    """Every store the stores ``rels`` read, transitively (paths relative to the results folder), upstream first; those
+    already in ``rels`` left out."""
+    out: list[str] = []
+    todo = list(rels)
+    seen = set(rels)
+    while todo:
+        rel = todo.pop()
+        try:
+            rec = storage.read_record(a.root / rel)
+        except Exception:
+            continue
+        for v in (rec.get("inputs") or {}).values():
+            path = v.get("path") if isinstance(v, dict) else None
+            if isinstance(path, str) and path.endswith(".zarr") and path not in seen:
+                seen.add(path)
+                out.append(path)
+                todo.append(path)
+    return out[::-1]
+
+
 def reproduce(a: Audit, n: int, named: list[str], seed: int = 0, timeout: float = 3600.0) -> None:
     """Re-run store jobs of the audited lineage in a temporary folder and compare content hashes.
 
@@ -530,6 +551,13 @@ def reproduce(a: Audit, n: int, named: list[str], seed: int = 0, timeout: float 
     chosen += random.Random(seed).sample(rest, min(n, len(rest)))
     if not chosen:
         return
+    # a re-run reads its inputs from the folder: a forged input would be reproduced faithfully.  So the upstream chain
+    # of every chosen store (data set, rate search, ...) is re-run too (issue 56 item 12)
+    ups = _upstream(a, chosen)
+    if ups:
+        a.say(0, f"reproduce: and their {len(ups)} upstream store(s), whose arrays the re-runs read: {', '.join(ups)}")
+        named_rels |= set(_upstream(a, sorted(named_rels)))  # what a named store rests on is named too
+        chosen = ups + chosen
     a.say(0, f"reproduce: re-running {len(chosen)} store job(s) in a temporary folder (seed {seed}): {', '.join(chosen)}")
     with tempfile.TemporaryDirectory(prefix="depthlab-reproduce-") as tmp:
         for rel in chosen:
