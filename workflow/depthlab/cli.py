@@ -6,6 +6,7 @@
     depthlab validate CONFIG
     depthlab audit TARGET [--configfile CONFIG] [--strict] [--reproduce N] [--job STORE ...] [--seed S]
     depthlab fingerprint STUDY STAGE
+    depthlab diff A B [--json] [--markdown FILE] [--fail-on-change]
 
 A stage's spec names its study and stage (``{"study": ..., "stage": ..., "job": ...}``);
 the study registry (depthlab.studies) maps them to the function that runs it.  The
@@ -313,6 +314,22 @@ def _count(text: str) -> int:
     return n
 
 
+def diff_runs(args: argparse.Namespace) -> None:
+    """depthlab diff A B: config keys, stores and claim rows that differ between two runs (depthlab.compare)."""
+    from . import compare
+
+    try:
+        d = compare.diff(compare.load(args.a), compare.load(args.b))
+    except compare.DiffError as e:
+        print(f"depthlab diff: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if args.markdown:
+        storage.write_text(compare.markdown(d), args.markdown)
+    print(json.dumps(d.as_dict(), indent=1, sort_keys=True) if args.json else compare.terminal(d), end="")
+    if args.fail_on_change and d.any_change:
+        raise SystemExit(1)
+
+
 def where(args: argparse.Namespace) -> None:
     print(_load_or_exit(args.config, memory=False)["results"])
 
@@ -442,6 +459,13 @@ def main(argv: list[str] | None = None) -> None:
     v = sub.add_parser("validate", help="validate a config file")
     v.add_argument("config")
     v.set_defaults(func=validate)
+    df = sub.add_parser("diff", help="what differs between two runs: config keys, stores, claim verdicts and effects")
+    df.add_argument("a", help="a results folder, or a config file (its folder)")
+    df.add_argument("b", help="the other")
+    df.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    df.add_argument("--markdown", metavar="FILE", help="also write the comparison as markdown")
+    df.add_argument("--fail-on-change", action="store_true", help="exit 1 when a verdict changed (for CI)")
+    df.set_defaults(func=diff_runs)
     ls_ = sub.add_parser("ls", help="per study and stage: jobs, their coordinates, size on disk; whether each figure is up to date")
     ls_.add_argument("results", nargs="?", help="a results folder (default: the --config's)")
     ls_.add_argument("--config", default="config/config.yaml", help="the config whose results folder to list (default: config/config.yaml)")

@@ -1,0 +1,53 @@
+"""depthlab diff (depthlab.compare) on two copies of the smoke run: one with a config key, a store and claim rows changed."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+from depthlab import compare
+
+
+def _two(smoke_run, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(smoke_run.results, a, ignore=shutil.ignore_patterns("logs", "benchmarks"))
+    shutil.copytree(smoke_run.results, b, ignore=shutil.ignore_patterns("logs", "benchmarks"))
+    cfg = yaml.safe_load((b / "config.used.yaml").read_text())
+    cfg["seed"] = 7
+    (b / "config.used.yaml").write_text(yaml.safe_dump(cfg))
+    gone = sorted(b.rglob("*.zarr"))[0]
+    shutil.rmtree(gone)
+    rows = json.loads((b / "mori_ueda" / "claims.json").read_text())
+    flip, moved = 0, 1  # the first row's verdict flips; the second's effect moves by 10 SE (set in both runs)
+    rows[flip]["verdict"] = "holds" if rows[flip]["verdict"] != "holds" else "does not hold"
+    rows_a = json.loads((a / "mori_ueda" / "claims.json").read_text())
+    for r, effect in ((rows_a[moved], 1.0), (rows[moved], 2.0)):
+        r.update(effect=effect, stderr=0.05)
+    (a / "mori_ueda" / "claims.json").write_text(json.dumps(rows_a))
+    (b / "mori_ueda" / "claims.json").write_text(json.dumps(rows))
+    return a, b, gone.relative_to(b), rows[flip], rows[moved]
+
+
+def test_diff_names_the_changed_config_key_the_missing_store_and_the_moved_rows(smoke_run, tmp_path):
+    a, b, gone, flipped, moved = _two(smoke_run, tmp_path)
+    d = compare.diff(compare.load(str(a)), compare.load(str(b)))
+    assert [k for k, _, _ in d.config] == ["seed"] and d.config[0][1:] == (0, 7)
+    assert sum(c["only_a"] for c in d.stores.values()) == 1 and sum(c["different"] for c in d.stores.values()) == 0
+    assert sum(c["same"] for c in d.stores.values()) == len(list(a.rglob("*.zarr"))) - 1
+    assert [(r["claim"], r["subject"]) for r in d.changed] == [(flipped["claim"], flipped["subject"])]
+    assert [(r["claim"], r["subject"]) for r in d.moved] == [(moved["claim"], moved["subject"])]
+    assert d.moved[0]["moved_by_se"] > 5
+    same = compare.diff(compare.load(str(a)), compare.load(str(a)))
+    assert not same.config and not same.changed and not same.moved and same.same == len(compare.load(str(a)).rows)
+    md = tmp_path / "diff.md"
+    base = [sys.executable, "-m", "depthlab", "diff", str(a), str(b)]
+    p = subprocess.run([*base, "--markdown", str(md), "--fail-on-change"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "1 verdict(s) changed, 1 effect(s) moved" in p.stdout, p.stdout + p.stderr
+    assert "| seed | 0 | 7 |" in md.read_text() and flipped["subject"] in md.read_text()
+    p = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and json.loads(p.stdout)["rows_unchanged"] == d.same
+    p = subprocess.run([sys.executable, "-m", "depthlab", "diff", str(a), str(tmp_path / "nowhere")], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 2 and "neither a results folder nor a config file" in p.stderr and "Traceback" not in p.stderr

@@ -1,0 +1,217 @@
+"""``depthlab diff A B``: what differs between two runs (issue 54 item 2), read only from what their folders record.
+
+A and B are results folders or config files (a config's folder is ``depthlab where CONFIG``).  Three parts:
+
+* **config**: the keys whose values differ between the two folders' ``config.used.yaml`` (validated, every default
+  filled in), with both values;
+* **stores**: per study and stage, how many stores have the same content hash in both, a different one, or are in
+  one folder only (a store's record names its study, stage and content hash; arrays are not opened);
+* **claims**: every claim row of both ``<study>/claims.json``, keyed by study, claim, statement, figure and subject:
+  the verdict A -> B and the effect +- SE A -> B.  Rows whose verdict changed come first, then rows whose effect moved
+  by more than the two SEs combined (sqrt(se_A^2 + se_B^2)); a row of an older run without the comparison fields
+  shows its verdict alone.
+
+Everything read is untrusted: JSON through the safe reader, YAML through the strict loader, no code from the folders.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import folder, safeio, storage
+
+
+class DiffError(ValueError):
+    """A side that is neither a results folder nor a config file with one."""
+
+
+@dataclass
+class Side:
+    label: str
+    root: Path
+    config: dict
+    stores: dict[str, tuple[str, str]]  # relative path -> (study/stage, content hash)
+    rows: dict[tuple, dict]  # (study, claim, statement, figure, subject) -> claims.json row
+
+
+def _root(arg: str) -> Path:
+    p = Path(arg)
+    if p.is_dir():
+        return p
+    if p.is_file():
+        from . import config as dlc
+
+        try:
+            return Path(dlc.validate(dlc.read_yaml(p), memory=False, source=p)["results"])
+        except dlc.ConfigError as e:
+            raise DiffError(f"{arg}: {e}") from None
+    raise DiffError(f"{arg}: neither a results folder nor a config file")
+
+
+def load(arg: str) -> Side:
+    root = _root(arg)
+    if not root.is_dir():
+        raise DiffError(f"{arg}: its results folder {root} does not exist (has it run?)")
+    cfg: dict = {}
+    used = root / "config.used.yaml"
+    if used.is_file():
+        from . import config as dlc
+
+        try:
+            cfg = dlc.read_yaml(used) or {}
+        except dlc.ConfigError as e:
+            raise DiffError(f"{used}: {e}") from None
+    from .results import _stores
+
+    stores: dict[str, tuple[str, str]] = {}
+    for p in _stores(root):
+        try:
+            rec = storage.read_record(p)
+        except Exception:  # an unreadable store is listed as such, never a traceback
+            stores[storage.relpath(p, root)] = ("(unreadable)", "")
+            continue
+        stores[storage.relpath(p, root)] = (f"{rec.get('study', '?')}/{rec.get('stage', '?')}", str(rec.get("content_hash", "")))
+    rows: dict[tuple, dict] = {}
+    for f in sorted(root.glob("*/claims.json")):
+        try:
+            data = safeio.read_json(f)
+        except (safeio.UnsafeFile, OSError) as e:
+            raise DiffError(f"{f}: {e}") from None
+        if not isinstance(data, list):
+            raise DiffError(f"{f}: not a list of claim rows")
+        for r in data:
+            if isinstance(r, dict):
+                key = (f.parent.name, str(r.get("claim")), str(r.get("statement")), str(r.get("figure")), str(r.get("subject")))
+                rows[key] = r
+    return Side(arg, root, cfg if isinstance(cfg, dict) else {}, stores, rows)
+
+
+def _verdict(r: dict | None) -> str:
+    if r is None:
+        return "(absent)"
+    if "verdict" in r:
+        return str(r["verdict"])
+    if r.get("kind") == "question":
+        return "answer"
+    return {True: "holds", False: "does not hold"}.get(r.get("holds"), "inconclusive")  # an older run's row
+
+
+def _num(r: dict | None, k: str) -> float | None:
+    v = None if r is None else r.get(k)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _effect(r: dict | None) -> str:
+    e, se = _num(r, "effect"), _num(r, "stderr")
+    if e is None:
+        return ""
+    return f"{e:.4g}" + (f" +- {se:.2g}" if se is not None else "")
+
+
+@dataclass
+class Diff:
+    a: Side
+    b: Side
+    config: list[tuple[str, Any, Any]] = field(default_factory=list)
+    stores: dict[str, dict[str, int]] = field(default_factory=dict)
+    changed: list[dict] = field(default_factory=list)  # verdict changed
+    moved: list[dict] = field(default_factory=list)  # same verdict, effect moved beyond the combined SE
+    same: int = 0
+
+    @property
+    def any_change(self) -> bool:
+        return bool(self.changed)
+
+    def as_dict(self) -> dict:
+        return {"a": str(self.a.root), "b": str(self.b.root),
+                "config": [{"key": k, "a": va, "b": vb} for k, va, vb in self.config],
+                "stores": self.stores, "verdict_changed": self.changed, "effect_moved": self.moved, "rows_unchanged": self.same}
+
+
+def _get(cfg: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        if isinstance(cfg, dict) and part in cfg:
+            cfg = cfg[part]
+        else:
+            return "(absent)"
+    return cfg
+
+
+def diff(a: Side, b: Side) -> Diff:
+    d = Diff(a, b)
+    keys = folder.differences(a.config, b.config)
+    d.config = [(k, _get(a.config, k), _get(b.config, k)) for k in keys if k != "results"]
+    for rel in sorted(set(a.stores) | set(b.stores)):
+        sa, sb = a.stores.get(rel), b.stores.get(rel)
+        stage = (sa or sb)[0]
+        c = d.stores.setdefault(stage, {"same": 0, "different": 0, "only_a": 0, "only_b": 0})
+        if sa is None:
+            c["only_b"] += 1
+        elif sb is None:
+            c["only_a"] += 1
+        else:
+            c["same" if sa[1] == sb[1] and sa[1] else "different"] += 1
+    for key in sorted(set(a.rows) | set(b.rows)):
+        ra, rb = a.rows.get(key), b.rows.get(key)
+        row = {"study": key[0], "claim": key[1], "statement": key[2], "figure": key[3], "subject": key[4],
+               "verdict_a": _verdict(ra), "verdict_b": _verdict(rb), "effect_a": _num(ra, "effect"),
+               "stderr_a": _num(ra, "stderr"), "effect_b": _num(rb, "effect"), "stderr_b": _num(rb, "stderr"),
+               "z_a": _num(ra, "z"), "z_b": _num(rb, "z")}
+        if row["verdict_a"] != row["verdict_b"]:
+            d.changed.append(row)
+            continue
+        ea, eb = row["effect_a"], row["effect_b"]
+        if ea is not None and eb is not None:
+            se = math.hypot(row["stderr_a"] or 0.0, row["stderr_b"] or 0.0)
+            if abs(eb - ea) > se and (se > 0 or ea != eb):
+                row["moved_by_se"] = abs(eb - ea) / se if se > 0 else None
+                d.moved.append(row)
+                continue
+        d.same += 1
+    return d
+
+
+def _cell(x: Any) -> str:
+    return str(x).replace("|", "\\|")
+
+
+def markdown(d: Diff) -> str:
+    lines = [f"# depthlab diff: {d.a.root} -> {d.b.root}", "", "## Config", ""]
+    if d.config:
+        lines += ["| key | A | B |", "|---|---|---|"]
+        lines += [f"| {k} | {_cell(json.dumps(va, sort_keys=True))} | {_cell(json.dumps(vb, sort_keys=True))} |" for k, va, vb in d.config]
+    else:
+        lines.append("The same values (results folder aside).")
+    lines += ["", "## Stores (content hash)", "", "| study/stage | same | different | only in A | only in B |", "|---|---|---|---|---|"]
+    lines += [f"| {s} | {c['same']} | {c['different']} | {c['only_a']} | {c['only_b']} |" for s, c in sorted(d.stores.items())]
+    lines += ["", f"## Claims: {len(d.changed)} verdict(s) changed, {len(d.moved)} effect(s) moved beyond their combined SE, "
+                  f"{d.same} row(s) unchanged", ""]
+    if d.changed or d.moved:
+        lines += ["| study | claim | statement | figure | subject | verdict A -> B | effect A -> B |", "|---|---|---|---|---|---|---|"]
+        for r in d.changed + d.moved:
+            ea = _effect({"effect": r["effect_a"], "stderr": r["stderr_a"]})
+            eb = _effect({"effect": r["effect_b"], "stderr": r["stderr_b"]})
+            lines.append(f"| {r['study']} | {r['claim']} | {_cell(r['statement'])} | {r['figure']} | {_cell(r['subject'])} | "
+                         f"{r['verdict_a']} -> {r['verdict_b']} | {ea or '-'} -> {eb or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def terminal(d: Diff) -> str:
+    out = [f"A: {d.a.root}", f"B: {d.b.root}", ""]
+    out.append(f"config: {len(d.config)} key(s) differ" + (":" if d.config else ""))
+    out += [f"  {k}: {json.dumps(va, sort_keys=True)} -> {json.dumps(vb, sort_keys=True)}" for k, va, vb in d.config]
+    out += ["", "stores (same / different / only A / only B):"]
+    out += [f"  {s:<34} {c['same']:>5} {c['different']:>5} {c['only_a']:>5} {c['only_b']:>5}" for s, c in sorted(d.stores.items())]
+    out += ["", f"claims: {len(d.changed)} verdict(s) changed, {len(d.moved)} effect(s) moved beyond the combined SE, "
+                f"{d.same} unchanged"]
+    for title, rows in (("verdict changed", d.changed), ("effect moved", d.moved)):
+        for r in rows:
+            ea = _effect({"effect": r["effect_a"], "stderr": r["stderr_a"]})
+            eb = _effect({"effect": r["effect_b"], "stderr": r["stderr_b"]})
+            out.append(f"  [{title}] {r['study']} {r['claim']} {r['figure']} {r['subject']}: {r['verdict_a']} -> "
+                       f"{r['verdict_b']}" + (f"; effect {ea or '-'} -> {eb or '-'}" if ea or eb else "") + f"  ({r['statement']})")
+    return "\n".join(out) + "\n"
