@@ -179,7 +179,7 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
         r = float(spearmanr(loc_c[common], glo_c[common]).statistic) if len(common) >= 3 else float("nan")
         same = loc_c.idxmin() == glo_c.idxmin()
         out.append(judge("3", "k = 1: local and global alike", figure, "1-local vs 1-global",
-                         bool(same and r > 0) if np.isfinite(r) else None,
+                         Test(bool(same and r > 0), r, float("nan"), 0.0, None) if np.isfinite(r) else None,
                          f"best depths {int(loc_c.idxmin())} vs {int(glo_c.idxmin())}; Spearman between curves = {r:+.2f}",
                          _soundness(ones), why_none="fewer than three common depths"))
     return out

@@ -61,9 +61,10 @@ def sawtooth_claims(table: pd.DataFrame, found: float) -> list[Verdict]:
     out = []
     con = table[table.arch == "construction"].sort_values("level")
     for r in con.itertuples():
-        out.append(Verdict("S1", "a depth-L width-2 ReLU net equals Delta^L exactly", "sawtooth_error", f"L = {r.level}",
-                           bool(r.max_abs_error <= 1e-12 and r.pieces == 2**r.level),
-                           f"max |net - Delta^L| = {r.max_abs_error:.3g}; pieces {r.pieces} (2^L = {2**r.level})"))
+        exact = bool(r.max_abs_error <= 1e-12 and r.pieces == 2**r.level)  # an exact construction: no error bar
+        out.append(judge("S1", "a depth-L width-2 ReLU net equals Delta^L exactly", "sawtooth_error", f"L = {r.level}",
+                         Test(exact, float(r.max_abs_error), 0.0, 1e-12, None),
+                         f"max |net - Delta^L| = {r.max_abs_error:.3g}; pieces {r.pieces} (2^L = {2**r.level})"))
     for (L, arch), g in table[table.kind == "shallow"].groupby(["level", "arch"]):
         w, bound = int(g.width.iloc[0]), float(g.mse_bound.iloc[0])
         ok = g[~g.diverged]
@@ -206,7 +207,8 @@ def es16_claims(table: pd.DataFrame, near: float) -> list[Verdict]:
                     problems.append(f"the depth-1 nets {what} at d = {int(one.index[-1])} (test nMSE {test:.3g}, training nMSE "
                                     f"{train:.3g}) ({_FIT[what]}): not the approach to the variance from below that the claim describes")
         out.append(judge("R2", "ES16 target: the 1-hidden-layer error reaches the target's variance as d grows (from below, "
-                               "without overfitting) while the 2-hidden-layer error stays below it", "es16_error", f"P = {P}", ok, ev,
+                               "without overfitting) while the 2-hidden-layer error stays below it", "es16_error", f"P = {P}",
+                         Test(ok, float(one.iloc[-1]), float("nan"), 1 - near, None) if ok is not None and len(one) else ok, ev,
                          problems, why_none=why))
     return out
 
@@ -299,7 +301,7 @@ def symmetrisation_claims(curves: pd.DataFrame, growth: float, gap: float, most:
     not train (its final test nMSE above ``small``, the learner's threshold)."""
     out = []
     for (q, rule), part in curves.groupby(["dist", "width_rule"]):
-        dev_rows, gap_rows, dev_ok, gap_ok, worst, untrained = [], [], True, True, 0.0, []
+        dev_rows, gap_rows, dev_ok, gap_ok, worst, untrained, worst_gap = [], [], True, True, 0.0, [], 0.0
         for d, g in part.groupby("d"):
             m = int(g.width.iloc[0])
             init = np.sqrt(np.pi - 1) / np.sqrt(m)
@@ -320,6 +322,7 @@ def symmetrisation_claims(curves: pd.DataFrame, growth: float, gap: float, most:
                             + f" vs limit {limit:.3g}, end {np.mean(end_all):.3g}" + (", compounds" if compounds else ""))
             rel = float((np.abs(g.alpha - g.reduced_alpha) / g.reduced_alpha.abs()).max())
             gap_ok &= rel <= gap
+            worst_gap = max(worst_gap, rel)
             final = g[g.step == g.step.max()]
             red = float(final.reduced_test_nmse.mean()) if "reduced_test_nmse" in final else np.nan
             if np.isfinite(red) and red > small:
@@ -335,7 +338,7 @@ def symmetrisation_claims(curves: pd.DataFrame, growth: float, gap: float, most:
                          "learner_alpha", label, shown, "; ".join(dev_rows) + f"; worst lasting deviation / its limit {worst:.3g}",
                          problems))
         out.append(judge("R4", f"alpha_t of the finite net follows the reduced model's (relative gap <= {gap:g})", "learner_alpha", label,
-                         bool(gap_ok), "; ".join(gap_rows), problems + ([
+                         Test(bool(gap_ok), worst_gap, float("nan"), gap, None), "; ".join(gap_rows), problems + ([
                              f"the reduced model did not train ({', '.join(untrained)}, above the learner's threshold {small:g}): "
                              "a gap to it measures nothing"] if untrained else [])))
     return out
