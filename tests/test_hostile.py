@@ -772,9 +772,9 @@ def test_a_second_config_with_the_same_name_and_other_values_does_not_take_over_
 @pytest.mark.parametrize("where, value, why", [
     ("results", "out/<logs>", "Snakemake reads as one of its path"),                # item 9
     ("results", "out/<script>", "Snakemake reads as one of its path"),
-    ("results", "out/x\u2028y", "non-printable character"),                         # item 15: U+2028
-    ("results", "out/\u202eevil", "non-printable character"),                       # the right-to-left override
-    ("results", "out/\x85", "control or non-printable"),                             # a C1 control
+    ("results", "out/x\u2028y", "non-printable one: '\\\\u2028'"),                   # item 15: U+2028
+    ("results", "out/\u202eevil", "non-printable one"),                             # the right-to-left override
+    ("results", "out/\x85", "non-printable one"),                                   # a C1 control
     ("results", "~/x", "starts with '~'"),                                          # item 16
 ])
 def test_paths_snakemake_or_a_cluster_would_read_differently_are_refused(where, value, why):

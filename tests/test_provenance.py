@@ -127,5 +127,9 @@ def test_a_copy_inside_an_unrelated_repository_records_no_commit_and_a_declared_
     assert prov.git_version(code, roots=(code,)) != got  # the hash follows the code
     assert prov.git_version(home, roots=(home,)).startswith(head)  # a repository of its own: its commit
     monkeypatch.setenv("DEPTHLAB_CODE_VERSION", "deadbeef-clean")
-    v = prov.code_version()
+    prov.code_version.cache_clear()  # cached per process: cleared before and after, so no other test sees this value
+    try:
+        v = prov.code_version()
+    finally:
+        prov.code_version.cache_clear()
     assert v.startswith("deadbeef-clean (declared by $DEPTHLAB_CODE_VERSION; the checkout is ") and v != "deadbeef-clean"

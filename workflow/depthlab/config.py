@@ -298,8 +298,8 @@ def _no_control(value: Any, path: tuple = ()) -> None:
                 raise ConfigError(f"config error at {key(path + (k,))}: the key {k!r} is a {type(k).__name__}, but keys are "
                                   f"names: quote it ('{k}')")
             if CONTROL.search(k) or _unprintable(k):
-                raise ConfigError(f"config error at {key(path + (k,))!r}: the key contains a control or non-printable "
-                                  f"character ({_unprintable(k)!r} in {k!r}); keys are plain text")
+                raise ConfigError(f"config error at {key(path + (k,))!r}: the key contains a control character (or another "
+                                  f"non-printable one: {_unprintable(k)!r} in {k!r}); keys are plain text")
             _no_angles(k, path + (k,), "the key")
             _no_shell_meta(k, path + (k,), "the key")
             if RESERVED_NAME.search(k):
@@ -315,8 +315,8 @@ def _no_control(value: Any, path: tuple = ()) -> None:
             _no_control(v, path + (i,))
     elif isinstance(value, str):
         if CONTROL.search(value) or _unprintable(value):
-            raise ConfigError(f"config error at {key(path)}: {value!r} contains a control or non-printable character "
-                              f"({_unprintable(value)!r}); values are plain text")
+            raise ConfigError(f"config error at {key(path)}: {value!r} contains a control character (or another "
+                              f"non-printable one: {_unprintable(value)!r}); values are plain text")
         _no_shell_meta(value, path, repr(value))
         _no_angles(value, path, repr(value))
 
