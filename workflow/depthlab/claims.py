@@ -159,17 +159,19 @@ def trend(x, samples: list, *, falling: bool, sem: list | None = None, what: str
 
 def all_of(*tests: Test) -> Test:
     """Several tests a claim needs together: holds when every one holds, does not hold when any fails; otherwise the
-    first undecided one's problem.  The row carries the numbers of the deciding test (the failing one with the
-    smallest z, else the undecided one, else the holding one nearest its threshold)."""
+    first undecided one's problem.  The row carries the numbers of the deciding test: the failing one nearest its
+    threshold, else the first undecided one, else the holding one nearest its threshold (a test with no z, a bare or
+    exact value, is never the nearest, so the row shows one with an error bar where there is one)."""
     failing = [t for t in tests if t.holds is False]
     open_ = [t for t in tests if t.holds is None]
-    pool = failing or open_ or list(tests)
-    # a test with no z (a bare or exact value) is never "nearest": the row shows one with an error bar where there is one
-    key = (lambda t: t.z if t.z is not None else math.inf) if not failing else (lambda t: -t.z if t.z is not None else math.inf)
-    t = min(pool, key=key) if not open_ or failing else open_[0]
-    holds = False if failing else None if open_ else True
-    problem = "" if failing else "; ".join(o.problem for o in open_)
-    return Test(holds, t.effect, t.stderr, t.threshold, t.z, problem, t.note)
+    if failing:
+        t = min(failing, key=lambda t: -t.z if t.z is not None else math.inf)
+        return Test(False, t.effect, t.stderr, t.threshold, t.z, "", t.note)
+    if open_:
+        t = open_[0]
+        return Test(None, t.effect, t.stderr, t.threshold, t.z, "; ".join(o.problem for o in open_), t.note)
+    t = min(tests, key=lambda t: t.z if t.z is not None else math.inf)
+    return Test(True, t.effect, t.stderr, t.threshold, t.z, "", t.note)
 
 
 def judge(claim: str, statement: str, figure: str, subject: str, holds: "bool | None | Test", evidence: str,
