@@ -65,12 +65,12 @@ def load(arg: str) -> Side:
             cfg = dlc.read_yaml(used) or {}
         except dlc.ConfigError as e:
             raise DiffError(f"{used}: {e}") from None
-    from .results import _stores
+    from .results import _record, _stores
 
     stores: dict[str, tuple[str, str]] = {}
     for p in _stores(root):
         try:
-            rec = storage.read_record(p)
+            rec = _record(p)  # the record from the store's zarr.json alone, through the safe reader; no array opened
         except Exception:  # an unreadable store is listed as such, never a traceback
             stores[storage.relpath(p, root)] = ("(unreadable)", "")
             continue
