@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import rankdata, spearmanr
+from scipy.stats import rankdata
 
 
 @dataclass(frozen=True)
@@ -78,11 +78,6 @@ def combine(*ses: float) -> float:
     return float(math.sqrt(sum(s * s for s in fin))) if fin else float("nan")
 
 
-def with_noise(e: Estimate, noise: float) -> Estimate:
-    """``e`` with a further independent source of error (e.g. :func:`window_noise`) added in quadrature."""
-    return Estimate(e.value, combine(e.se, noise), e.n, "+".join(h for h in (e.how, "window") if h))
-
-
 def difference(a: Estimate, b: Estimate) -> Estimate:
     """a - b, independent: SE = sqrt(se_a^2 + se_b^2) (NaN when either SE is NaN: a bare side gives no error bar)."""
     return Estimate(a.value - b.value, math.hypot(a.se, b.se), min(a.n, b.n), "difference")
@@ -93,14 +88,6 @@ def ratio(a: Estimate, b: Estimate) -> Estimate:
     r = a.value / b.value if b.value else float("nan")
     rel = math.hypot(a.se / a.value if a.value else float("nan"), b.se / b.value if b.value else float("nan"))
     return Estimate(r, abs(r) * rel, min(a.n, b.n), "ratio")
-
-
-def _rho(x: np.ndarray, y: np.ndarray) -> float:
-    if len(x) < 2 or np.ptp(y) == 0 or np.ptp(x) == 0:
-        return 0.0
-    if len(x) == 2:
-        return float(np.sign((y[1] - y[0]) * (x[1] - x[0])))
-    return float(spearmanr(x, y).statistic)
 
 
 def _rhos(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
@@ -125,7 +112,7 @@ def trend_sign(x, samples: list, resamples: int = 2000, seed: int = 0,
     when the share in that sign is >= 0.95 (the checkers' rule)."""
     x = np.asarray(x, dtype=float)
     groups = [np.asarray(s, dtype=float)[np.isfinite(np.asarray(s, dtype=float))] for s in samples]
-    obs = _rho(x, np.array([g.mean() for g in groups]))
+    obs = float(_rhos(x, np.array([[g.mean() for g in groups]]))[0])
     rhos = resampled_rhos(x, groups, resamples, seed, sem)
     return obs, float((rhos > 0).mean()), float((rhos < 0).mean()), float(rhos.std(ddof=1))
 
