@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))  # also importable when the package is not installed
 sys.path.insert(0, str(ROOT / "tests"))  # the shared helpers
 
-from helpers import SmokeRun, smk, snapshot  # noqa: E402
+from helpers import SmokeRun, fast_suite_smoke, smk, snapshot  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -46,8 +46,9 @@ def root() -> Path:
 
 
 @pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory, worker_id) -> SmokeRun:
-    """config/smoke.yaml, every study, run once for the whole session and only read: a test that changes results
+def smoke_run(tmp_path_factory, worker_id, request) -> SmokeRun:
+    """config/smoke.yaml (in the fast suite cut by ``helpers.fast_suite_smoke``), every study, run once for the whole
+    session and only read: a test that changes results
     works on ``smoke_run.copy(...)``.  At the end of the session every file of it must be as it was built.
 
     Under pytest-xdist (``make test`` runs two workers) the workers share one run: the first to need it builds it
@@ -62,6 +63,8 @@ def smoke_run(tmp_path_factory, worker_id) -> SmokeRun:
         work = tmp_path_factory.getbasetemp().parent / "smoke"
         lock = FileLock(str(work) + ".lock")
     cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    if not request.config.getoption("--run-slow"):  # the fast suite: the same stages with less repetition
+        cfg = fast_suite_smoke(cfg)
     cfg_path = work / "smoke.yaml"
     terminal_file = work / "terminal.txt"  # beside results/, not in it: written once the shared run is complete
     terminal = None

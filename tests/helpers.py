@@ -42,6 +42,28 @@ def smoke_mori_ueda_fig2() -> dict:
     return cfg
 
 
+def fast_suite_smoke(cfg: dict) -> dict:
+    """The smoke config as the fast suite's shared run builds it (issue 55: `make test` within 10 minutes on 2 cores).
+    Every study, stage, figure kind and claim checker still runs; what goes is repetition: Mori & Ueda keeps Figs. 2-4
+    (a depth sweep with local and global targets, the lr sweep, label noise), the acceleration study one synthetic
+    task, the spectra one sphere dimension and two learning curves, the radial targets one input distribution.  About 130 jobs
+    instead of 201.  The slow set (`--run-slow`) and the README's first run keep config/smoke.yaml whole."""
+    import copy
+
+    cfg = copy.deepcopy(cfg)
+    st = cfg["studies"]
+    mu = st["mori_ueda"]["figures"]
+    st["mori_ueda"]["figures"] = {k: mu[k] for k in ("fig2", "fig3", "fig4")}
+    acc = st["acceleration"]
+    acc["datasets"] = ["synthetic"]
+    acc["synthetic"]["decays"] = acc["synthetic"]["decays"][:1]
+    sp = st["spectra"]
+    sp["eigen"]["dims"] = sp["eigen"]["dims"][:1]
+    sp["krr"]["kernels"] = sp["krr"]["kernels"][:2]
+    st["separation"]["radial"]["distributions"] = st["separation"]["radial"]["distributions"][:1]
+    return cfg
+
+
 def snapshot(results: Path) -> dict[str, tuple[int, int]]:
     """(size, mtime) of every file below ``results``: what a read-only user must leave as it found it."""
     return {str(p.relative_to(results)): (p.stat().st_size, p.stat().st_mtime_ns) for p in results.rglob("*") if p.is_file()}

@@ -47,6 +47,24 @@ def test_the_fit_predicts_a_stages_total_without_bias_where_weighting_by_measure
     assert pl.fit([(5.0, x) for x in (1.0, 2.0, 6.0)]).overhead_s == pytest.approx(3.0)
 
 
+def test_the_fixed_term_is_at_most_a_start_up_and_the_total_stays_unbiased():
+    """Jobs that are all large (2-7 minutes, the default's fractal nets) with noise that makes their seconds look like a
+    big intercept: the fit keeps the fixed term at the cap, puts the rest into the rate, and still predicts the stage's
+    measured total; a smoke-scale job of that stage (1/1000 of the work) is then charged seconds, not minutes."""
+    rng = np.random.default_rng(1)
+    w = rng.uniform(1e12, 1.2e12, 17)
+    s = 140.0 + w / 5e10 * rng.gamma(20.0, 1 / 20.0, w.size)  # an intercept of 140 s, as the shipped fit had
+    c = pl.fit(list(zip(w, s)))
+    assert c.overhead_s == pl.START_UP_CAP_S
+    assert sum(pl.predict(c, x) for x in w) == pytest.approx(s.sum(), rel=1e-9)
+    assert pl.predict(c, 1e9) < 10.0
+    uncapped = pl.fit(list(zip(w, s)), cap=float("inf"))
+    assert uncapped.overhead_s > 50 and pl.predict(uncapped, 1e9) > 50  # what the old fit charged that small job
+    # a stage whose work does not vary but whose jobs take long: the cap, and a rate that gives their mean back
+    flat = pl.fit([(1e9, 60.0), (1e9, 70.0), (1e9, 80.0)])
+    assert flat.overhead_s == pl.START_UP_CAP_S and pl.predict(flat, 1e9) == pytest.approx(70.0)
+
+
 def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(smoke_run, tmp_path):
     """--calibrate on the fresh smoke run, then its predictions against the same jobs: each stage's total core-seconds
     within a factor 2, the whole run within 1.25.  (Machine speed is not asserted: the shipped calibration's errors

@@ -102,3 +102,25 @@ def test_the_logger_plugin_imports_nothing_of_depthlab():
             "bad = sorted(m for m in sys.modules if m == 'depthlab' or m.startswith('depthlab.')); "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_each_stage_corrects_its_own_plan_and_a_running_job_counts_what_is_left_of_it():
+    """Two stages planned 10 s a job: stage a's first job took 2 s.  Its other job is then estimated from its own
+    ratio, shrunk towards the pooled one by one pseudo-job (both 0.2 here); stage b, nothing finished, takes the pooled
+    ratio; a running job counts its estimate less the time it has run; a job planned 0 s counts its stage's mean."""
+    now = [0.0]
+    jobs = {1: ("a1", 10.0, "a"), 2: ("a2", 10.0, "a"), 3: ("b1", 10.0, "b"), 4: ("b2", 10.0, "b"),
+            5: ("c1", 0.0, "c"), 6: ("c2", 0.0, "c"), 7: ("b3", 10.0, "b")}
+    plan = progress.Plan(jobs, cores=2, log=None, clock=lambda: now[0])
+    for jid, t0, t1 in ((1, 0.0, 2.0), (5, 0.0, 4.0), (6, 4.0, 8.0)):
+        plan.start_job(jid, t0)
+        plan.finish_job(jid, t1)
+    plan.start_job(3, 8.0)
+    now[0] = 9.0
+    pooled, ratio, unplanned = plan.ratios()
+    assert pooled == pytest.approx(0.2) and ratio["a"] == pytest.approx(0.2) and unplanned["c"] == pytest.approx(4.0)
+    assert plan.left() == pytest.approx(2.0 + max(0.0, 2.0 - 1.0) + 2.0 + 2.0)  # a2, b1 (running 1 s), b2, b3
+    busy = 2.0 + 4.0 + 4.0 + 1.0  # finished and running job-seconds in 9 s of wall time
+    assert plan.concurrency() == pytest.approx(busy / 9.0)
+    assert plan.eta() == pytest.approx(7.0 / (busy / 9.0))
+

@@ -108,7 +108,10 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
     return out
 
 
-def fit(points: list[tuple[float, float]]) -> StageCost:
+START_UP_CAP_S = 5.0  # a job's fixed cost is its start-up: imports (torch, xarray, zarr) ~3-4 s, reads and writes
+
+
+def fit(points: list[tuple[float, float]], cap: float = START_UP_CAP_S) -> StageCost:
     """overhead + work / rate, fitted so that a stage's predicted total is unbiased.
 
     Runtimes span decades, so each job's squared error is divided by its *predicted* seconds (a quasi-Poisson fit,
@@ -118,13 +121,20 @@ def fit(points: list[tuple[float, float]]) -> StageCost:
     sum(measured - predicted) = 0: in sample, a stage's predicted total is its measured total.
     Dividing by the *measured* seconds instead, as this fit did before, gives the jobs that happened to run short the
     most weight and puts a stage's level near the harmonic mean of its jobs, below their average: its totals came
-    out low.  A stage whose work does not vary gets the mean of its runtimes (the same fit with no rate)."""
+    out low.  A stage whose work does not vary gets the mean of its runtimes (the same fit with no rate).
+
+    The fixed term is at most ``cap``, a job's start-up (issue 55): a stage calibrated on jobs that are all large (the
+    default's fractal nets, 2-7 minutes each) could otherwise put most of their time into the intercept, and charge a
+    smoke-scale job of the same stage minutes it never takes.  Above the cap the rate is refitted with the fixed term
+    at the cap, again with the stage's measured total unbiased."""
     import numpy as np
     from scipy.optimize import nnls
 
     w = np.array([p[0] for p in points], float)
     s = np.maximum(np.array([p[1] for p in points], float), 1e-3)
     if np.ptp(w) <= 0 or len(points) < 3:  # work does not vary: its time is what was measured, rate unknown
+        if s.mean() > cap and w.sum() > 0:
+            return StageCost(cap, float(w.sum() / (s.sum() - cap * len(s))), len(points), max_work=float(w.max()))
         return StageCost(float(s.mean()), None, len(points), max_work=float(w.max()))
     mu = np.full_like(s, s.mean())
     for _ in range(100):
@@ -135,6 +145,8 @@ def fit(points: list[tuple[float, float]]) -> StageCost:
         mu = new
         if done:
             break
+    if a > cap and w.sum() > 0 and s.sum() > cap * len(s):
+        return StageCost(cap, float(w.sum() / (s.sum() - cap * len(s))), len(points), max_work=float(w.max()))
     return StageCost(float(a), float(1 / b) if b > 0 else None, len(points), max_work=float(w.max()))
 
 

@@ -349,7 +349,8 @@ def _planned_seconds(job):
 
 
 def planned_jobs(dag):
-    """Every job this run will execute: Snakemake's job id -> (its output below the results folder, planned seconds)."""
+    """Every job this run will execute: Snakemake's job id -> (its output below the results folder, planned seconds, its
+    rule: the stage whose measured-to-planned ratio corrects it in the ETA)."""
     out = {}
     for job in dag.needrun_jobs():
         name = os.path.relpath(str(job.output[0]), R) if job.output else job.rule.name
@@ -357,7 +358,7 @@ def planned_jobs(dag):
             secs = _planned_seconds(job)
         except Exception:  # a job the cost model does not know: no share of the ETA
             secs = 0.0
-        out[dag.jobid(job)] = (name.removesuffix(".zarr"), secs)
+        out[dag.jobid(job)] = (name.removesuffix(".zarr"), secs, job.rule.name)
     return out
 
 

@@ -17,10 +17,12 @@ Everything Snakemake logs (the default format, at its usual level) goes to ``<re
 ``--verbose``, ``--printshellcmds`` and dry runs print Snakemake's own output instead.
 
 The ETA: the Snakefile's ``onstart`` gives :func:`start` every job Snakemake will run with its planned seconds
-(:func:`depthlab.plan.predict` on the job's spec, as ``depthlab plan`` does).  Until a few jobs have finished the run
-is assumed to do ``cores`` planned seconds per second; then it is the planned seconds finished per wall second so
-far, which also absorbs the cost model's bias on this machine, the queue of a cluster (jobs submitted but not
-finished count as left) and a run resumed after an interruption (only the jobs still to do are planned).
+(:func:`depthlab.plan.predict` on the job's spec, as ``depthlab plan`` does) and its rule.  Snakemake's job-started
+and job-finished events time every job; each stage then corrects its own plan by what its finished jobs took
+(:class:`Plan`), so a stage whose nets stop early (the fractal nets, planned at their whole epoch budget) no longer
+drags the estimate of every other stage with it.  The timings go to ``<log>.jobs.tsv`` beside the full log, one line
+per finished job, and :func:`replay` shows what the terminal said at 10, 25, 50 and 75 % of the jobs against the time
+that was really left.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 ENV_VERBOSE = "DEPTHLAB_VERBOSE"
 MAX_WIDTH = 200
@@ -76,29 +78,129 @@ def duration(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
+PRIOR_JOBS = 1.0  # a stage's own ratio starts from this many pseudo-jobs at the pooled ratio
+MIN_MEASURED = 3  # finished jobs with a measured time before the pace is measured, not assumed
+
+
 @dataclass
 class Plan:
-    """The jobs of one run: Snakemake's job id -> (a short name, planned seconds)."""
+    """The jobs of one run: Snakemake's job id -> (a short name, planned seconds[, its stage]), and what they took.
 
-    jobs: dict[int, tuple[str, float]]
+    The ETA (issue 55): each stage corrects its own plan online.  Its ratio of measured to planned seconds over its
+    finished jobs, shrunk towards the pooled ratio of every stage by ``PRIOR_JOBS`` pseudo-jobs, scales the planned
+    seconds of its jobs still to run (a job the cost model does not know, planned 0 s, counts its stage's mean
+    measured time); a stage with nothing finished yet takes the pooled ratio.  A running job counts what is left of
+    its estimate.  The core-seconds left are divided by the run's measured concurrency (job-seconds per wall second,
+    within 1 and ``cores``), so a cluster's queue and a DAG's narrow ends count as they happened.  Until
+    ``MIN_MEASURED`` jobs have a measured time the run is assumed to do ``cores`` planned seconds per second."""
+
+    jobs: dict[int, tuple]
     cores: int
     log: Path | None
-    t0: float = field(default_factory=time.monotonic)
+    t0: float | None = None
     done: dict[int, float] = field(default_factory=dict)  # job id -> planned seconds, of the jobs finished
+    started: dict[int, float] = field(default_factory=dict)  # job id -> clock at its start, of the jobs running
+    took: dict[int, float] = field(default_factory=dict)  # job id -> measured seconds, of the finished jobs
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self):
+        if self.t0 is None:
+            self.t0 = self.clock()
+
+    def planned_of(self, jid: int) -> float:
+        return float(self.jobs.get(jid, ("", 0.0))[1])
+
+    def stage_of(self, jid: int) -> str:
+        job = self.jobs.get(jid, ())
+        return str(job[2]) if len(job) > 2 else "*"
 
     @property
     def planned(self) -> float:
-        return sum(s for _, s in self.jobs.values())
+        return sum(float(j[1]) for j in self.jobs.values())
 
-    def rate(self) -> float:
-        """Planned seconds per wall second: ``cores`` until 3 jobs and 2 % of the plan are done, then as measured."""
-        elapsed, done = time.monotonic() - self.t0, sum(self.done.values())
+    # ---- events ----
+    def start_job(self, jid: int, now: float | None = None) -> None:
+        if jid in self.jobs and jid not in self.done:
+            self.started.setdefault(jid, self.clock() if now is None else now)
+
+    def finish_job(self, jid: int, now: float | None = None) -> float | None:
+        """Marks ``jid`` finished; returns its measured seconds (None when its start was not seen)."""
+        now = self.clock() if now is None else now
+        self.done[jid] = self.planned_of(jid)
+        t = self.started.pop(jid, None)
+        if t is not None:
+            self.took[jid] = max(0.0, now - t)
+        return self.took.get(jid)
+
+    # ---- the estimate ----
+    def ratios(self) -> tuple[float, dict[str, float], dict[str, float]]:
+        """(pooled ratio, {stage: ratio}, {stage: mean measured seconds of its unplanned jobs})."""
+        m_all = p_all = 0.0
+        per: dict[str, list[float]] = {}  # stage -> [measured, planned, unplanned measured, unplanned count]
+        for jid, secs in self.took.items():
+            acc = per.setdefault(self.stage_of(jid), [0.0, 0.0, 0.0, 0.0])
+            p = self.planned_of(jid)
+            if p > 0:
+                acc[0] += secs
+                acc[1] += p
+                m_all += secs
+                p_all += p
+            else:
+                acc[2] += secs
+                acc[3] += 1
+        pooled = m_all / p_all if p_all > 0 else 1.0
+        mean_planned: dict[str, list[float]] = {}
+        for jid in self.jobs:
+            acc = mean_planned.setdefault(self.stage_of(jid), [0.0, 0.0])
+            acc[0] += self.planned_of(jid)
+            acc[1] += 1
+        ratio, unplanned = {}, {}
+        for st, (m, p, um, un) in per.items():
+            pbar = mean_planned.get(st, [0.0, 1.0])
+            pbar = pbar[0] / max(pbar[1], 1.0)
+            ratio[st] = (m + PRIOR_JOBS * pooled * pbar) / (p + PRIOR_JOBS * pbar) if p + pbar > 0 else pooled
+            if un:
+                unplanned[st] = um / un
+        return pooled, ratio, unplanned
+
+    def left(self, now: float | None = None) -> float:
+        """Core-seconds left: every unfinished job's corrected estimate, less what a running job has done."""
+        now = self.clock() if now is None else now
+        pooled, ratio, unplanned = self.ratios()
+        total = 0.0
+        for jid in self.jobs:
+            if jid in self.done:
+                continue
+            p, st = self.planned_of(jid), self.stage_of(jid)
+            est = ratio.get(st, pooled) * p if p > 0 else unplanned.get(st, 0.0)
+            if jid in self.started:
+                est = max(0.0, est - (now - self.started[jid]))
+            total += est
+        return total
+
+    def concurrency(self, now: float | None = None) -> float:
+        """Job-seconds per wall second so far, within 1 and ``cores``."""
+        now = self.clock() if now is None else now
+        elapsed = now - self.t0
+        busy = sum(self.took.values()) + sum(now - t for t in self.started.values())
+        return min(float(self.cores), max(1.0, busy / elapsed)) if elapsed > 1 else float(self.cores)
+
+    def rate(self, now: float | None = None) -> float:
+        """Planned seconds per wall second, for runs whose job starts are not seen: ``cores`` until 3 jobs and 2 % of
+        the plan are done, then as measured."""
+        now = self.clock() if now is None else now
+        elapsed, done = now - self.t0, sum(self.done.values())
         if len(self.done) >= 3 and done >= 0.02 * self.planned and elapsed > 1:
             return done / elapsed
         return float(max(1, min(self.cores, len(self.jobs))))
 
-    def eta(self) -> float:
-        return max(0.0, self.planned - sum(self.done.values())) / max(self.rate(), 1e-9)
+    def eta(self, now: float | None = None) -> float:
+        now = self.clock() if now is None else now
+        if len(self.took) >= MIN_MEASURED:
+            return self.left(now) / self.concurrency(now)
+        if self.took or self.started:  # measured, but too few yet: the plan at `cores`, less what is done
+            return self.left(now) / float(max(1, min(self.cores, len(self.jobs))))
+        return max(0.0, self.planned - sum(self.done.values())) / max(self.rate(now), 1e-9)
 
 
 class Terminal:
@@ -154,6 +256,14 @@ class Terminal:
             if event == "job_finished":
                 self._job_finished(int(getattr(record, "job_id", -1)))
                 return
+            if event == "job_started":
+                if self.plan is not None:
+                    for jid in getattr(record, "jobs", None) or ():
+                        try:
+                            self.plan.start_job(int(jid))
+                        except (TypeError, ValueError):
+                            pass
+                return
             if record.levelno >= logging.WARNING or event in ("job_error", "group_error", "error"):
                 self.say(self.file_formatter.format(record))
                 return
@@ -186,9 +296,12 @@ class Terminal:
         plan = self.plan
         if plan is None:
             return
-        name, secs = plan.jobs.get(jobid, (f"job {jobid}", 0.0))
-        plan.done[jobid] = secs
-        n, total, eta = len(plan.done), len(plan.jobs), plan.eta()
+        name, secs = plan.jobs.get(jobid, (f"job {jobid}", 0.0))[:2]
+        now = plan.clock()
+        start = plan.started.get(jobid)
+        plan.finish_job(jobid, now)
+        self._record_job(jobid, name, secs, start, now)
+        n, total, eta = len(plan.done), len(plan.jobs), plan.eta(now)
         clock = time.strftime('%H:%M', time.localtime(time.time() + eta))
         head = f"[{n:>{len(str(total))}}/{total}] {time.strftime('%H:%M:%S')} done "
         cols = width()
@@ -197,6 +310,24 @@ class Terminal:
             if len(head) + 16 + len(tail) <= cols:
                 break
         self.say(fit(head + fit(name, max(1, cols - len(head) - len(tail))) + tail, cols))
+
+    def _record_job(self, jobid: int, name: str, planned: float, start: float | None, end: float) -> None:
+        """One line per finished job in ``<log>.jobs.tsv`` (seconds since the run's start): what the ETA saw, for
+        replaying it (``tests/test_progress.py``) and for recalibrating the plan."""
+        plan = self.plan
+        if plan is None or plan.log is None:
+            return
+        path = jobs_log(plan.log)
+        try:
+            new = not path.exists()
+            with open(path, "a", encoding="utf-8") as f:
+                if new:
+                    f.write("jobid\tstage\tplanned_s\tstart_s\tend_s\tname\n")
+                st = "" if start is None else f"{start - plan.t0:.3f}"
+                f.write(f"{jobid}\t{plan.stage_of(jobid)}\t{planned:.3f}\t{st}\t{end - plan.t0:.3f}\t"
+                        f"{name.replace(chr(9), ' ').replace(chr(10), ' ')}\n")
+        except OSError:
+            pass
 
     def _finished(self) -> None:
         if self.finished_line or self.plan is None:
@@ -244,6 +375,51 @@ def register(terminal: Terminal | None) -> None:
 
 def active() -> Terminal | None:
     return _ACTIVE
+
+
+def jobs_log(log: Path) -> Path:
+    """The per-job timings beside a run's full log: ``<time>-<pid>.jobs.tsv``."""
+    return log.with_name(log.name.removesuffix(".log") + ".jobs.tsv")
+
+
+def read_jobs_log(path: str | Path) -> list[dict]:
+    """The rows of a ``jobs.tsv`` (numbers as floats; a start not seen is None)."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    head = lines[0].split("\t")
+    rows = []
+    for line in lines[1:]:
+        row = dict(zip(head, line.split("\t")))
+        rows.append({"jobid": int(row["jobid"]), "stage": row["stage"], "planned_s": float(row["planned_s"]),
+                     "start_s": float(row["start_s"]) if row["start_s"] else None, "end_s": float(row["end_s"]),
+                     "name": row.get("name", "")})
+    return rows
+
+
+def replay(rows: list[dict], cores: int, at=(0.10, 0.25, 0.50, 0.75), starts: bool = True
+           ) -> dict[float, tuple[float, float]]:
+    """The ETA a run's terminal would have shown, replayed from its ``jobs.tsv``: {fraction of jobs done: (ETA shown,
+    real time left)} at each fraction in ``at`` (at the first job that reaches it).  Only finished jobs are in the
+    file, so the replay plans exactly those.  ``starts=False`` hides the job starts: the ETA before issue 55, one pace
+    of planned seconds per wall second for the whole run."""
+    events = []
+    for r in rows:
+        if starts and r["start_s"] is not None:
+            events.append((r["start_s"], 0, r["jobid"]))
+        events.append((r["end_s"], 1, r["jobid"]))
+    events.sort()
+    plan = Plan({r["jobid"]: (r["name"], r["planned_s"], r["stage"]) for r in rows}, cores, None, t0=0.0,
+                clock=lambda: 0.0)
+    end = max(r["end_s"] for r in rows)
+    n, out, marks = len(rows), {}, sorted(at)
+    for t, kind, jid in events:
+        if kind == 0:
+            plan.start_job(jid, t)
+            continue
+        plan.finish_job(jid, t)
+        k = len(plan.done)
+        while marks and k >= marks[0] * n:
+            out[marks.pop(0)] = (plan.eta(t), end - t)
+    return out
 
 
 def log_path(results: str | Path) -> Path:
