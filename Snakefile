@@ -81,7 +81,20 @@ onstart:
     logger.info(depthlab.scheduler.coalesce_reevaluations(getattr(workflow, "scheduler", None)))
     # The quiet terminal (depthlab.progress, the `depthlab` logger plugin): the jobs to run and their planned cost.
     # Parallelism: the cores of a local run, the --jobs of a cluster run (until jobs finish and the pace is measured).
-    depthlab.progress.start(planned_jobs(workflow.dag), parallel_jobs(workflow), R)
+    # The speed probe (depthlab.probe): this machine against the calibration's, recorded in <results>/logs/probe.json
+    # and scaling the plan; DEPTHLAB_PROBE=0 skips it.
+    speed = 1.0
+    if os.environ.get("DEPTHLAB_PROBE", "1") != "0":
+        import depthlab.probe
+
+        try:
+            here = depthlab.probe.measure()
+            depthlab.probe.record(R, here)
+            speed = depthlab.probe.ratio(here, dlplan.calibration_probe())
+            logger.info(f"depthlab: speed probe {here:.3f} s; planned seconds x {speed:.2f} (depthlab.probe)")
+        except Exception as e:  # the probe informs the ETA; it never stops a run
+            logger.warning(f"depthlab: the speed probe failed ({type(e).__name__}: {e}); the plan is not scaled")
+    depthlab.progress.start(planned_jobs(workflow.dag, speed), parallel_jobs(workflow), R)
 
 
 rule all:

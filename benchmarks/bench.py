@@ -105,6 +105,70 @@ def batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B, group: int 
     return M * steps / (time.perf_counter() - t), per
 
 
+def compiled_vs_eager(name, d, n, sizes, M, steps, dev, opt_name, loss_name, B) -> dict:
+    """depthlab's own step (``trainer.step_in_groups``: the stacked models, the hand-written backward, the foreach Adam)
+    eager against ``torch.compile`` of the same call (inductor; on the CPU it builds C++ kernels with gcc), side by
+    side in this process on the same thread settings, each from the same initial parameters.  The compile's warm-up
+    (its first call) is timed apart from the steady step.  Also: whether two compiled runs give the same bits, and how
+    far compiled parameters drift from eager ones after the same steps (fused kernels may round differently)."""
+    x = torch.as_tensor(sample_inputs(n, d, 0), dtype=torch.float32, device=dev)
+    y = torch.as_tensor(target(sample_inputs(n, d, 0), 1 if d < 2 else 2, "local"), dtype=torch.float32, device=dev)
+    opt, loss = OPTIMIZERS[opt_name], LOSSES[loss_name]
+    if loss.task == "classification":
+        y = torch.sign(y)
+
+    def run(compiled: bool):
+        torch._dynamo.reset()
+        params = [(W.to(dev), b.to(dev)) for W, b in init_params(sizes, np.arange(M), "glorot_uniform")]
+        state = opt.init_state(params)
+        lr = torch.full((M,), 1e-3, device=dev)
+        per = models_per_step(params, state)
+
+        def one(xb, yb):
+            step_in_groups(opt, params, state, xb, yb, lr, loss, per)
+
+        fn = torch.compile(one, dynamic=False) if compiled else one
+        with torch.no_grad():
+            t = time.perf_counter()
+            fn(*_batch(x, y, M, B, dev, 0))
+            _sync(dev)
+            warm = time.perf_counter() - t
+            for s in range(1, 3):
+                fn(*_batch(x, y, M, B, dev, s))
+            _sync(dev)
+            t = time.perf_counter()
+            for s in range(3, 3 + steps):
+                fn(*_batch(x, y, M, B, dev, s))
+            _sync(dev)
+            el = time.perf_counter() - t
+        return warm, el / steps, [t.detach().clone() for W, b in params for t in (W, b)]
+
+    try:
+        we, se, pe = run(False)
+        wc, sc, pc = run(True)
+        _, _, pc2 = run(True)
+        err = None
+    except Exception as e:  # no compiler, or a graph inductor cannot build: the eager step stands
+        we, se, pe = run(False)
+        wc = sc = float("nan")
+        pc = pc2 = None
+        err = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    row = {"case": name, "sizes": sizes, "models": M, "batch": B, "optimizer": opt_name, "loss": loss_name,
+           "eager_ms_per_step": se * 1e3, "compiled_ms_per_step": sc * 1e3, "compile_warmup_s": wc,
+           "eager_first_step_s": we, "speedup": se / sc if sc == sc else float("nan"), "error": err}
+    if pc is not None:
+        row["compiled_runs_bit_identical"] = all(torch.equal(a, b) for a, b in zip(pc, pc2))
+        row["compiled_vs_eager_max_abs"] = max(float((a - b).abs().max()) for a, b in zip(pc, pe))
+    print(f"  {name:<34} depth {len(sizes) - 2} width {sizes[1]:<4} M={M:<3} {opt_name}+{loss_name}: eager "
+          f"{row['eager_ms_per_step']:.3f} ms/step, compiled {row['compiled_ms_per_step']:.3f} ms/step = "
+          f"x{row['speedup']:.2f}" + (f"; compile failed ({err}), eager kept" if err else
+                                      f"; compiled twice: {'same bits' if row['compiled_runs_bit_identical'] else 'DIFFERENT bits'}, "
+                                      f"vs eager max |diff| {row['compiled_vs_eager_max_abs']:.2e}"), flush=True)
+    if not err:
+        print(f"  {'':<34} warm-up (first compiled call, inductor building its kernels): {wc:.1f} s", flush=True)
+    return row
+
+
 def _sequential(sizes):
     layers = []
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
@@ -414,6 +478,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="threads of both sides of the NTK cases (default: 1 and every core)")
     ap.add_argument("--skip-previous", action="store_true", help="skip the previous torch recursion (83 s at N = 5000)")
     ap.add_argument("--skip-pipeline", action="store_true", help="skip the start-up and dry-run timings")
+    ap.add_argument("--skip-compiled", action="store_true", help="skip torch.compile of the trainer's step against eager")
+    ap.add_argument("--only-compiled", action="store_true", help="only the compiled-vs-eager trainer step")
     args = ap.parse_args(argv)
     set_threads()
     main_threads = pin_threads(1)  # the trainer cases: one thread for torch, BLAS and numba alike
@@ -424,7 +490,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  threads of this process (trainer cases): {', '.join(f'{k} {v}' for k, v in main_threads.items())}")
     out: dict = {"device": describe(dev), "quick": args.quick, "matmul_peak_gflops": peak / 1e9, "trainer": [], "ntk": [],
                  "threads_trainer": main_threads}
-    if not args.skip_trainer:
+    if not args.skip_trainer and not args.only_compiled:
         cpu = dev.type == "cpu"
         if args.quick:
             cases = [("default", 20, 400, layer_sizes(20, 16, 2), 4, 5, 1, "sgd", "mse", 50),
@@ -449,6 +515,27 @@ def main(argv: list[str] | None = None) -> None:
             if rows:
                 out[f"trainer_speedup_vs_plain_{tag}"] = float(np.mean([r["speedup_vs_plain"] for r in rows]))
                 out[f"trainer_speedup_vs_torch_func_{tag}"] = float(np.mean([r["speedup_vs_torch_func"] for r in rows]))
+    if not args.skip_compiled:
+        print(f"trainer step, torch.compile (inductor) against eager; threads: {', '.join(f'{k} {v}' for k, v in main_threads.items())}:")
+        if args.quick:
+            ccases = [("fractals (quick)", 2, 400, layer_sizes(2, 16, 3), 2, 5, dev, "adam", "hinge", 100)]
+        else:
+            h2, h4 = width_for_hidden_weights(d=100, depth=2, budget=1e5), width_for_hidden_weights(d=100, depth=4, budget=1e5)
+            ccases = [("fractals fig4 (depth 5, width 100)", 2, 50000, layer_sizes(2, 100, 5), 6, 300, dev, "adam", "hinge", 100),
+                      ("fractals fig4 (depth 5, width 200)", 2, 50000, layer_sizes(2, 200, 5), 6, 150, dev, "adam", "hinge", 100),
+                      ("mori_ueda default (fig2, depth 2)", 100, 2667, layer_sizes(100, h2, 2), 30, 100, dev, "sgd", "mse", 50),
+                      ("mori_ueda default (fig2, depth 4)", 100, 2667, layer_sizes(100, h4, 4), 30, 100, dev, "sgd", "mse", 50)]
+        out["compiled"] = [compiled_vs_eager(*c) for c in ccases]
+        ok = [r for r in out["compiled"] if not r["error"]]
+        if ok:
+            low = min(r["speedup"] for r in ok)
+            print(f"goal (issue 55): compiled >= 1.3x eager at the fractal depth-5 and Mori & Ueda default shapes: lowest "
+                  f"x{low:.2f} -> {'adopt where the warm-up repays' if low >= 1.3 else 'keep eager'}")
+    if args.only_compiled:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+        print(f"wrote {args.out}")
+        return
     if not args.skip_ntk:
         print("NTK regression (Gram + Cholesky + predictions, every depth; a fresh process each, both sides pinned to the "
               "same threads: torch, BLAS and numba):")

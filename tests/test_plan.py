@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,10 @@ import yaml
 
 import depthlab.config as dlc
 from depthlab import plan as pl
+from depthlab import probe
 from depthlab.studies import get_study
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_fit_recovers_a_start_up_and_a_rate_and_falls_back_when_work_does_not_vary():
@@ -78,8 +82,11 @@ def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(sm
         assert 0.5 <= r.ratio <= 2.0, (r.stage, r.predicted_s, r.measured_s)
     tot_p, tot_m = sum(r.predicted_s for r in rows), sum(r.measured_s for r in rows)
     assert 0.8 <= tot_p / tot_m <= 1.25, (tot_p, tot_m)
-    # the same check can fail: a calibration whose start-ups are ten times too long is flagged, and the command exits 1
+    # the speed probe the run took at its start (Snakefile onstart) is the calibration's
     doc = json.loads(out.read_text())
+    runs = probe.recorded(smoke_run.results)
+    assert runs and doc["probe_s"] == pytest.approx(runs[-1]["probe_s"]) and doc["probe_s"] > 0
+    # the same check can fail: a calibration whose start-ups are ten times too long is flagged, and the command exits 1
     for st in doc["stages"].values():
         st["overhead_s"] *= 10
     slow = tmp_path / "slow.json"
@@ -333,3 +340,28 @@ def test_calibrate_never_writes_into_the_package_by_default(tmp_path, monkeypatc
     assert not (pkg / "costs.json").exists()
     doc = pl.calibrate([str(timings)], tmp_path / "mine.json")  # named: written where it was asked
     assert (tmp_path / "mine.json").is_file() and "spectra/eigen" in doc["stages"]
+
+
+def test_the_speed_probe_is_repeatable_and_recorded_and_scales_the_plan(tmp_path):
+    """The probe: a fixed workload whose median over repeats is stable here (two measurements within 1.5x of each
+    other), recorded per run in <results>/logs/probe.json (a damaged file reads as none), and the plan's CPU seconds
+    scale by this machine's probe over the calibration's."""
+    a, b = probe.measure(), probe.measure()
+    assert 0 < a < 5 and 1 / 1.5 < a / b < 1.5, (a, b)
+    probe.record(tmp_path, a)
+    probe.record(tmp_path, b)
+    assert [r["probe_s"] for r in probe.recorded(tmp_path)] == [a, b]
+    assert probe.of_runs([tmp_path]) == pytest.approx((a + b) / 2)
+    (tmp_path / probe.FILE).write_text('[{"probe_s": "nan"}, {"probe_s": -1}, {"x": 1}, 7]')
+    assert probe.recorded(tmp_path) == [] and probe.of_runs([tmp_path]) is None
+    assert probe.ratio(0.2, 0.1) == pytest.approx(2.0) and probe.ratio(None, 0.1) == 1.0 and probe.ratio(0.2, None) == 1.0
+    cfg = dlc.validate(dlc.read_yaml(ROOT / "config" / "smoke.yaml"), memory=False)
+    one, two = pl.plan(cfg, results=tmp_path), pl.plan(cfg, results=tmp_path, speed=2.0)
+    assert sum(r.seconds_total for r in two) == pytest.approx(2 * sum(r.seconds_total for r in one))
+    # the command prints the probe beside the plan, and the calibration's probe it compared with
+    p = subprocess.run([sys.executable, "-m", "depthlab", "plan", str(ROOT / "config" / "smoke.yaml")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "speed probe: this machine's" in p.stdout, p.stdout + p.stderr
+    p = subprocess.run([sys.executable, "-m", "depthlab", "plan", "--no-probe", str(ROOT / "config" / "smoke.yaml")],
+                       capture_output=True, text=True, timeout=300)
+    assert "not measured (--no-probe" in p.stdout

@@ -380,9 +380,15 @@ def plan(args: argparse.Namespace) -> None:
         print(f"wrote {doc.pop('written_to')}: {len(doc['stages'])} stages from {', '.join(args.calibrate)}, jobs on "
               f"{doc['device']}")
         return
+    from . import probe
+
+    calib = pl.calibration_probe(args.costs or pl.COSTS)
     if args.check:
-        rows = pl.check(args.check, pl.load_costs(args.costs) if args.costs else None)
+        run = probe.of_runs([args.check])
+        speed = probe.ratio(run, calib)
+        rows = pl.check(args.check, pl.load_costs(args.costs) if args.costs else None, speed)
         print(pl.render_check(rows, args.check, Path(args.costs or pl.COSTS).name, args.factor))
+        print(_probe_line("that run's", run, calib, speed))
         if not all(r.within(args.factor) for r in rows):
             raise SystemExit(1)
         return
@@ -392,7 +398,19 @@ def plan(args: argparse.Namespace) -> None:
     config = _load_or_exit(args.config, memory=False)
     costs = pl.load_costs(args.costs) if args.costs else None
     gpu_costs, gpu_device, gpu_note = pl.gpu_calibration(args.gpu_costs or pl.COSTS_GPU)
-    print(pl.render(pl.plan(config, costs, args.results, gpu_costs), args.config, gpu_device, gpu_note))
+    here = None if args.no_probe else probe.measure()
+    speed = probe.ratio(here, calib)
+    print(pl.render(pl.plan(config, costs, args.results, gpu_costs, speed), args.config, gpu_device, gpu_note))
+    print(_probe_line("this machine's", here, calib, speed))
+
+
+def _probe_line(whose: str, here: float | None, calib: float | None, speed: float) -> str:
+    if here is None:
+        return f"speed probe: {whose} not measured (--no-probe, or the run recorded none): CPU times as calibrated"
+    if calib is None:
+        return f"speed probe: {whose} {here:.3f} s; the calibration recorded none: CPU times as calibrated"
+    return (f"speed probe: {whose} {here:.3f} s, the calibration's {calib:.3f} s: CPU times scaled by {speed:.2f} "
+            "(depthlab.probe)")
 
 
 def ls(args: argparse.Namespace) -> None:
@@ -479,6 +497,8 @@ def main(argv: list[str] | None = None) -> None:
                      "never into the package unless --costs names it")
     pl_.add_argument("--check", metavar="RESULTS", help="per stage, the model's predicted vs a finished run's measured "
                      "core-minutes; exits 1 when a stage is off by more than --factor")
+    pl_.add_argument("--no-probe", action="store_true", help="do not time the speed probe (about a second); CPU times "
+                     "as calibrated, unscaled")
     pl_.add_argument("--factor", type=float, default=2.0, help="the tolerated factor of --check (default 2)")
     pl_.add_argument("--gpu-costs", metavar="FILE", help="the GPU calibration (default: the package's costs_gpu.json)")
     pl_.add_argument("--measure", metavar="RESULTS", help="print a finished run's timings as JSON (--calibrate reads "

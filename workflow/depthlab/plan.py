@@ -104,14 +104,29 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
         for tsv in results.glob(f"benchmarks/*/{kind}/*.tsv" if kind == "figures" else "benchmarks/*/claims.tsv"):
             secs = _seconds(tsv)
             if secs is not None:
-                out.setdefault(f"*/{'figure' if kind == 'figures' else 'claims'}", []).append((0.0, secs))
+                work = _figure_inputs(results, tsv) if kind == "figures" else 0.0
+                out.setdefault(f"*/{'figure' if kind == 'figures' else 'claims'}", []).append((work, secs))
     return out
 
 
 START_UP_CAP_S = 5.0  # a job's fixed cost is its start-up: imports (torch, xarray, zarr) ~3-4 s, reads and writes
 
 
-def fit(points: list[tuple[float, float]], cap: float = START_UP_CAP_S) -> StageCost:
+def _figure_inputs(results: Path, tsv: Path) -> float:
+    """The number of stores a finished figure read (its provenance record's inputs; 0 when it cannot be read)."""
+    rel = tsv.relative_to(results / "benchmarks").with_suffix(".provenance.json")
+    try:
+        doc = safeio.read_json(results / rel)
+        return float(len(doc.get("inputs", {}))) if isinstance(doc, dict) else 0.0
+    except (OSError, ValueError, TypeError):
+        return 0.0
+
+
+START_UP_FLOOR_S = 1.0  # ... and at least this where work sets the rest: python, numpy and depthlab's config, ~1 s
+TORCH_START_UP_S = 2.5  # the floor of a stage that trains (it can use a GPU): `import torch` alone is ~2 s here
+
+
+def fit(points: list[tuple[float, float]], cap: float = START_UP_CAP_S, floor: float = START_UP_FLOOR_S) -> StageCost:
     """overhead + work / rate, fitted so that a stage's predicted total is unbiased.
 
     Runtimes span decades, so each job's squared error is divided by its *predicted* seconds (a quasi-Poisson fit,
@@ -126,7 +141,9 @@ def fit(points: list[tuple[float, float]], cap: float = START_UP_CAP_S) -> Stage
     The fixed term is at most ``cap``, a job's start-up (issue 55): a stage calibrated on jobs that are all large (the
     default's fractal nets, 2-7 minutes each) could otherwise put most of their time into the intercept, and charge a
     smoke-scale job of the same stage minutes it never takes.  Above the cap the rate is refitted with the fixed term
-    at the cap, again with the stage's measured total unbiased."""
+    at the cap, again with the stage's measured total unbiased.  Likewise a stage whose time grows with its work has a
+    fixed term of at least ``floor`` (the shipped fit of the Mori & Ueda rate search had 0 s, and planned a smoke-scale
+    search at a millisecond: it takes 5 s)."""
     import numpy as np
     from scipy.optimize import nnls
 
@@ -147,6 +164,8 @@ def fit(points: list[tuple[float, float]], cap: float = START_UP_CAP_S) -> Stage
             break
     if a > cap and w.sum() > 0 and s.sum() > cap * len(s):
         return StageCost(cap, float(w.sum() / (s.sum() - cap * len(s))), len(points), max_work=float(w.max()))
+    if a < floor and b > 0 and w.sum() > 0 and s.sum() > floor * len(s):  # an intercept of ~0 charged a small job nothing
+        return StageCost(floor, float(w.sum() / (s.sum() - floor * len(s))), len(points), max_work=float(w.max()))
     return StageCost(float(a), float(1 / b) if b > 0 else None, len(points), max_work=float(w.max()))
 
 
@@ -156,6 +175,17 @@ def default_output(results: list[str | Path], gpu: bool) -> Path:
     first = Path(results[0])
     folder = first if first.is_dir() else first.parent
     return folder / ("costs_gpu.json" if gpu else "costs.json")
+
+
+def _floor(key: str) -> float:
+    """The least fixed term of a stage's fit: a training stage (one that can use a GPU) imports torch."""
+    from .studies import get_study
+
+    study, _, stage = key.partition("/")
+    try:
+        return TORCH_START_UP_S if get_study(study).stage(stage).gpu else START_UP_FLOOR_S
+    except Exception:  # '*/figure', '*/claims', a study not installed here
+        return START_UP_FLOOR_S
 
 
 def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[str, Any]:
@@ -171,9 +201,12 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
             data.setdefault(k, []).extend(v)
     if not data:
         raise SystemExit(f"no measured jobs under {', '.join(map(str, results))} (benchmarks/**.tsv of a finished run)")
-    stages = {k: vars(fit(v)) for k, v in sorted(data.items())}
+    stages = {k: vars(fit(v, floor=_floor(k))) for k, v in sorted(data.items())}
     cuda = sorted(d for d in devices if d.startswith("cuda"))
+    from . import probe
+
     doc = {"measured_from": [str(r) for r in results], "code_version": prov.code_version(),
+           "probe_s": probe.of_runs(results),  # the speed probe those runs took at their start (depthlab.probe)
            "note": ("jobs of the GPU stages on " + ", ".join(cuda) + ", as many jobs at once as the run's cores, sharing "
                     "it; the other stages on that machine's CPU cores" if cuda else
                     "one CPU core per job (the default profile)") + "; seconds = overhead_s + work / rate",
@@ -228,6 +261,16 @@ def gpu_calibration(path: str | Path = COSTS_GPU) -> tuple[dict[str, StageCost],
     return load_costs(path), str(doc["device"]), str(doc.get("note", ""))
 
 
+def calibration_probe(path: str | Path = COSTS) -> float | None:
+    """The speed probe of the machine a calibration was measured on (``probe_s``; None when it has none)."""
+    try:
+        v = safeio.read_json(path).get("probe_s")
+        v = float(v) if v is not None else None
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return v if v is not None and math.isfinite(v) and v > 0 else None
+
+
 def load_costs(path: str | Path = COSTS) -> dict[str, StageCost]:
     try:
         doc = safeio.read_json(path)
@@ -244,6 +287,12 @@ def stage_cost(costs: dict[str, StageCost], key: str) -> StageCost:
         return costs[kind]
     overheads = sorted(c.overhead_s for c in costs.values())
     return StageCost(overheads[len(overheads) // 2] if overheads else 3.0, fallback_rate(costs), 0, False)
+
+
+def figure_work(study: Any, config: dict, figure: str) -> int:
+    """A figure job's work in the cost model: the stores it reads (a figure's time is its start-up, matplotlib and
+    seaborn, plus the reading and plotting of each input: 3.3 s + 0.2 s per store on the smoke run's 28 figures)."""
+    return len(study.figure_inputs(config, figure))
 
 
 def fallback_rate(costs: dict[str, StageCost]) -> float | None:
@@ -277,7 +326,9 @@ class Row:
 
 
 def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str | Path | None = None,
-         gpu_costs: dict[str, StageCost] | None = None) -> list[Row]:
+         gpu_costs: dict[str, StageCost] | None = None, speed: float = 1.0) -> list[Row]:
+    """Every study's stages: jobs, peak memory, CPU seconds (times ``speed``, this machine's probe over the
+    calibration's: depthlab.probe) and the GPU column."""
     from .config import device_of
     from .study import Ref
     from .studies import get_study
@@ -300,8 +351,9 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                 n = len(study.figures(config)) if st.kind == "figure" else 1
                 specs, there = [None] * n, [(root / name / "claims.md").exists()] * n if st.kind == "claims" else [
                     (root / name / "figures" / f"{f}.png").exists() for f in study.figures(config)]
-            works = [s.work() if s is not None else 0.0 for s in specs]
-            secs = [predict(cost, w, fallback) for w in works]
+            works = ([float(figure_work(study, config, f)) for f in study.figures(config)] if st.kind == "figure"
+                     else [s.work() if s is not None else 0.0 for s in specs])
+            secs = [speed * predict(cost, w, fallback) for w in works]
             modelled = not cost.calibrated or (cost.rate is None and any(w > 10 * cost.max_work for w in works))
             peak = max((sum(s.memory().values()) for s in specs if s is not None), default=0)
             row = Row(name, st.name, len(specs), sum(not t for t in there), peak, max(secs, default=0.0), sum(secs),
@@ -394,15 +446,16 @@ class Check:
         return 1 / factor <= self.ratio <= factor
 
 
-def check(results: str | Path, costs: dict[str, StageCost] | None = None) -> list[Check]:
-    """Per stage of a finished run: the cost model's predicted core-seconds for the jobs it ran against the seconds
-    its ``benchmarks/**.tsv`` measured (one core per job, so wall seconds are core-seconds)."""
+def check(results: str | Path, costs: dict[str, StageCost] | None = None, speed: float = 1.0) -> list[Check]:
+    """Per stage of a finished run: the cost model's predicted core-seconds for the jobs it ran (times ``speed``, the
+    run's probe over the calibration's) against the seconds its ``benchmarks/**.tsv`` measured (one core per job, so
+    wall seconds are core-seconds)."""
     costs = load_costs() if costs is None else costs
     fallback = fallback_rate(costs)
     out = []
     for key, pts in sorted(measurements(results).items()):
         c = stage_cost(costs, key)
-        out.append(Check(key, len(pts), sum(predict(c, w, fallback) for w, _ in pts), sum(s for _, s in pts)))
+        out.append(Check(key, len(pts), speed * sum(predict(c, w, fallback) for w, _ in pts), sum(s for _, s in pts)))
     if not out:
         raise SystemExit(f"no measured jobs under {results} (benchmarks/**.tsv of a finished run)")
     return out

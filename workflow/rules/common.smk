@@ -343,14 +343,16 @@ def _planned_seconds(job):
                     dlplan.stage_cost(costs, f"{study}/{st.name}"), spec.work(), dlplan.fallback_rate(costs)
                 )
     if rname in ("figure", "claims"):
-        st = get_study(wc["study"]).kind_stage(rname)
-        return dlplan.predict(dlplan.stage_cost(costs, f"{wc['study']}/{st.name}"), 0.0)
+        study = get_study(wc["study"])
+        st = study.kind_stage(rname)
+        work = dlplan.figure_work(study, config, wc["figure"]) if rname == "figure" else 0.0
+        return dlplan.predict(dlplan.stage_cost(costs, f"{wc['study']}/{st.name}"), work)
     return 0.0
 
 
-def planned_jobs(dag):
+def planned_jobs(dag, speed=1.0):
     """Every job this run will execute: Snakemake's job id -> (its output below the results folder, planned seconds, its
-    rule: the stage whose measured-to-planned ratio corrects it in the ETA)."""
+    rule: the stage whose measured-to-planned ratio corrects it in the ETA); ``speed`` scales the seconds (the probe)."""
     out = {}
     for job in dag.needrun_jobs():
         name = os.path.relpath(str(job.output[0]), R) if job.output else job.rule.name
@@ -358,7 +360,7 @@ def planned_jobs(dag):
             secs = _planned_seconds(job)
         except Exception:  # a job the cost model does not know: no share of the ETA
             secs = 0.0
-        out[dag.jobid(job)] = (name.removesuffix(".zarr"), secs, job.rule.name)
+        out[dag.jobid(job)] = (name.removesuffix(".zarr"), speed * secs, job.rule.name)
     return out
 
 

@@ -1,0 +1,103 @@
+"""A speed probe (issue 55): the same small workload on any machine, so that a cost model fitted on one machine (or on
+one day of a shared machine) can be scaled to another.
+
+Two runs of the same jobs with the same bits measured 1.29-2.06x apart per stage on the machines here: the machine's
+speed moved, not the work.  :func:`measure` times a fixed workload of a few hundredths of a second on one BLAS thread (as every job
+of the default profile runs), a few times, and reports the median.
+
+- ``depthlab plan --calibrate`` records the probe of the calibration runs (each run writes its own at its start, in
+  ``<results>/logs/probe.json``) in the calibration file as ``probe_s``;
+- ``depthlab plan CONFIG`` measures the probe here and scales every planned second by ``probe here / probe_s``;
+- ``depthlab plan --check RESULTS`` scales by the probe that run recorded and prints the ratio beside the stages';
+- every run's terminal scales its plan (the first ETA) by the probe taken at its start.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from pathlib import Path
+
+FILE = Path("logs") / "probe.json"  # below a results folder
+
+
+def measure(repeats: int = 5) -> float:
+    """Median seconds of the fixed workload over ``repeats`` runs (after one warm-up), on one BLAS thread.
+
+    numpy only, so that Snakemake's own process can take it at the start of a run without importing torch (2 s and
+    some 300 MB): a depth-3, width-100 ReLU MLP on a batch of 100, forward, backward and an SGD step, 240 times (about 0.07 s here), the
+    small matrix products and the per-call overhead that small training steps are made of."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((100, 16)), rng.standard_normal((100, 1))
+    w0 = [rng.standard_normal((16, 100)) * 0.25, rng.standard_normal((100, 100)) * 0.1, rng.standard_normal((100, 1)) * 0.1]
+
+    def work():
+        w = [m.copy() for m in w0]
+        for _ in range(240):
+            h1 = np.maximum(x @ w[0], 0.0)
+            h2 = np.maximum(h1 @ w[1], 0.0)
+            g = 2.0 * (h2 @ w[2] - y) / len(x)
+            g2 = (g @ w[2].T) * (h2 > 0)
+            g1 = (g2 @ w[1].T) * (h1 > 0)
+            w[2] -= 1e-3 * (h2.T @ g)
+            w[1] -= 1e-3 * (h1.T @ g2)
+            w[0] -= 1e-3 * (x.T @ g1)
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        work()
+        times = []
+        for _ in range(max(1, repeats)):
+            t = time.perf_counter()
+            work()
+            times.append(time.perf_counter() - t)
+    return float(statistics.median(times))
+
+
+def record(results: str | Path, seconds: float) -> None:
+    """Append this run's probe to ``<results>/logs/probe.json`` (a list, newest last)."""
+    path = Path(results) / FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    runs = recorded(results)
+    runs.append({"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "probe_s": seconds})
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(runs[-100:], indent=1) + "\n")
+    tmp.replace(path)
+
+
+def recorded(results: str | Path) -> list[dict]:
+    """The probes a results folder's runs recorded (checked: untrusted input; a damaged file gives none)."""
+    from . import safeio
+
+    try:
+        doc = safeio.read_json(Path(results) / FILE)
+    except (OSError, ValueError):
+        return []
+    if not isinstance(doc, list):
+        return []
+    out = []
+    for r in doc:
+        try:
+            s = float(r["probe_s"])
+        except (TypeError, KeyError, ValueError):
+            continue
+        if math.isfinite(s) and 0 < s < 3600:
+            out.append({"time": str(r.get("time", "")), "probe_s": s})
+    return out
+
+
+def of_runs(results: list[str | Path]) -> float | None:
+    """The median probe the runs in ``results`` recorded (None when none did)."""
+    vals = [r["probe_s"] for res in results if Path(res).is_dir() for r in recorded(res)]
+    return float(statistics.median(vals)) if vals else None
+
+
+def ratio(here: float | None, calibration: float | None) -> float:
+    """How much slower this machine is than the calibration's (1 when either probe is unknown)."""
+    if not here or not calibration or not (math.isfinite(here) and math.isfinite(calibration)):
+        return 1.0
+    return here / calibration
