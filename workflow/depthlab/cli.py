@@ -330,6 +330,21 @@ def diff_runs(args: argparse.Namespace) -> None:
         raise SystemExit(1)
 
 
+def fork_runs(args: argparse.Namespace) -> None:
+    """depthlab fork BASE NEW (depthlab.fork)."""
+    from . import fork
+
+    try:
+        done = fork.fork(args.base, args.new)
+    except fork.ForkError as e:
+        print(f"depthlab fork: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(done.summary())
+    if Path(args.new).is_file():
+        print(f"next: make run CONFIG={args.new}   (a dry run first: make run CONFIG={args.new} SMK_ARGS=--dry-run), then "
+              f"depthlab diff {args.base} {args.new}")
+
+
 def where(args: argparse.Namespace) -> None:
     print(_load_or_exit(args.config, memory=False)["results"])
 
@@ -484,6 +499,11 @@ def main(argv: list[str] | None = None) -> None:
     df.add_argument("--markdown", metavar="FILE", help="also write the comparison as markdown")
     df.add_argument("--fail-on-change", action="store_true", help="exit 1 when a verdict changed (for CI)")
     df.set_defaults(func=diff_runs)
+    fk = sub.add_parser("fork", help="start NEW's results folder from BASE's by hard links; a run of NEW then recomputes "
+                        "only the jobs whose spec or code differ (depthlab.fork)")
+    fk.add_argument("base", help="a finished run: its config file or its results folder")
+    fk.add_argument("new", help="the new config file (its `results:` folder must be new or empty)")
+    fk.set_defaults(func=fork_runs)
     ls_ = sub.add_parser("ls", help="per study and stage: jobs, their coordinates, size on disk; whether each figure is up to date")
     ls_.add_argument("results", nargs="?", help="a results folder (default: the --config's)")
     ls_.add_argument("--config", default="config/config.yaml", help="the config whose results folder to list (default: config/config.yaml)")

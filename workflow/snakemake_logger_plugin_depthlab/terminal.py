@@ -87,7 +87,7 @@ class Plan:
     """The jobs of one run: Snakemake's job id -> (a short name, planned seconds[, its stage]), and what they took.
 
     The ETA (issue 55): each stage corrects its own plan online.  Its ratio of measured to planned seconds over its
-    finished jobs, shrunk towards the pooled ratio of every stage by ``PRIOR_JOBS`` pseudo-jobs, scales the planned
+    finished jobs, shrunk towards the pooled ratio (the median of the stages' ratios) by ``PRIOR_JOBS`` pseudo-jobs, scales the planned
     seconds of its jobs still to run (a job the cost model does not know, planned 0 s, counts its stage's mean
     measured time); a stage with nothing finished yet takes the pooled ratio.  A running job counts what is left of
     its estimate.  The core-seconds left are divided by the run's measured concurrency (job-seconds per wall second,
@@ -148,7 +148,10 @@ class Plan:
             else:
                 acc[2] += secs
                 acc[3] += 1
-        pooled = m_all / p_all if p_all > 0 else 1.0
+        # the pooled ratio: the median of the stages' own ratios, so that one stage planned far off (the fractal nets
+        # planned at their whole budget) does not rescale every stage that has not started
+        own = sorted(acc[0] / acc[1] for acc in per.values() if acc[1] > 0)
+        pooled = (own[len(own) // 2] if len(own) % 2 else 0.5 * (own[len(own) // 2 - 1] + own[len(own) // 2])) if own else 1.0
         mean_planned: dict[str, list[float]] = {}
         for jid in self.jobs:
             acc = mean_planned.setdefault(self.stage_of(jid), [0.0, 0.0])
