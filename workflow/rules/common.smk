@@ -352,7 +352,7 @@ def _planned_seconds(job):
 
 def planned_jobs(dag, speed=1.0):
     """Every job this run will execute: Snakemake's job id -> (its output below the results folder, planned seconds, its
-    rule: the stage whose measured-to-planned ratio corrects it in the ETA); ``speed`` scales the seconds (the probe)."""
+    rule: the stage whose measured-to-planned ratio corrects it in the ETA), seconds times ``speed`` (the probe)."""
     out = {}
     for job in dag.needrun_jobs():
         name = os.path.relpath(str(job.output[0]), R) if job.output else job.rule.name
