@@ -31,6 +31,12 @@ def test_bench_quick_runs_and_writes_json(tmp_path, root):
         assert min(row["batched_model_epochs_per_s"], row["plain_model_epochs_per_s"], row["torch_func_model_epochs_per_s"]) > 0
     assert {r["optimizer"] for r in data["trainer"]} == {"sgd", "adam"}
     assert "vs torch.func" in p.stdout and "goal <= 1.3" in p.stdout and "threads: torch 1" in p.stdout
+    # the compiled step beside the eager one (issue 55): both timed, the warm-up apart; or eager kept, with the reason
+    for row in data["compiled"]:
+        assert row["eager_ms_per_step"] > 0
+        assert row["error"] or (row["compiled_ms_per_step"] > 0 and row["compile_warmup_s"] > 0
+                                and row["compiled_runs_bit_identical"] is True), row
+    assert "torch.compile (inductor) against eager; threads: torch 1" in p.stdout
 
 
 def test_bench_workflow_parses_its_arguments(root):

@@ -51,6 +51,12 @@ def test_smoke_figure_runs_through_slurm(cluster, tmp_path):
     cfg_path = tmp_path / "smoke.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg))
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("DEPTHLAB_TEST_HOLD", None)
+    # issue 56 item 19: every job of the cluster run waits after each checkpoint it writes until the test releases it
+    # (depthlab.checkpoint._test_hold), so the faults land on running, resumable jobs whatever the machine's speed
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    held_env = {**env, "DEPTHLAB_TEST_HOLD": str(hold)}
     cmd = [
         str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
         "--profile", str(ROOT / "workflow" / "profiles" / "slurm"),
@@ -157,7 +163,7 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     rng.shuffle(faults)
     print(f"SLURM chaos schedule (DEPTHLAB_CHAOS_SEED={seed}): {faults}, then kill -9 of the submit host's Snakemake")
     first_log, again_log = open(tmp_path / "first.log", "w"), open(tmp_path / "restart.log", "w")  # files: a full pipe blocks
-    p = subprocess.Popen(slurm, env=env, stdout=first_log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    p = subprocess.Popen(slurm, env=held_env, stdout=first_log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     done, t0, hit, timed = [], time.time(), set(), None
 
     def say(what: str) -> None:
@@ -172,7 +178,7 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
             hit.add(job)
             cmd = {"scancel": ["scancel", job], "requeue": ["scontrol", "requeue", job],
                    "timelimit": ["scontrol", "update", f"jobid={job}", "TimeLimit=1"]}[fault]
-            time.sleep(rng.uniform(5, 15))  # into its training: a checkpoint exists
+            time.sleep(rng.uniform(5, 15))  # into its training: held at a checkpoint
             r = subprocess.run(cmd, capture_output=True, text=True)
             assert r.returncode == 0, (fault, r.stderr)
             done.append(fault)
@@ -185,7 +191,7 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     while p.poll() is None and _job_state(timed) not in ("TIMEOUT", ""):
         time.sleep(2)
     state = _job_state(timed)
-    assert state == "TIMEOUT", f"job {timed} ended {state or 'unseen'}, not at its time limit: make the nets train longer"
+    assert state == "TIMEOUT", f"job {timed} ended {state or 'unseen'}, not at its time limit (it was held: see its log)"
     say(f"job {timed} ended at its time limit (TIMEOUT)")
     while p.poll() is None and not any(s == "RUNNING" and int(j) > int(timed) for j, s, _ in _queue()):
         time.sleep(1)
@@ -193,6 +199,8 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     time.sleep(rng.uniform(20, 30))  # into the retry's training: the restart must wait for it and keep what it writes
     os.killpg(p.pid, signal.SIGKILL)  # the submit host dies; its SLURM jobs go on
     p.wait()
+    (hold / "release").touch()  # the held jobs train on; the restart holds nothing
+    say(f"released {len(list(hold.glob('held-*')))} hold(s)")
     left = [(j, s) for j, s, _ in _queue() if s in ("RUNNING", "PENDING")]
     say(f"kill -9 of Snakemake with {len(left)} job(s) still in SLURM: {left}")
     results, ref_results = work / "results" / "chaos", local / "results" / "chaos"
@@ -200,10 +208,10 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     marks = sorted({json.loads(m.read_text()).get("external_jobid") or "-" for m in (work / ".snakemake" / "incomplete").rglob("*")
                     if m.is_file()}) if (work / ".snakemake" / "incomplete").is_dir() else []
     say(f"SLURM jobs named by Snakemake's incomplete marks: {marks}")
-    unlock = subprocess.run([*slurm, "--unlock"], env=env, capture_output=True, text=True)
+    unlock = subprocess.run([*slurm, "--unlock"], env=held_env, capture_output=True, text=True)
     assert unlock.returncode == 0, unlock.stderr[-3000:]
     print("".join(f"    {line}\n" for line in (unlock.stdout + unlock.stderr).splitlines() if "depthlab:" in line), end="")
-    again = subprocess.Popen(slurm, env=env, stdout=again_log, stderr=subprocess.STDOUT, text=True)
+    again = subprocess.Popen(slurm, env=held_env, stdout=again_log, stderr=subprocess.STDOUT, text=True)
     seen: dict[str, set] = {}
     while again.poll() is None or any(s in ("RUNNING", "PENDING", "REQUEUED") for _, s, _ in _queue()):
         # every version of every store from the restart on, until the restart is done and SLURM's queue is empty

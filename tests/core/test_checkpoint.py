@@ -222,3 +222,29 @@ def test_clear_removes_exactly_the_names_a_checkpoint_writes(tmp_path):
     with pytest.raises(ValueError, match="checkpoint child"):
         ck.child("notes")
     assert ck.child("round4").child("grow1").path.name == "L1.zarr.ckpt.round4.grow1"
+
+
+def test_a_held_job_waits_after_its_checkpoint_until_released(tmp_path, monkeypatch):
+    """Issue 56 item 19: with $DEPTHLAB_TEST_HOLD, saving a checkpoint blocks until <folder>/release exists (the SLURM
+    chaos test's faults then land on running jobs whatever the machine's speed); unset, it never waits."""
+    import threading
+    import time
+
+    import torch
+
+    from depthlab.checkpoint import HOLD, FileCheckpoint
+
+    ck = FileCheckpoint(tmp_path / "s.zarr.ckpt", code="c")
+    monkeypatch.delenv(HOLD, raising=False)
+    ck.save("fp", {"w": torch.ones(2)})  # returns at once
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    monkeypatch.setenv(HOLD, str(hold))
+    t = threading.Thread(target=ck.save, args=("fp", {"w": torch.zeros(2)}))
+    t.start()
+    time.sleep(1.5)
+    assert t.is_alive() and list(hold.glob("held-*")), "the save did not hold"
+    assert torch.equal(ck.load("fp")["w"], torch.zeros(2))  # held after the checkpoint was written
+    (hold / "release").touch()
+    t.join(5)
+    assert not t.is_alive()

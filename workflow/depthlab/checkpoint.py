@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("depthlab")
 _FP = "fingerprint"
 _CODE = "code_fingerprint"
+HOLD = "DEPTHLAB_TEST_HOLD"  # tests only: a folder; a job waits after each checkpoint it writes until <folder>/release exists
 CHILD = r"round[0-9]+|final|grow[0-9]+|half[0-9]+"  # the children the trainers take (lrsearch rounds, the radial final run, grid growth, a halved rate)
 _MINE = re.compile(rf"(?:\.(?:{CHILD}))*(?:\.tmp-[0-9]+(?:-[A-Za-z0-9]+-[0-9a-f]+)?)?")  # what follows a checkpoint's name in the files it writes
 
@@ -35,6 +37,28 @@ def _as_bytes(text: str) -> "torch.Tensor":
     import torch
 
     return torch.frombuffer(bytearray(text.encode()), dtype=torch.uint8) if text else torch.zeros(0, dtype=torch.uint8)
+
+
+def _test_hold(path: Path) -> None:
+    """Fault injection that does not depend on the machine's speed (issue 56 item 19): with ``$DEPTHLAB_TEST_HOLD`` set
+    to a folder, a job that has just written a checkpoint waits until ``<folder>/release`` exists, so a test can cut
+    its time limit, cancel or requeue it while it is certainly running and resumable.  It leaves ``held-<pid>`` in the
+    folder while it waits.  Unset (every real run), nothing happens."""
+    folder = os.environ.get(HOLD, "")
+    if not folder:
+        return
+    release = Path(folder) / "release"
+    if release.exists():
+        return
+    mark = Path(folder) / f"held-{os.getpid()}"
+    try:
+        mark.touch()
+    except OSError:
+        pass
+    log.info("held after writing %s until %s exists ($%s: a test's fault injection)", path, release, HOLD)
+    while not release.exists():
+        time.sleep(0.5)
+    log.info("released")
 
 
 class FileCheckpoint:
@@ -57,6 +81,7 @@ class FileCheckpoint:
         tmp = own(self.path)
         torch.save({**tensors, _FP: _as_bytes(fingerprint), _CODE: _as_bytes(self.code)}, tmp)
         os.replace(tmp, self.path)  # atomic: a kill mid-write leaves the previous checkpoint intact
+        _test_hold(self.path)
 
     def load(self, fingerprint: str) -> dict[str, "torch.Tensor"] | None:
         if not self.path.exists():

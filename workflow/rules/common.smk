@@ -28,11 +28,13 @@ os.environ.update(
     DEPTHLAB_DEVICE=config["device"], DEPTHLAB_DEVICE_BY_STUDY=dlc.canonical_json(config["device_by_study"])
 )
 os.environ.setdefault("DEPTHLAB_STUDY_PATH", "")
+os.environ.setdefault("DEPTHLAB_TEST_HOLD", "")  # tests only (depthlab.checkpoint): a job waits after a checkpoint
 
 
 envvars:
     "DEPTHLAB_DEVICE",
     "DEPTHLAB_DEVICE_BY_STUDY",
+    "DEPTHLAB_TEST_HOLD",
     "DEPTHLAB_STUDY_PATH",
 
 
