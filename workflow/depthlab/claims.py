@@ -62,6 +62,7 @@ class Verdict:
     threshold: float | None = None  # what it is compared with
     z: float | None = None  # (effect - threshold) / stderr, signed towards "holds"
     applicable: bool = True  # False: the claim has no content at this config (``reason`` says why, and how to make it apply)
+    substituted: str = ""  # nets it rests on trained at a rate other than the one chosen (a seed diverged): which, and why
 
     def __post_init__(self) -> None:
         if self.kind == "claim" and self.holds is None and not self.reason:

@@ -72,6 +72,12 @@ def test_the_row_prints_the_rate_trained_and_the_cv_rate_it_was_halved_from():
     # issue 53 item 7: the rows that did not print the rate (claim 4, its aside) say so too
     for claim in ("4", "4-aside"):
         assert "trained at a substituted rate: L=2 at 0.5 (its CV rate 1 halved 1x" in verdicts(t, claim)[0].evidence
+    # and every row of the target records it as a field of claims.json; a target without a halving records nothing
+    for claim in ("1", "4", "4-aside"):
+        row = verdicts(t, claim)[0].as_dict()
+        assert row["substituted"].startswith("L=2 at 0.5 (its CV rate 1 halved 1x"), row["substituted"]
+    t["lr"], t["cv_lr"], t["lr_halvings"] = 0.5, 0.5, 0
+    assert all(v.substituted == "" for v in verdicts(t, "1") + verdicts(t, "4"))
 
 
 def test_a_claim_resting_on_an_unconverged_net_or_a_flagged_rate_is_inconclusive_not_holds():

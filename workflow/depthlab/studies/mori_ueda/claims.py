@@ -129,6 +129,7 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
     tag = f"6 ({variant}) = " if variant else ""
     floor, floor_name = _chance(variant)
     for name, part in table.groupby("target", sort=True):
+        start = len(out)  # this target's rows: out[start:], flagged at the end of the loop body
         k = int(part.k.iloc[0])
         loc = part.locality.iloc[0]
         nn = _curve(part)
@@ -171,6 +172,7 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
                          gap, f"NTK/NN at the NN's best depth L={best}: {gap.text('.3f')} (need > {CLEARLY})"
                          + _substituted(part[part.depth == best]),
                          sound + ([f"nothing learned: NN and NTK both at {floor_name} at L={best}"] if both else [])))
+        _flag_substituted(out, start, part)
     ones = table[table.k == 1]
     if not ones.empty and set(ones.locality) == {"local", "global"}:
         loc_c = _curve(ones[ones.locality == "local"])
@@ -187,6 +189,16 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
 
 def _se0(e) -> float:
     return e.se if np.isfinite(e.se) else 0.0
+
+
+def _flag_substituted(out: list[Verdict], start: int, part: pd.DataFrame) -> None:
+    """Issue 53 item 7: every row from ``out[start:]`` (one target's rows) records, in its ``substituted`` field, the
+    depths whose nets trained at a rate other than their search's choice, because a seed diverged at the choice."""
+    from dataclasses import replace
+
+    sub = _substituted(part).removeprefix("; trained at a substituted rate: ")
+    if sub:
+        out[start:] = [replace(v, substituted=sub) for v in out[start:]]
 
 
 def _substituted(df: pd.DataFrame) -> str:
