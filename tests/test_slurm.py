@@ -51,12 +51,6 @@ def test_smoke_figure_runs_through_slurm(cluster, tmp_path):
     cfg_path = tmp_path / "smoke.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg))
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    env.pop("DEPTHLAB_TEST_HOLD", None)
-    # issue 56 item 19: every job of the cluster run waits after each checkpoint it writes until the test releases it
-    # (depthlab.checkpoint._test_hold), so the faults land on running, resumable jobs whatever the machine's speed
-    hold = tmp_path / "hold"
-    hold.mkdir()
-    held_env = {**env, "DEPTHLAB_TEST_HOLD": str(hold)}
     cmd = [
         str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
         "--profile", str(ROOT / "workflow" / "profiles" / "slurm"),
@@ -144,6 +138,12 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     local.mkdir()
     cfg_path = _chaos_config(tmp_path)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("DEPTHLAB_TEST_HOLD", None)
+    # issue 56 item 19: every job of the cluster run waits after each checkpoint it writes until the test releases it
+    # (depthlab.checkpoint._test_hold), so the faults land on running, resumable jobs whatever the machine's speed
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    held_env = {**env, "DEPTHLAB_TEST_HOLD": str(hold)}
     base = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--configfile", str(cfg_path)]
     t_ref = time.time()
     ref = subprocess.run([*base, "--directory", str(local), "--workflow-profile", str(ROOT / "workflow/profiles/default"),
