@@ -129,7 +129,7 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
     ``.snakemake``, and has none for NEW's paths: so the fork, not Snakemake, must decide what NEW may reuse.)"""
     from . import provenance as prov
     from . import safeio
-    from .results import ResultsError, _record
+    from .results import _record
     from .study import ClaimsJob, FigureJob, Ref
     from .studies import get_study
 
@@ -161,7 +161,7 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
                     continue
                 try:
                     rec = _record(src)
-                except (ResultsError, Exception):
+                except Exception:  # an unreadable record: left to NEW's run
                     out.skipped += 1
                     continue
                 if not _same(rec, study.spec(cfg, st.name, job), code):
