@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import statistics
 import sys
 import threading
 import time
@@ -87,8 +88,8 @@ class Plan:
     """The jobs of one run: Snakemake's job id -> (a short name, planned seconds[, its stage]), and what they took.
 
     The ETA (issue 55): each stage corrects its own plan online.  Its ratio of measured to planned seconds over its
-    finished jobs, shrunk towards the pooled ratio (the median of the stages' ratios) by ``PRIOR_JOBS`` pseudo-jobs, scales the planned
-    seconds of its jobs still to run (a job the cost model does not know, planned 0 s, counts its stage's mean
+    finished jobs, shrunk towards the pooled ratio (the median of the stages' ratios) by ``PRIOR_JOBS`` pseudo-jobs,
+    scales the planned seconds of its jobs still to run (a job the cost model does not know, planned 0 s, counts its stage's mean
     measured time); a stage with nothing finished yet takes the pooled ratio.  A running job counts what is left of
     its estimate.  The core-seconds left are divided by the run's measured concurrency (job-seconds per wall second,
     within 1 and ``cores``), so a cluster's queue and a DAG's narrow ends count as they happened.  Until
@@ -135,7 +136,6 @@ class Plan:
     # ---- the estimate ----
     def ratios(self) -> tuple[float, dict[str, float], dict[str, float]]:
         """(pooled ratio, {stage: ratio}, {stage: mean measured seconds of its unplanned jobs})."""
-        m_all = p_all = 0.0
         per: dict[str, list[float]] = {}  # stage -> [measured, planned, unplanned measured, unplanned count]
         for jid, secs in self.took.items():
             acc = per.setdefault(self.stage_of(jid), [0.0, 0.0, 0.0, 0.0])
@@ -143,15 +143,13 @@ class Plan:
             if p > 0:
                 acc[0] += secs
                 acc[1] += p
-                m_all += secs
-                p_all += p
             else:
                 acc[2] += secs
                 acc[3] += 1
         # the pooled ratio: the median of the stages' own ratios, so that one stage planned far off (the fractal nets
         # planned at their whole budget) does not rescale every stage that has not started
         own = sorted(acc[0] / acc[1] for acc in per.values() if acc[1] > 0)
-        pooled = (own[len(own) // 2] if len(own) % 2 else 0.5 * (own[len(own) // 2 - 1] + own[len(own) // 2])) if own else 1.0
+        pooled = statistics.median(own) if own else 1.0
         mean_planned: dict[str, list[float]] = {}
         for jid in self.jobs:
             acc = mean_planned.setdefault(self.stage_of(jid), [0.0, 0.0])
