@@ -343,11 +343,11 @@ def test_calibrate_never_writes_into_the_package_by_default(tmp_path, monkeypatc
 
 
 def test_the_speed_probe_is_repeatable_and_recorded_and_scales_the_plan(tmp_path):
-    """The probe: a fixed workload whose median over repeats is stable here (two measurements within 1.5x of each
-    other), recorded per run in <results>/logs/probe.json (a damaged file reads as none), and the plan's CPU seconds
-    scale by this machine's probe over the calibration's."""
-    a, b = probe.measure(), probe.measure()
-    assert 0 < a < 5 and 1 / 1.5 < a / b < 1.5, (a, b)
+    """The probe: a fixed workload's fastest repeat, in seconds (its stability is a property of the machine, not
+    asserted here: speed is never a test's assertion), recorded per run in <results>/logs/probe.json (a damaged file
+    reads as none), and the plan's CPU seconds scale by this machine's probe over the calibration's."""
+    a, b = probe.measure(), probe.measure(repeats=1)
+    assert 0 < a < 5 and 0 < b < 5, (a, b)
     probe.record(tmp_path, a)
     probe.record(tmp_path, b)
     assert [r["probe_s"] for r in probe.recorded(tmp_path)] == [a, b]

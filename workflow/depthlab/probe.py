@@ -3,7 +3,8 @@ one day of a shared machine) can be scaled to another.
 
 Two runs of the same jobs with the same bits measured 1.29-2.06x apart per stage on the machines here: the machine's
 speed moved, not the work.  :func:`measure` times a fixed workload of a few hundredths of a second on one BLAS thread (as every job
-of the default profile runs), a few times, and reports the median.
+of the default profile runs), a few times, and reports the fastest: a repeat slowed by another process on the same
+core says nothing about the machine (the median of 5 moved by 1.6x beside the test suite's other worker).
 
 - ``depthlab plan --calibrate`` records the probe of the calibration runs (each run writes its own at its start, in
   ``<results>/logs/probe.json``) in the calibration file as ``probe_s``;
@@ -24,7 +25,7 @@ FILE = Path("logs") / "probe.json"  # below a results folder
 
 
 def measure(repeats: int = 5) -> float:
-    """Median seconds of the fixed workload over ``repeats`` runs (after one warm-up), on one BLAS thread.
+    """The fastest of ``repeats`` runs of the fixed workload (after one warm-up), in seconds, on one BLAS thread.
 
     numpy only, so that Snakemake's own process can take it at the start of a run without importing torch (2 s and
     some 300 MB): a depth-3, width-100 ReLU MLP on a batch of 100, forward, backward and an SGD step, 240 times (about 0.07 s here), the
@@ -55,7 +56,7 @@ def measure(repeats: int = 5) -> float:
             t = time.perf_counter()
             work()
             times.append(time.perf_counter() - t)
-    return float(statistics.median(times))
+    return float(min(times))
 
 
 def record(results: str | Path, seconds: float) -> None:
