@@ -204,14 +204,3 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
               "figures_taken": out.figures, "claims_taken": out.claims, "files_linked": out.linked}
     (new / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return out
-
-
-def base_of(results: str | Path) -> dict | None:
-    """The fork record of a results folder (None when it was not forked, or the record is unreadable)."""
-    from . import safeio
-
-    try:
-        doc = safeio.read_json(Path(results) / RECORD)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None

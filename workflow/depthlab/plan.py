@@ -149,9 +149,12 @@ def fit(points: list[tuple[float, float]], cap: float = START_UP_CAP_S, floor: f
 
     w = np.array([p[0] for p in points], float)
     s = np.maximum(np.array([p[1] for p in points], float), 1e-3)
+
+    def fixed_at(a0: float) -> StageCost:  # the fixed term set to a0, the rate that keeps the measured total
+        return StageCost(a0, float(w.sum() / (s.sum() - a0 * len(s))), len(points), max_work=float(w.max()))
     if np.ptp(w) <= 0 or len(points) < 3:  # work does not vary: its time is what was measured, rate unknown
         if s.mean() > cap and w.sum() > 0:
-            return StageCost(cap, float(w.sum() / (s.sum() - cap * len(s))), len(points), max_work=float(w.max()))
+            return fixed_at(cap)
         return StageCost(float(s.mean()), None, len(points), max_work=float(w.max()))
     mu = np.full_like(s, s.mean())
     for _ in range(100):
@@ -163,9 +166,9 @@ def fit(points: list[tuple[float, float]], cap: float = START_UP_CAP_S, floor: f
         if done:
             break
     if a > cap and w.sum() > 0 and s.sum() > cap * len(s):
-        return StageCost(cap, float(w.sum() / (s.sum() - cap * len(s))), len(points), max_work=float(w.max()))
+        return fixed_at(cap)
     if a < floor and b > 0 and w.sum() > 0 and s.sum() > floor * len(s):  # an intercept of ~0 charged a small job nothing
-        return StageCost(floor, float(w.sum() / (s.sum() - floor * len(s))), len(points), max_work=float(w.max()))
+        return fixed_at(floor)
     return StageCost(float(a), float(1 / b) if b > 0 else None, len(points), max_work=float(w.max()))
 
 
