@@ -21,7 +21,7 @@ SMK_ARGS ?=
 SLOW ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-slow test-chaos report bench plan clean help check-config
+.PHONY: setup run test test-slow test-chaos report bench plan paper-check clean help check-config
 
 help: setup
 	@echo "make run [CONFIG=config/smoke.yaml] [SMK_ARGS=\"<target> --dry-run\"] [VERBOSE=1]  build (default: config/config.yaml)"
@@ -69,6 +69,11 @@ report: setup check-config
 # What CONFIG costs before it runs: jobs, peak memory, core-hours per study and stage (depthlab plan).
 plan: setup
 	$(BIN)/depthlab plan $(CONFIG)
+
+# The largest job of every stage of config/paper.yaml, full shapes, budgets capped: no crash, memory within the plan
+# (depthlab paper-check; issue 56 item 0). Into results/paper-check/; its table in paper-check.md.
+paper-check: setup
+	$(BIN)/depthlab paper-check config/paper.yaml
 
 bench: setup
 	$(BIN)/python benchmarks/bench.py

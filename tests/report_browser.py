@@ -33,7 +33,9 @@ window.addEventListener("unhandledrejection", function (e) { window.__depthlab_e
 DRIVER = """<script>
 (async function () {
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-  const out = { front: "", categories: [], results: [], errors: window.__depthlab_errors };
+  const out = { front: "", categories: [], results: [], errors: window.__depthlab_errors, injected: 0 };
+  // elements that only markup smuggled in through a config value would make (tests/test_report_browser.py)
+  const injected = () => document.querySelectorAll("depthlabpwn, img[src='x']").length;
   try {
     for (let i = 0; i < 400 && (typeof app === "undefined" || !app); i++) await sleep(50);
     await sleep(300);
@@ -51,6 +53,7 @@ DRIVER = """<script>
           app.setView({ navbarMode: "resultinfo", resultPath: path });
           await sleep(150);
           seen.caption = nav();
+          out.injected += injected();
           if (String(r.mime_type).startsWith("image/")) {
             app.setView({ content: "img", contentPath: r.data_uri });
             let img = null;
@@ -60,6 +63,7 @@ DRIVER = """<script>
               if (img && img.complete) break;
             }
             seen.image = img ? { complete: img.complete, width: img.naturalWidth, height: img.naturalHeight } : null;
+            out.injected += injected();
           }
           out.results.push(seen);
         }
@@ -111,6 +115,8 @@ def problems(seen: dict, log: str, categories: dict) -> list[str]:
     import html as _html
 
     out = [f"page error: {e}" for e in seen["errors"]]
+    if seen.get("injected"):
+        out.append(f"{seen['injected']} element(s) made from markup in a config value (a <depthlabpwn> or <img src=x>)")
     out += [f"console: {line.strip()[:300]}" for line in log.splitlines()
             if (":ERROR:CONSOLE" in line or "Uncaught" in line)]
     walked = {(c["category"], c["subcategory"]) for c in seen["categories"]}

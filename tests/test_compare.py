@@ -46,6 +46,10 @@ def test_diff_names_the_changed_config_key_the_missing_store_and_the_moved_rows(
     p = subprocess.run([*base, "--markdown", str(md), "--fail-on-change"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 1 and "1 verdict(s) changed, 1 effect(s) moved" in p.stdout, p.stdout + p.stderr
     assert "| seed | 0 | 7 |" in md.read_text() and flipped["subject"] in md.read_text()
+    png = tmp_path / "diff.png"  # both runs on one forest plot: the flipped and the moved row
+    p = subprocess.run([*base, "--plot", str(png)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "wrote" in p.stderr and "(2 claim rows, both runs)" in p.stderr, p.stderr
+    assert png.read_bytes().startswith(b"\x89PNG")
     p = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and json.loads(p.stdout)["rows_unchanged"] == d.same
     p = subprocess.run([sys.executable, "-m", "depthlab", "diff", str(a), str(tmp_path / "nowhere")], capture_output=True,

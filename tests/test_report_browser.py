@@ -42,7 +42,10 @@ def test_the_smoke_report_reads_in_headless_chromium(smoke_run, tmp_path, browse
     bad = rb.problems(seen, log, cats)
     assert not bad, "\n".join(bad[:30])
     shown = [r for r in seen["results"] if r["mime"].startswith("image/")]
-    assert len(shown) == sum(len(p) for subs in cats.values() for s, p in subs.items() if s == "Figures")
+    figures = sum(len(p) for subs in cats.values() for s, p in subs.items() if s == "Figures")
+    assert len(shown) == figures + len(run.config["studies"])  # every figure and every study's forest plot
+    forests = [r for r in shown if r["path"].endswith("/claims.forest.png")]  # issue 54 item 4: one per study, drawn
+    assert len(forests) == len(run.config["studies"]) and all(r["image"]["width"] > 0 for r in forests), forests
     # the same walk on a report whose first figure's bytes are broken fails, naming it
     text = report.read_text(encoding="utf-8")
     first = sorted(p for subs in cats.values() for s, ps in subs.items() if s == "Figures" for p in ps)[0]
@@ -53,3 +56,38 @@ def test_the_smoke_report_reads_in_headless_chromium(smoke_run, tmp_path, browse
     seen, log = rb.walk(broken, tmp_path / "b")
     bad = rb.problems(seen, log, cats)
     assert any(first in b and "did not load" in b for b in bad), bad
+
+
+# entity-encoded markup (a page that decoded entities before inserting text would make these elements), a javascript:
+# address and template braces: what a `results:` path may still hold ('<', '>', quotes and '$' are refused earlier)
+HOSTILE = "r &lt;depthlabpwn&gt;x &#60;img src=x onerror=console.error(1)&#62; javascript:console.error(2) [[7*7]]"  # one folder
+
+
+def test_a_report_of_a_folder_with_markup_in_its_name_runs_no_script(smoke_run, tmp_path, browser):
+    """Issue 56 item 18: the report built from a config whose `results:` path holds hostile text shows it as text."""
+    import yaml
+
+    run = smoke_run.copy(tmp_path / "run")
+    hostile = run.work / "results" / HOSTILE
+    run.results.rename(hostile)
+    cfg = dict(yaml.safe_load(run.config_path.read_text()), results=str(hostile))  # the config the run was built from
+    cfg_path = tmp_path / "hostile.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    report = tmp_path / "report.html"
+    smk(run.work, "--configfile", str(cfg_path), "--report", str(report), env={"DEPTHLAB_CONTINUE": "1"})
+    assert "depthlabpwn" in report.read_text(encoding="utf-8")  # the name is in the page
+    cats = rb.categories_of(report)
+    seen, log = rb.walk(report, tmp_path)
+    bad = rb.problems(seen, log, cats)
+    assert not bad, "\n".join(bad[:30])
+    assert any("depthlabpwn" in r["path"] for r in seen["results"])  # shown, as text
+    # the check can fail: the same page with the markup decoded into the body names both elements and the error
+    text = report.read_text(encoding="utf-8")
+    body = text.index("<body>") + len("<body>")
+    planted = tmp_path / "planted.html"
+    planted.write_text(text[:body] + "<depthlabpwn>x</depthlabpwn><img src=x onerror=console.error(1)>" + text[body:],
+                       encoding="utf-8")
+    (tmp_path / "p").mkdir()
+    seen, log = rb.walk(planted, tmp_path / "p")
+    bad = rb.problems(seen, log, cats)
+    assert any("made from markup in a config value" in b for b in bad) and any("console" in b for b in bad), bad

@@ -121,8 +121,8 @@ def test_changing_one_depth_reruns_only_that_depth_and_the_figure(smoke_run, tmp
     targets = sorted(fig2["targets"])
     expected = {f"mori_ueda/fig2/{kind}/{t}/L3.zarr" for t in targets for kind in ("lrsearch", "train", "ntk")}
     expected |= {f"mori_ueda/figures/fig2.{ext}" for ext in ("png", "pdf", "csv", "provenance.json")}
-    expected |= {"mori_ueda/claims.md", "mori_ueda/claims.json", "mori_ueda/claims.provenance.json",
-                 "claims.md", "claims.provenance.json"}
+    expected |= {"mori_ueda/claims.md", "mori_ueda/claims.json", "mori_ueda/claims.forest.png",
+                 "mori_ueda/claims.provenance.json", "claims.md", "claims.provenance.json"}
     assert rerun == expected
     for t in targets:  # the first depth's stores are the very ones from before
         assert after[f"mori_ueda/fig2/train/{t}/L{old[0]}.zarr"] == before[f"mori_ueda/fig2/train/{t}/L{old[0]}.zarr"]
@@ -507,9 +507,11 @@ def test_the_report_has_a_caption_and_labels_for_every_item(smoke_run, tmp_path)
     assert "ERROR/" not in p.stdout + p.stderr and "WARNING/" not in p.stdout + p.stderr, p.stderr[-3000:]
     text = html.read_text()
     items = json.loads(re.search(r"var results = (\{.*?\});\n", text, re.S).group(1))
-    figures = {k: v for k, v in items.items() if k.endswith(".png")}
+    figures = {k: v for k, v in items.items() if k.endswith(".png") and "/figures/" in k}
+    forests = [k for k in items if k.endswith("/claims.forest.png")]  # issue 54: a forest plot of each study's verdicts
     expected = sum(len(get_study(s).figures(run.config)) for s in run.config["studies"])
-    assert len(figures) == expected and len(items) == expected + len(run.config["studies"]) + 2, sorted(items)
+    assert len(figures) == expected and len(forests) == len(run.config["studies"]), sorted(items)
+    assert len(items) == expected + 2 * len(run.config["studies"]) + 2, sorted(items)
     for path, item in items.items():
         assert set(item["labels"]) == {"study", "figure", "stage"} and all(item["labels"].values()), (path, item["labels"])
         assert len(re.sub("<[^>]+>", "", item["caption"]).strip()) > 40, (path, item["caption"])

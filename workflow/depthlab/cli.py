@@ -149,8 +149,12 @@ def run_claims(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
     record["json_sha256"] = storage.write_text(render.verdicts_json(verdicts), out.with_suffix(".json"))
     storage.failpoint("claims")
     record["md_sha256"] = storage.write_text(render.claims_markdown(study.title, verdicts, notes), out)
+    from . import forest
+
+    record["forest_sha256"] = storage.write_bytes(forest.png(forest.run_figure(study.title, [v.as_dict() for v in verdicts])),
+                                                  out.with_suffix(".forest.png"))
     storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
-    log.info("wrote %s (%d verdicts)", out, len(verdicts))
+    log.info("wrote %s and its forest plot (%d verdicts)", out, len(verdicts))
 
 
 def start_gc() -> None:
@@ -325,6 +329,9 @@ def diff_runs(args: argparse.Namespace) -> None:
         raise SystemExit(2) from None
     if args.markdown:
         storage.write_text(compare.markdown(d), args.markdown)
+    if args.plot:
+        n = compare.plot(d, args.plot, every_row=args.plot_every_row)
+        print(f"wrote {args.plot} ({n} claim rows, both runs)", file=sys.stderr)
     print(json.dumps(d.as_dict(), indent=1, sort_keys=True) if args.json else compare.terminal(d), end="")
     if args.fail_on_change and d.any_change:
         raise SystemExit(1)
@@ -343,6 +350,47 @@ def fork_runs(args: argparse.Namespace) -> None:
     if Path(args.new).is_file():
         print(f"next: make run CONFIG={args.new}   (a dry run first: make run CONFIG={args.new} SMK_ARGS=--dry-run), then "
               f"depthlab diff {args.base} {args.new}")
+
+
+def sweep_runs(args: argparse.Namespace) -> None:
+    """depthlab sweep CONFIG --set KEY=V1,V2,... (depthlab.sweep)."""
+    from . import sweep
+
+    try:
+        sw = sweep.prepare(args.config, args.set_arg, args.out)
+        print(f"depthlab sweep: {sw.key} over {len(sw.values)} values, in {sw.folder}"
+              + (f"; the first forks from {sw.base}" if sw.base else f" ({args.config} has not run: the first value runs whole)"))
+        if args.table_only:
+            for v in sw.values:
+                v.stores = len(sweep._store_inodes(v.results))
+        else:
+            sweep.run(sw, [] if args.cores is None else ["--cores", str(args.cores)], execute=not args.no_run)
+        if args.no_run:
+            for v in sw.values:
+                print(f"  make run CONFIG={v.config_path}")
+            return
+        paths = sweep.write_outputs(sw)
+    except sweep.SweepError as e:
+        print(f"depthlab sweep: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    for v in sw.values:
+        print(f"  {sw.key} = {v.written}: {v.stores} stores, {v.computed} computed, {v.shared} shared with the value before")
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+
+
+def paper_check(args: argparse.Namespace) -> None:
+    """depthlab paper-check [CONFIG] (depthlab.papercheck)."""
+    from . import config as dlc
+    from . import memory, papercheck
+
+    try:
+        checks = papercheck.run(args.config, args.out, cores=args.cores, max_minutes=args.max_minutes)
+    except dlc.ConfigError as e:
+        print(f"depthlab paper-check: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(papercheck.render(checks, args.config, memory.machine_bytes() / memory.GIB), end="")
+    if any(c.status in ("failed", "over plan") for c in checks):
+        raise SystemExit(1)
 
 
 def where(args: argparse.Namespace) -> None:
@@ -498,12 +546,32 @@ def main(argv: list[str] | None = None) -> None:
     df.add_argument("--json", action="store_true", help="print JSON instead of the table")
     df.add_argument("--markdown", metavar="FILE", help="also write the comparison as markdown")
     df.add_argument("--fail-on-change", action="store_true", help="exit 1 when a verdict changed (for CI)")
+    df.add_argument("--plot", metavar="PNG", help="also draw both runs' rows on one forest plot: the changed and moved "
+                    "rows (every row when none moved)")
+    df.add_argument("--plot-every-row", action="store_true", help="with --plot: draw every row, not only those that moved")
     df.set_defaults(func=diff_runs)
     fk = sub.add_parser("fork", help="start NEW's results folder from BASE's by hard links; a run of NEW then recomputes "
                         "only the jobs whose spec or code differ (depthlab.fork)")
     fk.add_argument("base", help="a finished run: its config file or its results folder")
     fk.add_argument("new", help="the new config file (its `results:` folder must be new or empty)")
     fk.set_defaults(func=fork_runs)
+    sw = sub.add_parser("sweep", help="one knob over several values: a fork and a run per value, sharing every store "
+                        "the knob does not touch, then a table of claim x value (depthlab.sweep)")
+    sw.add_argument("config", help="the config to vary (its finished run, if any, is the first fork's base)")
+    sw.add_argument("--set", dest="set_arg", required=True, metavar="KEY=V1,V2,...",
+                    help="a dotted config key and its values, as YAML: e.g. studies.mori_ueda.figures.fig2.depths=[1,2],[1,2,3]")
+    sw.add_argument("--out", help="the sweep's folder (default: results/<config's results name>-sweep-<key>)")
+    sw.add_argument("--cores", type=_count, help="cores for each run (default: the profile's, all)")
+    sw.add_argument("--no-run", action="store_true", help="write and fork every value's config, run nothing; print the commands")
+    sw.add_argument("--table-only", action="store_true", help="run nothing; rewrite the table from the values' folders")
+    sw.set_defaults(func=sweep_runs)
+    pc = sub.add_parser("paper-check", help="run the largest job of every stage of the paper config, full shapes, budgets "
+                        "capped: no crash, and peak memory within the plan (depthlab.papercheck)")
+    pc.add_argument("config", nargs="?", default="config/paper.yaml")
+    pc.add_argument("--out", default="results/paper-check", help="its own folder (default: results/paper-check)")
+    pc.add_argument("--cores", type=_count, default=1, help="jobs at once (default 1: the largest jobs need most of the memory)")
+    pc.add_argument("--max-minutes", type=float, default=20.0, help="skip a job planned longer than this on one core (default 20)")
+    pc.set_defaults(func=paper_check)
     ls_ = sub.add_parser("ls", help="per study and stage: jobs, their coordinates, size on disk; whether each figure is up to date")
     ls_.add_argument("results", nargs="?", help="a results folder (default: the --config's)")
     ls_.add_argument("--config", default="config/config.yaml", help="the config whose results folder to list (default: config/config.yaml)")

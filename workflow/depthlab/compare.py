@@ -200,6 +200,23 @@ def markdown(d: Diff) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot(d: Diff, path: str | Path, every_row: bool = False) -> int:
+    """Both runs on one forest plot (depthlab.forest), written as PNG to ``path``: the rows whose verdict changed, then
+    those whose effect moved beyond the combined SE; every row when there are none (or with ``every_row``).  Returns
+    the number of rows drawn."""
+    from . import forest
+
+    keys = [(r["study"], r["claim"], r["statement"], r["figure"], r["subject"]) for r in d.changed + d.moved]
+    what = "rows whose verdict changed or whose effect moved beyond the combined SE"
+    if every_row or not keys:
+        keys = sorted(set(d.a.rows) | set(d.b.rows))
+        what = "every row" + ("" if every_row else " (no verdict changed and no effect moved)")
+    pairs = [(k, d.a.rows.get(k), d.b.rows.get(k)) for k in keys]
+    fig = forest.diff_figure(f"depthlab diff: A = {d.a.root}, B = {d.b.root}; {what}", pairs)
+    storage.write_bytes(forest.png(fig), path)
+    return len(pairs)
+
+
 def terminal(d: Diff) -> str:
     out = [f"A: {d.a.root}", f"B: {d.b.root}", ""]
     out.append(f"config: {len(d.config)} key(s) differ" + (":" if d.config else ""))

@@ -195,8 +195,9 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
         except (OSError, ValueError):
             crec = None
         if figures_taken == len(study.figures(cfg)) and _same(crec, cspec, prov.code_fingerprint(cstage.fingerprint_modules)):
-            for f in ("claims.md", "claims.json", "claims.provenance.json"):
-                _link(base / name / f, new / name / f, out)
+            for f in ("claims.md", "claims.json", "claims.forest.png", "claims.provenance.json"):
+                if f != "claims.forest.png" or (base / name / f).is_file():  # a run older than the forest plots has none
+                    _link(base / name / f, new / name / f, out)
             _copy_beside(base, new, Path(name) / "claims", out)
             out.claims += 1
     record = {"base": str(rb), "base_argument": str(base_arg), "new_config": str(Path(new_arg).resolve()),

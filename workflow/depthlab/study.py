@@ -273,7 +273,8 @@ class Stage:
     @property
     def fingerprint_modules(self) -> list[str]:
         """The modules whose code (and what they import) decides this stage's output: a code fingerprint's roots."""
-        return [self.module] + (["depthlab.render"] if self.kind in ("figure", "claims") else [])
+        return [self.module] + (["depthlab.render"] if self.kind in ("figure", "claims") else []) + (
+            ["depthlab.forest"] if self.kind == "claims" else [])
 
     @property
     def job_type(self) -> type[Job]:

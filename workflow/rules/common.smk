@@ -390,6 +390,7 @@ def report_labels(stage):
         what = {
             "figure": wildcards.get("figure", ""),
             "claims": "verdicts",
+            "forest": "verdicts, forest plot",
             "index": "claims index",
             "config": "config",
         }

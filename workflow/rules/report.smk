@@ -52,6 +52,13 @@ rule claims:
             labels=report_labels("claims"),
         ),
         json=f"{R}/{{study}}/claims.json",
+        forest=report(
+            f"{R}/{{study}}/claims.forest.png",
+            caption="../report/forest.rst",
+            category="{study}",
+            subcategory="Claims",
+            labels=report_labels("forest"),
+        ),
         provenance=f"{R}/{{study}}/claims.provenance.json",
     log:
         f"{R}/logs/{{study}}/claims.log",

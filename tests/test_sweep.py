@@ -1,0 +1,81 @@
+"""depthlab sweep (issue 54 item 3): one knob over several values, a fork and a run per value sharing every store the
+knob does not touch, then one table of claim x value."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from helpers import ROOT, tool_env
+from depthlab import sweep
+
+
+def test_values_split_on_top_level_commas_only_and_parse_as_yaml():
+    assert sweep.split_values("0.1, [1, 2],{a: 1, b: 2}, 'x,y'") == ["0.1", "[1, 2]", "{a: 1, b: 2}", "'x,y'"]
+    key, values, written = sweep.parse_set("a.b=0,1.0e-3,[1,2],true")
+    assert key == "a.b" and values == [0, 0.001, [1, 2], True] and written == ["0", "1.0e-3", "[1,2]", "true"]
+    for bad, say in (("a.b=[1,2", "unclosed bracket"), ("a.b=1,,2", "empty value"), ("a.b", "KEY=V1,V2"),
+                     ("a.b=1,1", "given twice"), ("a.b=1]", "closing")):
+        with pytest.raises(sweep.SweepError, match=say):
+            sweep.parse_set(bad)
+    assert sweep.slug(0, "[1, 2]") == "v1-1_2" and sweep.slug(2, "../x") == "v3-x"
+
+
+def test_a_bad_key_or_value_is_refused_before_anything_is_written(tmp_path):
+    cfg = tmp_path / "smoke.yaml"
+    cfg.write_text((ROOT / "config" / "smoke.yaml").read_text())
+    out = tmp_path / "sw"
+    cases = (("studies.spectra.krr.treshold=0.5,0.6", "no key 'treshold'; its keys: d, fit_n_min"),
+             ("studies.nosuch.x=1,2", "has no key 'nosuch'"),
+             ("results=a,b", "the sweep's to choose"),
+             ("studies.spectra.krr.threshold=0.5,abc", "threshold=abc"),
+             ("studies.spectra.krr.n_test=10,-3", "n_test=-3"))
+    for arg, say in cases:
+        p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(cfg), "--set", arg, "--out", str(out)],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert p.returncode == 2 and say in p.stderr and "Traceback" not in p.stderr, (arg, p.stderr)
+    assert not out.exists()
+
+
+def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_tabulates_both(smoke_run, tmp_path):
+    cfg = copy.deepcopy(smoke_run.config)
+    cfg["results"] = str(smoke_run.results)  # the base: the finished smoke run (read only: the sweep forks from it)
+    base = tmp_path / "base.yaml"
+    base.write_text(yaml.safe_dump(cfg))
+    before = cfg["studies"]["spectra"]["krr"]["threshold"]
+    key = "studies.spectra.krr.threshold"
+    out = tmp_path / "sweep"
+    p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(base), "--set", f"{key}={before},0.5", "--out",
+                        str(out), "--cores", "2"], capture_output=True, text=True, timeout=1500, cwd=tmp_path,
+                       env=tool_env())
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-5000:]
+    rec = json.loads((out / "sweep.json").read_text())
+    stores = len(list(smoke_run.results.rglob("*.zarr")))
+    # what the bump threshold touches: the KRR data, its learning curves and their eigenlearning predictions
+    krr = sum(len(list((smoke_run.results / "spectra").glob(f"{stage}/**/*.zarr"))) for stage in ("krr", "theory"))
+    first, second = rec["values"]
+    assert krr > 0 and first["stores"] == second["stores"] == stores, rec
+    assert first["computed"] == 0 and first["shared_with_previous"] == stores, first  # the base's value: all linked
+    assert second["computed"] == krr and second["shared_with_previous"] == stores - krr, second  # only those
+    # a shared store is one inode in all three folders
+    some = next(p for p in sorted(smoke_run.results.rglob("*.zarr")) if "/spectra/" not in str(p)) / "zarr.json"
+    rel = some.relative_to(smoke_run.results)
+    assert {os.stat(f / rel).st_ino for f in (smoke_run.results, out / "v1-" f"{before}", out / "v2-0.5")} == {some.stat().st_ino}
+    md = (out / "sweep.md").read_text()
+    assert f"| study | claim | subject (figure) | {before} | 0.5 |" in md
+    rows = [ln for ln in (out / "sweep.csv").read_text().splitlines()[1:]]
+    claims = sum(len(json.loads((smoke_run.results / s / "claims.json").read_text())) for s in cfg["studies"])
+    assert len(rows) == 2 * claims  # every claim row of every study, at both values
+    assert (out / "sweep.png").read_bytes().startswith(b"\x89PNG")
+    assert "computed" in p.stdout and "wrote" in p.stdout
+    # run again: nothing to fork, nothing to compute (the runs go on from where they are: done)
+    p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(base), "--set", f"{key}={before},0.5", "--out",
+                        str(out), "--cores", "2"], capture_output=True, text=True, timeout=900, cwd=tmp_path, env=tool_env())
+    assert p.returncode == 0 and p.stdout.count("has begun") == 2, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "Nothing to be done" in p.stdout + p.stderr

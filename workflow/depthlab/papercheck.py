@@ -1,0 +1,200 @@
+"""``depthlab paper-check [CONFIG]`` (``make paper-check``): the largest job of every stage of the paper-scale config, at
+its full shapes with its steps capped, run for real (issue 56 item 0: the NTK crashed at N = 20 000, and nobody had run
+the paper profile, so nothing caught it).
+
+What it does:
+
+1. Reads CONFIG (default ``config/paper.yaml``) and caps its *budgets*, never its shapes: every key named in
+   :data:`CAPS`, wherever it sits in the config, is lowered to its cap (epochs, iterations, steps, search rounds,
+   test points, trials).  Data sizes, widths, depths, dimensions, batch sizes and folds stay as written.
+2. Per study and store stage, picks the job with the largest planned peak memory (``Spec.memory()``, what
+   ``depthlab plan`` reports; ties: the largest planned time).  A job planned above this machine's memory is listed as
+   *skipped* with what it needs.
+3. Runs those stores with Snakemake (their upstream chains with them, capped alike) into ``--out``
+   (default ``results/paper-check``), ``--keep-going``, so one crash does not hide another.
+4. Writes ``<out>/paper-check.md`` and ``.json`` and prints the table: stage, job, its shape (the config key that drives
+   its memory), seconds, peak memory (Snakemake's benchmark ``max_rss``) against the plan, and a status: *ok*,
+   *over plan* (peak above the plan's estimate plus :data:`BASELINE_GIB` for the interpreter and libraries, times
+   :data:`PLAN_SLACK`), *failed* (with the last lines of its log: a segmentation fault shows there), *skipped*.
+
+Exit status 1 when a job failed or went over plan.  Nothing here changes a result: the capped stores live in their own
+folder and are never the paper run's.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+CAPS: dict[str, Any] = {
+    "max_epochs": 1, "epochs": 2, "check_every": 1, "patience": 1, "onset_checks": 1,  # trainers (all studies, CNNs)
+    "rounds": 0, "grow_rounds": 0, "init_points": 2,  # rate searches: round 0 only
+    "max_iterations": 20, "min_iterations": 1,  # the acceleration study's full-batch runs
+    "steps": 20, "min_steps": 0,  # the RZG23 learner
+    "n_test": 512, "trials": 1,  # test points, KRR data sets
+}
+BASELINE_GIB = 0.75  # a job's interpreter, torch, numpy and scipy before any array (measured: 0.4-0.6 GiB)
+PLAN_SLACK = 1.25  # a peak this much above plan + baseline is "over plan"
+
+
+def cap(config: Any, caps: dict[str, Any] = CAPS, path: tuple = ()) -> list[tuple[str, Any, Any]]:
+    """Lower every capped key in place; returns (dotted key, value, capped value) of each change."""
+    changed = []
+    if isinstance(config, dict):
+        for k, v in config.items():
+            if k in caps and isinstance(v, (int, float)) and not isinstance(v, bool) and v > caps[k]:
+                config[k] = type(v)(caps[k])
+                changed.append((".".join(map(str, path + (k,))), v, config[k]))
+            else:
+                changed += cap(v, caps, path + (k,))
+    elif isinstance(config, list):
+        for i, v in enumerate(config):
+            changed += cap(v, caps, path + (i,))
+    return changed
+
+
+@dataclass
+class Check:
+    study: str
+    stage: str
+    job: str  # the store's path below the study
+    shape: str  # the config key driving its memory
+    plan_gib: float
+    seconds: float | None = None
+    peak_gib: float | None = None
+    status: str = "not run"
+    detail: str = ""
+
+
+def choose(config: dict, machine_gib: float, max_minutes: float) -> list[Check]:
+    """Per store stage, the job with the largest planned memory (then time) that fits this machine and
+    ``max_minutes`` of planned time on one core; when the stage's largest does not, the row says what it needs."""
+    from . import memory, plan
+    from .studies import get_study
+    from .study import Ref
+
+    costs = plan.load_costs()
+    out = []
+    for name in config["studies"]:
+        study = get_study(name)
+        for st in study.store_stages():
+            ranked = []
+            for job in st.spec.jobs(config):
+                spec = study.spec(config, st.name, job)
+                parts = spec.memory() or {}
+                ranked.append((sum(parts.values()) / memory.GIB, plan.job_seconds(spec, name, st.name, costs), job, parts))
+            if not ranked:
+                continue
+            ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
+            top = ranked[0]
+            fits = [r for r in ranked if r[0] <= machine_gib and r[1] <= 60 * max_minutes]
+            gib, secs, job, parts = fits[0] if fits else top
+            c = Check(name, st.name, study.path(Ref(st.name, job)), max(parts, key=parts.get) if parts else "-", gib)
+            if not fits:
+                c.status = "skipped"
+                c.detail = (f"every job plans more than {machine_gib:.1f} GiB (this machine) or {max_minutes:g} min; the "
+                            f"largest: {top[0]:.1f} GiB, {top[1] / 60:.0f} min")
+            elif top is not fits[0]:
+                c.detail = (f"the largest that fits; the stage's largest, {study.path(Ref(st.name, top[2]))}, plans "
+                            f"{top[0]:.1f} GiB and {top[1] / 60:.0f} min")
+            out.append(c)
+    return out
+
+
+def _tsv(path: Path) -> tuple[float | None, float | None]:
+    """(seconds, max_rss in GiB) from a Snakemake benchmark file."""
+    try:
+        head, row = path.read_text().splitlines()[:2]
+    except (OSError, ValueError):
+        return None, None
+    cols = dict(zip(head.split("\t"), row.split("\t")))
+
+    def num(k: str) -> float | None:
+        try:
+            return float(cols[k])
+        except (KeyError, ValueError):
+            return None
+
+    rss = num("max_rss")
+    return num("s"), None if rss is None else rss / 1024  # MB -> GiB (Snakemake's MB are MiB)
+
+
+def _log_tail(path: Path, n: int = 3) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    return " | ".join(lines[-n:])[:400]
+
+
+def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_minutes: float = 20.0,
+        say=print) -> list[Check]:
+    from . import config as dlc
+    from . import memory, storage
+    from . import provenance as prov
+
+    raw = dlc.read_yaml(config_path)
+    if not isinstance(raw, dict):
+        raise dlc.ConfigError(f"{config_path}: not a mapping")
+    capped = copy.deepcopy(raw)
+    changes = cap(capped)
+    out = Path(out)
+    capped["results"] = str(out / "results")
+    capped.pop("max_memory_gib", None)
+    full = dlc.validate(copy.deepcopy(capped), memory=False, source=config_path)
+    machine = memory.machine_bytes() / memory.GIB
+    checks = choose(full, machine * 0.9, max_minutes)
+    cfg_file = out / "paper-check.yaml"
+    storage.write_text(f"# {config_path} with its budgets capped by depthlab paper-check ({len(changes)} keys)\n"
+                       + json.dumps(capped, indent=1) + "\n", cfg_file)
+    say(f"paper-check: {config_path}, {len(changes)} budget keys capped (e.g. "
+        + ", ".join(f"{k}: {a} -> {b}" for k, a, b in changes[:4]) + f"); {len(checks)} stages, "
+        f"{sum(c.status == 'skipped' for c in checks)} skipped (memory or time); into {out}")
+    targets = [f"{full['results']}/{c.study}/{c.job}" for c in checks if c.status != "skipped"]
+    cmd = [str(Path(sys.executable).parent / "snakemake"), "-s", str(prov.REPO / "Snakefile"), "--directory", os.getcwd(),
+           "--workflow-profile", str(prov.REPO / "workflow" / "profiles" / "default"), "--keep-going",
+           *(["--cores", str(cores)] if cores else []), "--configfile", str(cfg_file), *targets]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd)
+    say(f"paper-check: Snakemake ended with {p.returncode} after {time.monotonic() - t0:.0f} s")
+    collect(checks, Path(full["results"]))
+    storage.write_text(render(checks, str(config_path), machine), out / "paper-check.md")
+    storage.write_text(json.dumps([asdict(c) for c in checks], indent=1) + "\n", out / "paper-check.json")
+    return checks
+
+
+def collect(checks: list[Check], root: Path) -> None:
+    """Each run check's seconds, peak memory and status from its benchmark file, store and log below ``root``."""
+    for c in checks:
+        if c.status == "skipped":
+            continue
+        stem = c.job.removesuffix(".zarr")
+        c.seconds, c.peak_gib = _tsv(root / "benchmarks" / c.study / f"{stem}.tsv")
+        if not (root / c.study / c.job).is_dir():
+            c.status, c.detail = "failed", _log_tail(root / "logs" / c.study / f"{stem}.log") + (
+                f"; {c.detail}" if c.detail else "")
+        elif c.peak_gib is not None and c.peak_gib > PLAN_SLACK * (c.plan_gib + BASELINE_GIB):
+            c.status = "over plan"
+        else:
+            c.status = "ok"
+
+
+def render(checks: list[Check], config: str, machine_gib: float) -> str:
+    def f(x: float | None, fmt: str) -> str:
+        return "-" if x is None else format(x, fmt)
+
+    lines = [f"# paper-check of {config}", "",
+             f"The largest job of each stage, full shapes, budgets capped (depthlab.papercheck.CAPS); this machine: "
+             f"{machine_gib:.1f} GiB. Over plan: a peak above {PLAN_SLACK} x (plan + {BASELINE_GIB} GiB).", "",
+             "| study | stage | job | shape (memory key) | seconds | peak GiB | plan GiB | status |", "|---|---|---|---|---|---|---|---|"]
+    for c in checks:
+        lines.append(f"| {c.study} | {c.stage} | {c.job} | {c.shape} | {f(c.seconds, '.1f')} | {f(c.peak_gib, '.2f')} | "
+                     f"{c.plan_gib:.2f} | {c.status}{': ' + c.detail.replace('|', '/') if c.detail else ''} |")
+    return "\n".join(lines) + "\n"

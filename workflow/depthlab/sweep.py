@@ -1,0 +1,401 @@
+"""``depthlab sweep CONFIG --set KEY=V1,V2,...``: one knob, several values, one table of what each claim says at each
+(issue 54 item 3).
+
+For each value the sweep writes a config (CONFIG with KEY set to it, and a results folder of its own), forks it from
+the run before it (:mod:`depthlab.fork`: the first value from CONFIG's own finished run, if there is one), and runs it
+with Snakemake.  So a store that does not depend on KEY is computed once and hard-linked into every value's folder;
+only what KEY touches is recomputed.  Then it reads every value's ``claims.json`` and writes, in the sweep folder:
+
+* ``sweep.md``: claim row x value, each cell the verdict and effect +- SE; rows whose verdict differs between values
+  first;
+* ``sweep.csv``: the same, one line per (row, value), with effect, SE, threshold and z;
+* ``sweep.png``: a heatmap of the verdicts (rows x values), each cell annotated with its effect;
+* ``sweep.json``: the key, the values, their configs and folders, and per value how many stores it computed and how
+  many it shares with the value before it (the same files, by inode).
+
+Everything is checked before any compute: KEY must be a key of the validated config (defaults filled in), and every
+value's config must validate.  The values are YAML (``0.1``, ``[1, 2, 3]``, ``true``); commas inside brackets or
+quotes do not split values.  An interrupted sweep resumes where it stopped: a value whose folder has begun is run
+again (Snakemake recomputes only what is missing), not forked again.  Nothing from a folder is executed or unpickled.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+RECORD = "sweep.json"
+
+
+class SweepError(ValueError):
+    """A bad key, value or folder: one line, raised before any compute."""
+
+
+def split_values(text: str) -> list[str]:
+    """``'0.1,[1, 2],"a,b"'`` -> ``['0.1', '[1, 2]', '"a,b"']``: commas split only outside brackets and quotes."""
+    out, depth, quote, cur = [], 0, "", ""
+    for ch in text:
+        if quote:
+            cur += ch
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth < 0:
+                raise SweepError(f"values {text!r}: a closing {ch!r} without its opening bracket")
+        elif ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    if quote or depth:
+        raise SweepError(f"values {text!r}: an unclosed {'quote' if quote else 'bracket'}")
+    out.append(cur.strip())
+    if any(v == "" for v in out):
+        raise SweepError(f"values {text!r}: an empty value (two commas, or one at an end)")
+    return out
+
+
+def parse_set(arg: str) -> tuple[str, list[Any], list[str]]:
+    """``KEY=V1,V2`` -> (KEY, parsed values, the values as written)."""
+    key, eq, rest = arg.partition("=")
+    key = key.strip()
+    if not eq or not key or not rest.strip():
+        raise SweepError(f"--set {arg!r}: write KEY=V1,V2,... (e.g. studies.mori_ueda.figures.fig2.seeds=[0],[0,1])")
+    written = split_values(rest)
+    values = []
+    for w in written:
+        try:
+            values.append(yaml.safe_load(w))
+        except yaml.YAMLError as e:
+            raise SweepError(f"--set {key}: the value {w!r} is not YAML ({getattr(e, 'problem', None) or e})") from None
+    seen: list[Any] = []
+    for v, w in zip(values, written):
+        if v in seen:
+            raise SweepError(f"--set {key}: the value {w!r} is given twice")
+        seen.append(v)
+    return key, values, written
+
+
+def _lookup(cfg: Any, parts: list[str]) -> tuple[bool, str]:
+    """Whether the dotted path exists in ``cfg``, and where it stops (the keys allowed there) when it does not."""
+    node = cfg
+    for i, part in enumerate(parts):
+        if not isinstance(node, dict) or part not in node:
+            here = ".".join(parts[:i]) or "(top level)"
+            keys = sorted(node) if isinstance(node, dict) else []
+            return False, f"{here} has no key {part!r}" + (f"; its keys: {', '.join(map(str, keys))}" if keys else
+                                                           f" ({here} is a value, not a mapping)")
+        node = node[part]
+    return True, ""
+
+
+def _set(cfg: dict, parts: list[str], value: Any) -> None:
+    node = cfg
+    for part in parts[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[parts[-1]] = value
+
+
+def slug(i: int, written: str) -> str:
+    """A value's folder name: its index and a file-name-safe form of the value as written (``v2-0.5``, ``v1-_1_2_``)."""
+    s = re.sub(r"[^A-Za-z0-9._+-]+", "_", written).strip("._") or "value"
+    return f"v{i + 1}-{s[:40]}"
+
+
+@dataclass
+class Value:
+    written: str
+    value: Any
+    config_path: Path
+    results: Path
+    config: dict  # the raw config written to config_path
+    shared: int = 0  # stores whose files are the previous value's (the same inode)
+    computed: int = 0  # stores made by this value's run (or taken from CONFIG's own run, for the first)
+    stores: int = 0
+    seconds: float | None = None  # the wall time of its run (None: not run by this call)
+
+
+@dataclass
+class Sweep:
+    config: Path
+    key: str
+    folder: Path
+    base: Path | None  # CONFIG's own results folder, when it holds a run
+    values: list[Value] = field(default_factory=list)
+
+
+def prepare(config: str | Path, set_arg: str, out: str | Path | None = None) -> Sweep:
+    """Every value's config, written and validated, before anything runs (raises :class:`SweepError`)."""
+    from . import config as dlc
+
+    config = Path(config)
+    try:
+        raw = dlc.read_yaml(config)
+        full = dlc.validate(copy.deepcopy(raw), memory=False, source=config)
+    except dlc.ConfigError as e:
+        raise SweepError(f"{config}: {e}") from None
+    if not isinstance(raw, dict):
+        raise SweepError(f"{config}: not a mapping of keys to values")
+    key, values, written = parse_set(set_arg)
+    parts = key.split(".")
+    if parts[0] == "results":
+        raise SweepError("--set results=...: the results folder is the sweep's to choose (one per value); sweep a knob")
+    ok, where = _lookup(full, parts)
+    if not ok:
+        raise SweepError(f"--set {key}: no such key in {config} (defaults filled in): {where}")
+    base_results = Path(full["results"])
+    folder = Path(out) if out else Path("results") / f"{Path(full['results']).name}-sweep-{re.sub(r'[^A-Za-z0-9]+', '-', parts[-1])}"
+    sw = Sweep(config, key, folder, base_results if (base_results / "config.used.yaml").is_file() else None)
+    for i, (v, w) in enumerate(zip(values, written)):
+        cfg = copy.deepcopy(raw)
+        _set(cfg, parts, copy.deepcopy(v))
+        name = slug(i, w)
+        cfg["results"] = str((folder / name).resolve()) if folder.is_absolute() else str(folder / name)
+        try:
+            dlc.validate(copy.deepcopy(cfg), memory=True, source=config)
+        except dlc.ConfigError as e:
+            raise SweepError(f"--set {key}={w}: {e}") from None
+        sw.values.append(Value(w, v, folder / "configs" / f"{name}.yaml", Path(cfg["results"]), cfg))
+    return sw
+
+
+def write_configs(sw: Sweep) -> None:
+    """Each value's config file; one already there must say the same (a resumed sweep), or the sweep stops."""
+    from . import storage
+
+    for v in sw.values:
+        text = (f"# depthlab sweep of {sw.config}: {sw.key} = {v.written}\n"
+                + yaml.safe_dump(v.config, sort_keys=False, default_flow_style=None))
+        if v.config_path.is_file() and v.config_path.read_text() != text:
+            raise SweepError(f"{v.config_path} exists and says something else: the folder {sw.folder} belongs to another "
+                             "sweep (give --out another folder, or remove it)")
+        if not v.config_path.is_file():
+            storage.write_text(text, v.config_path)
+
+
+def snakemake_command(config_path: Path, extra: list[str]) -> list[str]:
+    """The argument list (no shell) of one value's run: the checkout's Snakefile and workflow profile, the
+    current folder as Snakemake's working directory, as ``make run CONFIG=...`` does from the checkout."""
+    from . import provenance as prov
+
+    snakefile = prov.REPO / "Snakefile"
+    if not snakefile.is_file():
+        raise SweepError(f"no Snakefile at {snakefile}: depthlab sweep runs from a checkout of depthlab")
+    exe = Path(sys.executable).parent / "snakemake"
+    return [str(exe), "-s", str(snakefile), "--directory", os.getcwd(), "--workflow-profile",
+            str(prov.REPO / "workflow" / "profiles" / "default"), *extra, "--configfile", str(config_path)]
+
+
+def _store_inodes(root: Path) -> dict[str, int]:
+    """relative store path -> the inode of its zarr.json (hard-linked stores share it)."""
+    from . import storage
+    from .results import _stores
+
+    out = {}
+    if not root.is_dir():
+        return out
+    for p in _stores(root):
+        try:
+            out[storage.relpath(p, root)] = (p / "zarr.json").stat().st_ino
+        except OSError:
+            continue
+    return out
+
+
+def run(sw: Sweep, extra: list[str], say=print, execute: bool = True) -> None:
+    """Fork and run each value in turn (see the module docstring)."""
+    from . import fork
+
+    write_configs(sw)
+    previous: Path | None = sw.base
+    before: dict[str, int] = _store_inodes(sw.base) if sw.base else {}
+    for i, v in enumerate(sw.values):
+        head = f"[sweep {i + 1}/{len(sw.values)}] {sw.key} = {v.written}"
+        if v.results.is_dir() and any(v.results.iterdir()):
+            say(f"{head}: {v.results} has begun; its run goes on from there")
+        elif previous is not None:
+            try:
+                done = fork.fork(previous, v.config_path)
+            except fork.ForkError as e:
+                raise SweepError(f"{head}: {e}") from None
+            say(f"{head}: {done.summary()}")
+        else:
+            say(f"{head}: nothing to fork from ({sw.config} has not run): a run from scratch")
+        if execute:
+            cmd = snakemake_command(v.config_path, extra)
+            say(f"{head}: running {' '.join(cmd)}")
+            t0 = time.monotonic()
+            p = subprocess.run(cmd)
+            v.seconds = time.monotonic() - t0
+            if p.returncode != 0:
+                raise SweepError(f"{head}: the run failed (exit {p.returncode}); its log is in {v.results}/logs. Run the "
+                                 "same command again to go on from where it stopped")
+        now = _store_inodes(v.results)
+        v.stores = len(now)
+        v.shared = sum(1 for rel, ino in now.items() if before.get(rel) == ino)
+        v.computed = v.stores - v.shared
+        before, previous = now, v.results
+
+
+# ---- the table --------------------------------------------------------------------------------------------------
+
+def _rows(results: Path) -> dict[tuple, dict]:
+    from . import compare
+
+    if not results.is_dir():
+        return {}
+    return compare.load(str(results)).rows
+
+
+def _num(r: dict | None, k: str) -> float | None:
+    v = None if r is None else r.get(k)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _cell(r: dict | None) -> str:
+    from .forest import verdict
+
+    if r is None:
+        return "(absent)"
+    e, se = _num(r, "effect"), _num(r, "stderr")
+    return verdict(r) + (f" {e:.3g}" if e is not None else "") + (f" +- {se:.2g}" if se is not None and e is not None else "")
+
+
+def table(sw: Sweep) -> tuple[list[tuple], list[dict[tuple, dict]]]:
+    """The row keys (rows whose verdict differs between values first) and each value's rows by key."""
+    from .forest import verdict
+
+    per = [_rows(v.results) for v in sw.values]
+    keys = sorted(set().union(*per)) if per else []
+
+    def varies(k: tuple) -> bool:
+        return len({verdict(p[k]) if k in p else "(absent)" for p in per}) > 1
+
+    return sorted(keys, key=lambda k: (not varies(k), k)), per
+
+
+def markdown(sw: Sweep, keys: list[tuple], per: list[dict]) -> str:
+    from .forest import verdict
+
+    def esc(x: Any) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    varying = sum(1 for k in keys if len({verdict(p[k]) if k in p else "" for p in per}) > 1)
+    lines = [f"# depthlab sweep: {esc(sw.key)}", "", f"Config {esc(sw.config)}; {len(keys)} claim rows, {varying} of which "
+             "change verdict between values (listed first). Each cell: the verdict, then effect +- SE.", "",
+             "| value | results folder | stores | computed | shared with the value before | run (s) |", "|---|---|---|---|---|---|"]
+    for v in sw.values:
+        lines.append(f"| {esc(v.written)} | {esc(v.results)} | {v.stores} | {v.computed} | {v.shared} | "
+                     f"{'' if v.seconds is None else f'{v.seconds:.0f}'} |")
+    lines += ["", "| study | claim | subject (figure) | " + " | ".join(esc(v.written) for v in sw.values) + " |",
+              "|---|---|---|" + "---|" * len(sw.values)]
+    for k in keys:
+        study, claim, statement, fig, subject = k
+        lines.append(f"| {esc(study)} | {esc(claim)}: {esc(statement)} | {esc(subject)} ({esc(fig)}) | "
+                     + " | ".join(esc(_cell(p.get(k))) for p in per) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(sw: Sweep, keys: list[tuple], per: list[dict]) -> str:
+    from .forest import verdict
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["key", "value", "study", "claim", "statement", "figure", "subject", "verdict", "effect", "stderr",
+                "threshold", "z", "reason"])
+    for k in keys:
+        for v, p in zip(sw.values, per):
+            r = p.get(k)
+            w.writerow([sw.key, v.written, *k, verdict(r) if r else "(absent)",
+                        *("" if _num(r, f) is None else f"{_num(r, f):.6g}" for f in ("effect", "stderr", "threshold", "z")),
+                        "" if r is None else str(r.get("reason") or "")])
+    return buf.getvalue()
+
+
+MAX_HEATMAP_ROWS = 120
+
+
+def heatmap(sw: Sweep, keys: list[tuple], per: list[dict]) -> Any:
+    """Rows x values, each cell coloured by its verdict and annotated with its effect; the rows whose verdict varies
+    first, at most MAX_HEATMAP_ROWS (the title says how many were left out: all of them unchanged across values)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    from .forest import STYLE
+
+    with plt.rc_context(STYLE):
+        return _heatmap(plt, ListedColormap, Patch, sw, keys, per)
+
+
+def _heatmap(plt: Any, ListedColormap: Any, Patch: Any, sw: Sweep, keys: list[tuple], per: list[dict]) -> Any:
+    from .forest import COLOURS, STATES, _short, verdict
+
+    shown = keys[:MAX_HEATMAP_ROWS]
+    codes = {s: i for i, s in enumerate(STATES)}
+    absent = len(STATES)
+    grid = [[codes.get(verdict(p[k]), absent) if k in p else absent for p in per] for k in shown]
+    fig, ax = plt.subplots(figsize=(4.5 + 1.6 * len(per), 1.4 + 0.24 * max(1, len(shown))), dpi=100)
+    cmap = ListedColormap([COLOURS[s] for s in STATES] + ["#ffffff"])
+    ax.imshow(grid or [[absent] * len(per)], cmap=cmap, vmin=-0.5, vmax=absent + 0.5, aspect="auto")
+    for i, k in enumerate(shown):
+        for j, p in enumerate(per):
+            e = _num(p.get(k), "effect")
+            if e is not None:
+                ax.text(j, i, f"{e:.3g}", ha="center", va="center", fontsize=6.5, color="white")
+    ax.set_xticks(range(len(per)))
+    ax.set_xticklabels([_short(v.written, 24) for v in sw.values], fontsize=7.5)
+    ax.xaxis.tick_top()
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels([_short(f"{k[0]} {k[1]} {k[4]} ({k[3]})", 60) for k in shown], fontsize=6.5)
+    ax.grid(False)
+    left = len(keys) - len(shown)
+    ax.set_title(_short(f"{sw.key}: verdict per claim row and value (cell: effect)", 120)
+                 + (f"\n{left} further rows, the same verdict at every value, not drawn" if left else ""), fontsize=8.5, pad=18)
+    handles = [Patch(color=COLOURS[s], label=s) for s in STATES]
+    handles.append(Patch(facecolor="white", edgecolor="#999999", label="a question (answered) or absent"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=3, fontsize=7, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def write_outputs(sw: Sweep) -> dict[str, Path]:
+    from . import forest, storage
+
+    keys, per = table(sw)
+    paths = {"md": sw.folder / "sweep.md", "csv": sw.folder / "sweep.csv", "png": sw.folder / "sweep.png",
+             "json": sw.folder / RECORD}
+    storage.write_text(markdown(sw, keys, per), paths["md"])
+    storage.write_text(csv_text(sw, keys, per), paths["csv"])
+    storage.write_bytes(forest.png(heatmap(sw, keys, per)), paths["png"])
+    record = {"config": str(sw.config), "key": sw.key, "base": None if sw.base is None else str(sw.base),
+              "values": [{"value": v.written, "config": str(v.config_path), "results": str(v.results), "stores": v.stores,
+                          "computed": v.computed, "shared_with_previous": v.shared, "run_seconds": v.seconds}
+                         for v in sw.values],
+              "rows": len(keys)}
+    storage.write_text(json.dumps(record, indent=1) + "\n", paths["json"])
+    return paths
