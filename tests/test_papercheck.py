@@ -64,7 +64,8 @@ def test_the_largest_job_that_fits_is_chosen_and_a_stage_with_none_is_skipped(tm
 def test_each_run_job_is_judged_from_its_benchmark_store_and_log(tmp_path):
     root = tmp_path / "results"
     checks = [pc.Check("s", "a", "x/ok.zarr", "k", 1.0), pc.Check("s", "b", "x/big.zarr", "k", 1.0),
-              pc.Check("s", "c", "x/dead.zarr", "k", 1.0), pc.Check("s", "d", "x/far.zarr", "k", 99.0, status="skipped")]
+              pc.Check("s", "c", "x/dead.zarr", "k", 1.0), pc.Check("s", "d", "x/far.zarr", "k", 99.0, status="skipped"),
+              pc.Check("s", "e", "x/never.zarr", "k", 1.0)]
     head = "s\th:m:s\tmax_rss\tmax_vms\n"
     for name, rss in (("ok", 1024 * 1.5), ("big", 1024 * 3.0), ("dead", 100.0)):
         (root / "benchmarks" / "s" / "x").mkdir(parents=True, exist_ok=True)
@@ -74,7 +75,7 @@ def test_each_run_job_is_judged_from_its_benchmark_store_and_log(tmp_path):
     (root / "logs" / "s" / "x").mkdir(parents=True)
     (root / "logs" / "s" / "x" / "dead.log").write_text("loading\nFatal Python error: Segmentation fault\n")
     pc.collect(checks, root)
-    assert [c.status for c in checks] == ["ok", "over plan", "failed", "skipped"]
+    assert [c.status for c in checks] == ["ok", "over plan", "failed", "skipped", "not run"]
     assert checks[0].seconds == 12.5 and abs(checks[0].peak_gib - 1.5) < 1e-9
     assert "Segmentation fault" in checks[2].detail
     md = pc.render(checks, "paper.yaml", 24.0)

@@ -389,7 +389,7 @@ def paper_check(args: argparse.Namespace) -> None:
         print(f"depthlab paper-check: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     print(papercheck.render(checks, args.config, memory.machine_bytes() / memory.GIB), end="")
-    if any(c.status in ("failed", "over plan") for c in checks):
+    if any(c.status in ("failed", "not run", "over plan") for c in checks):
         raise SystemExit(1)
 
 

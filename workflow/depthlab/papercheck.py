@@ -17,7 +17,7 @@ What it does:
    *over plan* (peak above the plan's estimate plus :data:`BASELINE_GIB` for the interpreter and libraries, times
    :data:`PLAN_SLACK`), *failed* (with the last lines of its log: a segmentation fault shows there), *skipped*.
 
-Exit status 1 when a job failed or went over plan.  Nothing here changes a result: the capped stores live in their own
+Exit status 1 when a job failed, was not run or went over plan.  Nothing here changes a result: the capped stores live in their own
 folder and are never the paper run's.
 """
 
@@ -32,6 +32,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 CAPS: dict[str, Any] = {
     "max_epochs": 1, "epochs": 2, "check_every": 1, "patience": 1, "onset_checks": 1,  # trainers (all studies, CNNs)
@@ -147,20 +149,22 @@ def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_
     changes = cap(capped)
     out = Path(out)
     capped["results"] = str(out / "results")
-    capped.pop("max_memory_gib", None)
+    # max_memory_gib stays the paper's: the run's validator would refuse a config whose largest job does not fit this
+    # machine, and only jobs that fit are targeted
     full = dlc.validate(copy.deepcopy(capped), memory=False, source=config_path)
     machine = memory.machine_bytes() / memory.GIB
     checks = choose(full, machine * 0.9, max_minutes)
     cfg_file = out / "paper-check.yaml"
     storage.write_text(f"# {config_path} with its budgets capped by depthlab paper-check ({len(changes)} keys)\n"
-                       + json.dumps(capped, indent=1) + "\n", cfg_file)
+                       + yaml.safe_dump(capped, sort_keys=False), cfg_file)  # YAML 1.1 floats: 1.0e-05, not 1e-05
     say(f"paper-check: {config_path}, {len(changes)} budget keys capped (e.g. "
         + ", ".join(f"{k}: {a} -> {b}" for k, a, b in changes[:4]) + f"); {len(checks)} stages, "
         f"{sum(c.status == 'skipped' for c in checks)} skipped (memory or time); into {out}")
     targets = [f"{full['results']}/{c.study}/{c.job}" for c in checks if c.status != "skipped"]
     cmd = [str(Path(sys.executable).parent / "snakemake"), "-s", str(prov.REPO / "Snakefile"), "--directory", os.getcwd(),
            "--workflow-profile", str(prov.REPO / "workflow" / "profiles" / "default"), "--keep-going",
-           *(["--cores", str(cores)] if cores else []), "--configfile", str(cfg_file), *targets]
+           *(["--cores", str(cores)] if cores else []), *targets, "--configfile", str(cfg_file)]  # --configfile takes
+    # every value after it as one more config file: the targets go before it
     t0 = time.monotonic()
     p = subprocess.run(cmd)
     say(f"paper-check: Snakemake ended with {p.returncode} after {time.monotonic() - t0:.0f} s")
@@ -177,8 +181,10 @@ def collect(checks: list[Check], root: Path) -> None:
             continue
         stem = c.job.removesuffix(".zarr")
         c.seconds, c.peak_gib = _tsv(root / "benchmarks" / c.study / f"{stem}.tsv")
+        log = root / "logs" / c.study / f"{stem}.log"
         if not (root / c.study / c.job).is_dir():
-            c.status, c.detail = "failed", _log_tail(root / "logs" / c.study / f"{stem}.log") + (
+            c.status = "failed" if log.is_file() else "not run"  # no log: Snakemake never started it
+            c.detail = (_log_tail(log) if log.is_file() else "its upstream failed, or Snakemake stopped first") + (
                 f"; {c.detail}" if c.detail else "")
         elif c.peak_gib is not None and c.peak_gib > PLAN_SLACK * (c.plan_gib + BASELINE_GIB):
             c.status = "over plan"

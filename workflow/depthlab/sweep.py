@@ -234,14 +234,15 @@ def run(sw: Sweep, extra: list[str], say=print, execute: bool = True) -> None:
         head = f"[sweep {i + 1}/{len(sw.values)}] {sw.key} = {v.written}"
         if v.results.is_dir() and any(v.results.iterdir()):
             say(f"{head}: {v.results} has begun; its run goes on from there")
-        elif previous is not None:
+        elif previous is not None and previous.is_dir() and any(previous.iterdir()):
             try:
                 done = fork.fork(previous, v.config_path)
             except fork.ForkError as e:
                 raise SweepError(f"{head}: {e}") from None
             say(f"{head}: {done.summary()}")
         else:
-            say(f"{head}: nothing to fork from ({sw.config} has not run): a run from scratch")
+            say(f"{head}: nothing to fork from ({'the value before has no folder' if i else f'{sw.config} has not run'}): "
+                "its run starts from scratch")
         if execute:
             cmd = snakemake_command(v.config_path, extra)
             say(f"{head}: running {' '.join(cmd)}")
