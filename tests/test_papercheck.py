@@ -74,9 +74,13 @@ def test_each_run_job_is_judged_from_its_benchmark_store_and_log(tmp_path):
         (root / "s" / "x" / f"{name}.zarr").mkdir(parents=True)
     (root / "logs" / "s" / "x").mkdir(parents=True)
     (root / "logs" / "s" / "x" / "dead.log").write_text("loading\nFatal Python error: Segmentation fault\n")
+    (root / "logs" / "snakemake").mkdir(parents=True)
+    (root / "logs" / "snakemake" / "run.log").write_text(
+        "/usr/bin/bash: line 1: 30760 Killed                  depthlab stage --spec '{}'\nError in rule s_c:\n"
+        f"    jobid: 14\n    output: {root}/s/x/dead.zarr\n")
     pc.collect(checks, root)
     assert [c.status for c in checks] == ["ok", "over plan", "failed", "skipped", "not run"]
     assert checks[0].seconds == 12.5 and abs(checks[0].peak_gib - 1.5) < 1e-9
-    assert "Segmentation fault" in checks[2].detail
+    assert "Segmentation fault" in checks[2].detail and checks[2].detail.startswith("killed (SIGKILL")
     md = pc.render(checks, "paper.yaml", 24.0)
-    assert "| s | c | x/dead.zarr | k | 12.5 | 0.10 | 1.00 | failed: loading / Fatal Python error: Segmentation fault |" in md
+    assert "| s | c | x/dead.zarr | k | 12.5 | 0.10 | 1.00 | failed: killed (SIGKILL" in md and "Segmentation fault |" in md

@@ -24,7 +24,10 @@ def machine_bytes() -> int:
 def nets(models: int, sizes: list[int], batch: int, n_eval: int, adam: bool = False) -> int:
     """A batched training job: parameters (+ gradients, Adam moments), activations of a minibatch, one eval chunk."""
     params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
-    state = params * (4 if adam else 2) * F32
+    # per model: the parameters and their gradients (+ Adam's two moments), and two more copies the trainer keeps
+    # (core.trainer.train): the caller's initial parameters and each model's final snapshot.  Counting only the first
+    # two, `make paper-check` saw Fig. 3's width-5000 nets (33 models) planned at 20.0 GiB killed by the kernel at 22.3.
+    state = params * ((4 if adam else 2) + 2) * F32
     acts = batch * sum(sizes) * 3 * F32
     evals = min(n_eval * models * max(sizes), 1 << 27) * 2 * F32  # the trainer bounds its evaluation chunks
     return models * (state + acts) + evals

@@ -174,8 +174,25 @@ def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_
     return checks
 
 
+def _killed(root: Path) -> set[str]:
+    """Outputs whose job the shell reports ``Killed`` (SIGKILL: the kernel's out-of-memory killer, or a time limit) in
+    the newest Snakemake log of the run: a killed job writes nothing more to its own log."""
+    logs = sorted((root / "logs" / "snakemake").glob("*.log"))
+    if not logs:
+        return set()
+    out, killed = set(), False
+    for line in logs[-1].read_text(errors="replace").splitlines():
+        if " Killed " in line and "depthlab stage" in line:
+            killed = True
+        elif killed and line.strip().startswith("output:"):
+            out.add(line.split("output:", 1)[1].strip())
+            killed = False
+    return out
+
+
 def collect(checks: list[Check], root: Path) -> None:
     """Each run check's seconds, peak memory and status from its benchmark file, store and log below ``root``."""
+    killed = _killed(root)
     for c in checks:
         if c.status == "skipped":
             continue
@@ -186,6 +203,8 @@ def collect(checks: list[Check], root: Path) -> None:
             c.status = "failed" if log.is_file() else "not run"  # no log: Snakemake never started it
             c.detail = (_log_tail(log) if log.is_file() else "its upstream failed, or Snakemake stopped first") + (
                 f"; {c.detail}" if c.detail else "")
+            if str(root / c.study / c.job) in killed or f"{root}/{c.study}/{c.job}" in killed:
+                c.detail = "killed (SIGKILL: out of memory, or a time limit; the kernel log says which); " + c.detail
         elif c.peak_gib is not None and c.peak_gib > PLAN_SLACK * (c.plan_gib + BASELINE_GIB):
             c.status = "over plan"
         else:
