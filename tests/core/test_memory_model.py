@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 CHILD = r"""
-import json, resource, numpy as np, torch
+import json, numpy as np, torch
 torch.set_num_threads(1)
 from depthlab.core.grid import train_grid
 from depthlab.core.losses.mse import MSE
@@ -23,10 +23,21 @@ rng = np.random.default_rng(0)
 x, y = rng.standard_normal((100, 10)), rng.standard_normal(100)
 s = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=50, check_every=1, stop=StopRule(threshold=1e-12), max_epochs=1,
                   device="cpu")
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # no warm-up: its freed pages would hide part
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+# the peak of the training alone: the imports (numba compiling into an empty cache, in a fresh clone) can peak higher,
+# so the high-water mark is reset to the current RSS first (Linux: clear_refs 5); no warm-up, whose freed pages would
+# hide part of the peak
+import gc
+gc.collect()
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+before = status("VmRSS")
 init = init_params(sizes, np.array([0]))
 train_grid(x, y, np.array([1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3]), init, np.array([0]), s)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+after = status("VmHWM")
 print(json.dumps({"sizes": sizes, "models": 6, "delta": after - before}))
 """
 
