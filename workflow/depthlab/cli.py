@@ -381,11 +381,11 @@ def sweep_runs(args: argparse.Namespace) -> None:
 def paper_check(args: argparse.Namespace) -> None:
     """depthlab paper-check [CONFIG] (depthlab.papercheck)."""
     from . import config as dlc
-    from . import memory, papercheck
+    from . import memory, papercheck, sweep
 
     try:
         checks = papercheck.run(args.config, args.out, cores=args.cores, max_minutes=args.max_minutes)
-    except dlc.ConfigError as e:
+    except (dlc.ConfigError, sweep.SweepError) as e:  # SweepError: no checkout's Snakefile to run
         print(f"depthlab paper-check: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     print(papercheck.render(checks, args.config, memory.machine_bytes() / memory.GIB), end="")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import folder, safeio, storage
+from . import folder, forest, safeio, storage
 
 
 class DiffError(ValueError):
@@ -91,18 +91,11 @@ def load(arg: str) -> Side:
 
 
 def _verdict(r: dict | None) -> str:
-    if r is None:
-        return "(absent)"
-    if "verdict" in r:
-        return str(r["verdict"])
-    if r.get("kind") == "question":
-        return "answer"
-    return {True: "holds", False: "does not hold"}.get(r.get("holds"), "inconclusive")  # an older run's row
+    return "(absent)" if r is None else forest.verdict(r)  # an older run's row without the field: from `holds`
 
 
 def _num(r: dict | None, k: str) -> float | None:
-    v = None if r is None else r.get(k)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    return None if r is None else forest._num(r, k)
 
 
 def _effect(r: dict | None) -> str:
@@ -204,8 +197,6 @@ def plot(d: Diff, path: str | Path, every_row: bool = False) -> int:
     """Both runs on one forest plot (depthlab.forest), written as PNG to ``path``: the rows whose verdict changed, then
     those whose effect moved beyond the combined SE; every row when there are none (or with ``every_row``).  Returns
     the number of rows drawn."""
-    from . import forest
-
     keys = [(r["study"], r["claim"], r["statement"], r["figure"], r["subject"]) for r in d.changed + d.moved]
     what = "rows whose verdict changed or whose effect moved beyond the combined SE"
     if every_row or not keys:

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -140,7 +138,6 @@ def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_
         say=print) -> list[Check]:
     from . import config as dlc
     from . import memory, storage
-    from . import provenance as prov
 
     raw = dlc.read_yaml(config_path)
     if not isinstance(raw, dict):
@@ -161,10 +158,9 @@ def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_
         + ", ".join(f"{k}: {a} -> {b}" for k, a, b in changes[:4]) + f"); {len(checks)} stages, "
         f"{sum(c.status == 'skipped' for c in checks)} skipped (memory or time); into {out}")
     targets = [f"{full['results']}/{c.study}/{c.job}" for c in checks if c.status != "skipped"]
-    cmd = [str(Path(sys.executable).parent / "snakemake"), "-s", str(prov.REPO / "Snakefile"), "--directory", os.getcwd(),
-           "--workflow-profile", str(prov.REPO / "workflow" / "profiles" / "default"), "--keep-going",
-           *(["--cores", str(cores)] if cores else []), *targets, "--configfile", str(cfg_file)]  # --configfile takes
-    # every value after it as one more config file: the targets go before it
+    from .sweep import snakemake_command
+
+    cmd = snakemake_command(cfg_file, ["--keep-going", *(["--cores", str(cores)] if cores else []), *targets])
     t0 = time.monotonic()
     p = subprocess.run(cmd)
     say(f"paper-check: Snakemake ended with {p.returncode} after {time.monotonic() - t0:.0f} s")

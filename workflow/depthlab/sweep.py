@@ -270,8 +270,9 @@ def _rows(results: Path) -> dict[tuple, dict]:
 
 
 def _num(r: dict | None, k: str) -> float | None:
-    v = None if r is None else r.get(k)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    from .forest import _num
+
+    return None if r is None else _num(r, k)
 
 
 def _cell(r: dict | None) -> str:
