@@ -352,9 +352,23 @@ def _planned_seconds(job):
     return 0.0
 
 
+def _resumes(job):
+    """Whether one of the job's outputs has a checkpoint (``<output>.ckpt`` or a child ``<output>.ckpt.<name>``), i.e.
+    the job resumes work done by an earlier run.  Listed, not globbed: a results folder may hold ``[``."""
+    for o in job.output:
+        folder, name = os.path.split(str(o))
+        try:
+            if any(f == name + ".ckpt" or f.startswith(name + ".ckpt.") for f in os.listdir(folder or ".")):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def planned_jobs(dag, speed=1.0):
     """Every job this run will execute: Snakemake's job id -> (its output below the results folder, planned seconds, its
-    rule: the stage whose measured-to-planned ratio corrects it in the ETA), seconds times ``speed`` (the probe)."""
+    rule: the stage whose measured-to-planned ratio corrects it in the ETA, whether it resumes from a checkpoint),
+    seconds times ``speed`` (the probe)."""
     out = {}
     for job in dag.needrun_jobs():
         name = os.path.relpath(str(job.output[0]), R) if job.output else job.rule.name
@@ -362,7 +376,7 @@ def planned_jobs(dag, speed=1.0):
             secs = _planned_seconds(job)
         except Exception:  # a job the cost model does not know: no share of the ETA
             secs = 0.0
-        out[dag.jobid(job)] = (name.removesuffix(".zarr"), speed * secs, job.rule.name)
+        out[dag.jobid(job)] = (name.removesuffix(".zarr"), speed * secs, job.rule.name, _resumes(job))
     return out
 
 

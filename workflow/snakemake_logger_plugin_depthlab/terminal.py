@@ -81,6 +81,7 @@ def duration(s: float) -> str:
 
 PRIOR_JOBS = 1.0  # a stage's own ratio starts from this many pseudo-jobs at the pooled ratio
 MIN_MEASURED = 3  # finished jobs with a measured time before the pace is measured, not assumed
+RESUMED_LEFT = 0.5  # the share of its corrected estimate a job resumed from a checkpoint still counts
 
 
 @dataclass
@@ -93,7 +94,13 @@ class Plan:
     measured time); a stage with nothing finished yet takes the pooled ratio.  A running job counts what is left of
     its estimate.  The core-seconds left are divided by the run's measured concurrency (job-seconds per wall second,
     within 1 and ``cores``), so a cluster's queue and a DAG's narrow ends count as they happened.  Until
-    ``MIN_MEASURED`` jobs have a measured time the run is assumed to do ``cores`` planned seconds per second."""
+    ``MIN_MEASURED`` jobs have a measured time the run is assumed to do ``cores`` planned seconds per second.
+
+    A job that resumes from a checkpoint (the 4th field of its tuple: its store had a ``.ckpt`` when the run started)
+    has done an unknown part of its work in an earlier run.  Its measured time says nothing of its stage's pace, so it
+    is left out of the ratios (after a resume, one net finishing its last epochs in a minute made the whole plan look
+    ten times too slow: "ETA 32 min" with 450 jobs to run), and it counts ``RESUMED_LEFT`` of its corrected estimate
+    (its progress is not read: a checkpoint's layout differs per trainer and per growth round)."""
 
     jobs: dict[int, tuple]
     cores: int
@@ -114,6 +121,10 @@ class Plan:
     def stage_of(self, jid: int) -> str:
         job = self.jobs.get(jid, ())
         return str(job[2]) if len(job) > 2 else "*"
+
+    def resumed_of(self, jid: int) -> bool:
+        job = self.jobs.get(jid, ())
+        return bool(job[3]) if len(job) > 3 else False
 
     @property
     def planned(self) -> float:
@@ -138,6 +149,8 @@ class Plan:
         """(pooled ratio, {stage: ratio}, {stage: mean measured seconds of its unplanned jobs})."""
         per: dict[str, list[float]] = {}  # stage -> [measured, planned, unplanned measured, unplanned count]
         for jid, secs in self.took.items():
+            if self.resumed_of(jid):  # part of its work was done before this run: no measure of the pace
+                continue
             acc = per.setdefault(self.stage_of(jid), [0.0, 0.0, 0.0, 0.0])
             p = self.planned_of(jid)
             if p > 0:
@@ -174,6 +187,8 @@ class Plan:
                 continue
             p, st = self.planned_of(jid), self.stage_of(jid)
             est = ratio.get(st, pooled) * p if p > 0 else unplanned.get(st, 0.0)
+            if self.resumed_of(jid):
+                est *= RESUMED_LEFT
             if jid in self.started:
                 est = max(0.0, est - (now - self.started[jid]))
             total += est
@@ -197,7 +212,7 @@ class Plan:
 
     def eta(self, now: float | None = None) -> float:
         now = self.clock() if now is None else now
-        if len(self.took) >= MIN_MEASURED:
+        if sum(not self.resumed_of(j) for j in self.took) >= MIN_MEASURED:
             return self.left(now) / self.concurrency(now)
         if self.took or self.started:  # measured, but too few yet: the plan at `cores`, less what is done
             return self.left(now) / float(max(1, min(self.cores, len(self.jobs))))
@@ -323,10 +338,10 @@ class Terminal:
             new = not path.exists()
             with open(path, "a", encoding="utf-8") as f:
                 if new:
-                    f.write("jobid\tstage\tplanned_s\tstart_s\tend_s\tname\n")
+                    f.write("jobid\tstage\tplanned_s\tstart_s\tend_s\tname\tresumed\n")
                 st = "" if start is None else f"{start - plan.t0:.3f}"
                 f.write(f"{jobid}\t{plan.stage_of(jobid)}\t{planned:.3f}\t{st}\t{end - plan.t0:.3f}\t"
-                        f"{name.replace(chr(9), ' ').replace(chr(10), ' ')}\n")
+                        f"{name.replace(chr(9), ' ').replace(chr(10), ' ')}\t{int(plan.resumed_of(jobid))}\n")
         except OSError:
             pass
 
@@ -392,7 +407,7 @@ def read_jobs_log(path: str | Path) -> list[dict]:
         row = dict(zip(head, line.split("\t")))
         rows.append({"jobid": int(row["jobid"]), "stage": row["stage"], "planned_s": float(row["planned_s"]),
                      "start_s": float(row["start_s"]) if row["start_s"] else None, "end_s": float(row["end_s"]),
-                     "name": row.get("name", "")})
+                     "name": row.get("name", ""), "resumed": row.get("resumed", "0") == "1"})
     return rows
 
 
@@ -408,7 +423,7 @@ def replay(rows: list[dict], cores: int, at=(0.10, 0.25, 0.50, 0.75), starts: bo
             events.append((r["start_s"], 0, r["jobid"]))
         events.append((r["end_s"], 1, r["jobid"]))
     events.sort()
-    plan = Plan({r["jobid"]: (r["name"], r["planned_s"], r["stage"]) for r in rows}, cores, None, t0=0.0,
+    plan = Plan({r["jobid"]: (r["name"], r["planned_s"], r["stage"], r.get("resumed", False)) for r in rows}, cores, None, t0=0.0,
                 clock=lambda: 0.0)
     end = max(r["end_s"] for r in rows)
     n, out, marks = len(rows), {}, sorted(at)
