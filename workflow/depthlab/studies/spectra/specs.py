@@ -168,9 +168,19 @@ class KrrSpec(Spec):
         t = self.data.n_test
         return float(sum(4 * n**3 + 2 * t * n + n * n * len(self.log10_ridges) for n in self.n_train))
 
+    # float64 arrays of N x N and N_test x N that a krr job holds at its peak, per unit of depth and beyond it: the
+    # kernel's elementwise temporaries grow with the depth; eigh holds its copy, the eigenvectors and syevd's 2 N^2 of
+    # workspace beside the Gram matrices.  Measured in a child process (tests/core/test_memory_model.py), N = 2 000:
+    # rf_bias L1 10.5 N^2 + 7.4 Nt N, ntk_bias L1 11.2 + 8.6, rf and ntk L3 12.9 + 9.7, laplace 6.9 + 1.1.  `make
+    # paper-check` saw rf_bias L1 at n = 5 000 peak at 2.05 GiB against the 0.80 of the old count (4 N^2 + 3 Nt N).
+    GRAM_SQ = (11.0, 1.2)  # N^2 copies: 11 + 1.2 x depth
+    GRAM_TEST = (9.0, 1.0)  # N_test x N copies: 9 + 1.0 x depth
+
     def memory(self) -> dict[str, int]:
-        N, Nt = self.data.n_train, self.data.n_test
-        return {f"studies.{STUDY}.krr.n_train": mem.data(N + Nt, self.data.d) + 4 * N * N * mem.F64 + 3 * Nt * N * mem.F64}
+        N, Nt, L = self.data.n_train, self.data.n_test, max(1, int(self.job.depth))
+        sq, test = self.GRAM_SQ[0] + self.GRAM_SQ[1] * L, self.GRAM_TEST[0] + self.GRAM_TEST[1] * L
+        return {f"studies.{STUDY}.krr.n_train": mem.data(N + Nt, self.data.d)
+                + int((sq * N * N + test * Nt * N) * mem.F64)}
 
 
 @dataclass(frozen=True)
