@@ -79,3 +79,12 @@ def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_t
                         str(out), "--cores", "2"], capture_output=True, text=True, timeout=900, cwd=tmp_path, env=tool_env())
     assert p.returncode == 0 and p.stdout.count("has begun") == 2, p.stdout[-3000:] + p.stderr[-3000:]
     assert "Nothing to be done" in p.stdout + p.stderr
+    ran = json.loads((out / "sweep.json").read_text())["values"]
+    # --table-only runs nothing and recounts the same stores, computed and shared, keeping each value's run time
+    p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(base), "--set", f"{key}={before},0.5", "--out",
+                        str(out), "--table-only"], capture_output=True, text=True, timeout=900, cwd=tmp_path, env=tool_env())
+    assert p.returncode == 0 and "running" not in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
+    again = json.loads((out / "sweep.json").read_text())["values"]
+    assert [(v["stores"], v["computed"], v["shared_with_previous"], v["run_seconds"]) for v in again] \
+        == [(v["stores"], v["computed"], v["shared_with_previous"], v["run_seconds"]) for v in ran], (again, ran)
+    assert again[1]["computed"] == krr and again[1]["run_seconds"] is not None

@@ -361,8 +361,7 @@ def sweep_runs(args: argparse.Namespace) -> None:
         print(f"depthlab sweep: {sw.key} over {len(sw.values)} values, in {sw.folder}"
               + (f"; the first forks from {sw.base}" if sw.base else f" ({args.config} has not run: the first value runs whole)"))
         if args.table_only:
-            for v in sw.values:
-                v.stores = len(sweep._store_inodes(v.results))
+            sweep.recount(sw)
         else:
             sweep.run(sw, [] if args.cores is None else ["--cores", str(args.cores)], execute=not args.no_run)
         if args.no_run:

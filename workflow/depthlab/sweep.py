@@ -252,11 +252,40 @@ def run(sw: Sweep, extra: list[str], say=print, execute: bool = True) -> None:
             if p.returncode != 0:
                 raise SweepError(f"{head}: the run failed (exit {p.returncode}); its log is in {v.results}/logs. Run the "
                                  "same command again to go on from where it stopped")
-        now = _store_inodes(v.results)
-        v.stores = len(now)
-        v.shared = sum(1 for rel, ino in now.items() if before.get(rel) == ino)
-        v.computed = v.stores - v.shared
-        before, previous = now, v.results
+        before = _count(v, before)
+        previous = v.results
+
+
+def _count(v: "Value", before: dict[str, int]) -> dict[str, int]:
+    """Sets ``v``'s stores, and how many it shares with the value before (the same inode) or computed; returns its
+    stores' inodes, for the value after it."""
+    now = _store_inodes(v.results)
+    v.stores = len(now)
+    v.shared = sum(1 for rel, ino in now.items() if before.get(rel) == ino)
+    v.computed = v.stores - v.shared
+    return now
+
+
+def recount(sw: Sweep) -> None:
+    """The counts of :func:`run` from the folders as they are (``--table-only``): nothing is forked or run.  A value's
+    run time is taken from the sweep's last ``sweep.json`` when it names the same folder."""
+    import json
+
+    from .safeio import read_json
+
+    seconds: dict[str, float] = {}
+    try:
+        old = read_json(sw.folder / RECORD)
+        for rec in old.get("values", []) if isinstance(old, dict) else []:
+            if isinstance(rec, dict) and isinstance(rec.get("results"), str) \
+                    and isinstance(rec.get("run_seconds"), (int, float)):
+                seconds[rec["results"]] = float(rec["run_seconds"])
+    except (OSError, ValueError, json.JSONDecodeError):
+        pass
+    before = _store_inodes(sw.base) if sw.base else {}
+    for v in sw.values:
+        before = _count(v, before)
+        v.seconds = seconds.get(str(v.results), v.seconds)
 
 
 # ---- the table --------------------------------------------------------------------------------------------------
