@@ -98,9 +98,10 @@ class Plan:
 
     A job that resumes from a checkpoint (the 4th field of its tuple: its store had a ``.ckpt`` when the run started)
     has done an unknown part of its work in an earlier run.  Its measured time says nothing of its stage's pace, so it
-    is left out of the ratios (after a resume, one net finishing its last epochs in a minute made the whole plan look
-    ten times too slow: "ETA 32 min" with 450 jobs to run), and it counts ``RESUMED_LEFT`` of its corrected estimate
-    (its progress is not read: a checkpoint's layout differs per trainer and per growth round)."""
+    is left out of the ratios (after a restart, nets finishing their last epochs in minutes made the rest of the run
+    look many times shorter than it was: "ETA 32 min" with 450 jobs and hours of work left), and it counts
+    ``RESUMED_LEFT`` of its corrected estimate (its progress is not read: a checkpoint's layout differs per trainer and
+    per growth round; a checkpoint the job then refuses, made by other code, leaves that job counted short)."""
 
     jobs: dict[int, tuple]
     cores: int
