@@ -10,7 +10,26 @@ import sys
 
 import pytest
 
-CHILD = r"""
+# Both children measure the same way: the peak of the work alone.  The imports (numba compiling into an empty cache, in a
+# fresh clone) can peak higher, so the high-water mark is reset to the current RSS first (Linux: clear_refs 5); no
+# warm-up, whose freed pages would hide part of the peak.  ``reset_peak()`` returns the RSS then, ``peak()`` the
+# high-water mark since.
+PEAK = r"""
+import gc
+def _status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+def reset_peak():
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status("VmRSS")
+def peak():
+    return _status("VmHWM")
+"""
+
+CHILD = PEAK + r"""
 import json, numpy as np, torch
 torch.set_num_threads(1)
 from depthlab.core.grid import train_grid
@@ -25,32 +44,25 @@ rng = np.random.default_rng(0)
 x, y = rng.standard_normal((100, 10)), rng.standard_normal(100)
 s = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=50, check_every=1, stop=StopRule(threshold=1e-12), max_epochs=1,
                   device="cpu")
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-# the peak of the training alone: the imports (numba compiling into an empty cache, in a fresh clone) can peak higher,
-# so the high-water mark is reset to the current RSS first (Linux: clear_refs 5); no warm-up, whose freed pages would
-# hide part of the peak
-import gc
-gc.collect()
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-before = status("VmRSS")
+before = reset_peak()
 init = init_params(sizes, np.array([0]))
 train_grid(x, y, np.array([1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3]), init, np.array([0]), s)
-after = status("VmHWM")
-print(json.dumps({"sizes": sizes, "models": 6, "delta": after - before}))
+print(json.dumps({"sizes": sizes, "models": 6, "delta": peak() - before}))
 """
+
+
+def _child(script: str, *args: str) -> dict:
+    """Runs ``script`` in a fresh interpreter, every BLAS pool on one thread; its last line of output, as JSON."""
+    p = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=600,
+                       env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def test_a_training_jobs_parameters_are_counted_four_times_as_the_trainer_holds_them():
     from depthlab import memory
 
-    p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=600,
-                       env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
-    assert p.returncode == 0, p.stderr[-3000:]
-    m = json.loads(p.stdout.strip().splitlines()[-1])
+    m = _child(CHILD)
     params = sum(a * b + b for a, b in zip(m["sizes"][:-1], m["sizes"][1:]))
     copy = m["models"] * params * memory.F32  # one copy of the six models' parameters: 6 x 4.5 M floats, 108 MB
     planned = memory.nets(m["models"], m["sizes"], 50, 100)
@@ -61,8 +73,8 @@ def test_a_training_jobs_parameters_are_counted_four_times_as_the_trainer_holds_
     assert m["delta"] <= 1.1 * planned, (m["delta"] / 2**20, planned / 2**20)
 
 
-KRR_CHILD = r"""
-import gc, json, sys, numpy as np, xarray as xr
+KRR_CHILD = PEAK + r"""
+import json, sys, numpy as np, xarray as xr
 from depthlab.studies.spectra.learning import run_krr
 N, Nt, kern, depth, d = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), 4
 rng = np.random.default_rng(0)
@@ -78,16 +90,9 @@ class Job:
     kernel, depth = kern, depth
 class Spec:
     job, n_train, log10_ridges, fit_n_min = Job, (N // 4, N), (-2.0, -4.0, -6.0), 1
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-gc.collect()
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-before = status("VmRSS")
+before = reset_peak()
 run_krr(Spec, {"data": data}, Ctx())
-print(json.dumps({"delta": status("VmHWM") - before}))
+print(json.dumps({"delta": peak() - before}))
 """
 
 
@@ -97,15 +102,15 @@ def test_a_krr_jobs_gram_matrices_and_their_temporaries_are_counted(kernel, dept
     model counted 4 N^2 + 3 N_test N float64s, but the kernel's elementwise temporaries and eigh's copy, eigenvectors
     and workspace hold 10-13 N^2 + 7-10 N_test N.  The real stage function (``run_krr``) at N = 1 600, N_test = 3 200,
     in a child process: its peak rise is within the plan, above two thirds of it, and above the old count."""
-    from depthlab.studies.spectra.specs import KrrSpec
+    from depthlab import memory
+    from depthlab.studies.spectra.specs import KrrDataJob, KrrDataSpec, KrrJob, KrrSpec
 
-    N, Nt = 1600, 3200
-    p = subprocess.run([sys.executable, "-c", KRR_CHILD, str(N), str(Nt), kernel, str(depth)], capture_output=True,
-                       text=True, timeout=600, env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                                                    "PATH": "/usr/bin:/bin"})
-    assert p.returncode == 0, p.stderr[-3000:]
-    delta = json.loads(p.stdout.strip().splitlines()[-1])["delta"]
-    sq, test = (KrrSpec.GRAM_SQ[0] + KrrSpec.GRAM_SQ[1] * depth, KrrSpec.GRAM_TEST[0] + KrrSpec.GRAM_TEST[1] * depth)
-    planned = (sq * N * N + test * Nt * N) * 8  # the data were made before the high-water mark was reset
-    old = (4 * N * N + 3 * Nt * N) * 8
+    N, Nt, d = 1600, 3200, 4
+    delta = _child(KRR_CHILD, str(N), str(Nt), kernel, str(depth))["delta"]
+    data = KrrDataSpec(job=KrrDataJob(), d=d, n_train=N, n_test=Nt, threshold=0.7, trials=1, seed=0)
+    spec = KrrSpec(job=KrrJob(kernel, depth), data=data, n_train=(N // 4, N), log10_ridges=(-2.0, -4.0, -6.0),
+                   fit_n_min=1)
+    # the plan of the job itself, less its data: the child made those before the high-water mark was reset
+    planned = sum(spec.memory().values()) - memory.data(N + Nt, d)
+    old = (4 * N * N + 3 * Nt * N) * memory.F64
     assert old < delta <= planned and delta > 0.67 * planned, (delta / 2**20, planned / 2**20, old / 2**20)
