@@ -269,8 +269,6 @@ def _count(v: "Value", before: dict[str, int]) -> dict[str, int]:
 def recount(sw: Sweep) -> None:
     """The counts of :func:`run` from the folders as they are (``--table-only``): nothing is forked or run.  A value's
     run time is taken from the sweep's last ``sweep.json`` when it names the same folder."""
-    import json
-
     from .safeio import read_json
 
     seconds: dict[str, float] = {}
@@ -280,7 +278,7 @@ def recount(sw: Sweep) -> None:
             if isinstance(rec, dict) and isinstance(rec.get("results"), str) \
                     and isinstance(rec.get("run_seconds"), (int, float)):
                 seconds[rec["results"]] = float(rec["run_seconds"])
-    except (OSError, ValueError, json.JSONDecodeError):
+    except (OSError, ValueError):  # unreadable, unsafe (safeio.UnsafeFile) or not JSON: no run times to keep
         pass
     before = _store_inodes(sw.base) if sw.base else {}
     for v in sw.values:
