@@ -198,6 +198,7 @@ class Training:
     max_epochs: int  # the budget
     patience: int  # checks without a rise of the best test accuracy by more than abs_tol: converged
     abs_tol: float
+    plateau_growth: float  # the plateau window: max(patience, plateau_growth x checks so far)
     onset_checks: int | None  # a net still at chance (best accuracy <= 0.5 + onset_margin) runs at least this many checks
     onset_margin: float | None  # None without an onset rule (the CNNs: a value there would only be a rerun trigger)
     lr_factor: float  # growth of the rate grid beyond an edge choice
@@ -208,7 +209,7 @@ class Training:
 def _training(t: dict) -> Training:
     g = t["lr_growth"]
     return Training(batch_size=t["batch_size"], check_every=t["check_every"], max_epochs=t["max_epochs"], patience=t["patience"],
-                    abs_tol=float(t["abs_tol"]), onset_checks=t.get("onset_checks"),
+                    abs_tol=float(t["abs_tol"]), plateau_growth=float(t["plateau_growth"]), onset_checks=t.get("onset_checks"),
                     onset_margin=None if t.get("onset_checks") is None else float(t["onset_margin"]),
                     lr_factor=float(g["factor"]), lr_rounds=g["rounds"],
                     log10_lr_limits=tuple(float(v) for v in g["log10_limits"]))

@@ -23,5 +23,6 @@ def settings(t: "Training", device: str) -> TrainSettings:
 
 def stop_rule(t: "Training") -> StopRule:
     """The paper's target (training loss < loss_threshold; the logistic loss: 100 % training accuracy) or a plateau of the
-    full training loss (depth sweeps only: an lr sweep converges only by the paper's target, Fig. 3)."""
-    return StopRule(threshold=t.loss_threshold, patience=t.patience, rel_tol=t.rel_tol)
+    full training loss (depth sweeps only: an lr sweep converges only by the paper's target, Fig. 3), over a window that
+    grows with the run (``plateau_growth``: a stall is not convergence)."""
+    return StopRule(threshold=t.loss_threshold, patience=t.patience, rel_tol=t.rel_tol, grow=t.plateau_growth)

@@ -142,6 +142,7 @@ class Training:
     loss: str  # mse | logistic
     patience: int | None  # plateau rule (checks without rel_tol improvement); None: only the loss's target (lr sweeps)
     rel_tol: float
+    plateau_growth: float  # the plateau window: max(patience, plateau_growth x checks so far); 0 for lr sweeps (no plateau rule)
 
 
 def _training(config: dict, figure: str, max_epochs: int) -> Training:
@@ -149,7 +150,8 @@ def _training(config: dict, figure: str, max_epochs: int) -> Training:
     sweep = _fig(config, figure)["kind"] == "lr_sweep"
     return Training(batch_size=tr["batch_size"], check_every=tr["check_every"], loss_threshold=float(tr["loss_threshold"]),
                     max_epochs=max_epochs, loss="logistic" if _fig(config, figure)["task"] == "classification" else "mse",
-                    patience=None if sweep else tr["patience"], rel_tol=float(tr["rel_tol"]))
+                    patience=None if sweep else tr["patience"], rel_tol=float(tr["rel_tol"]),
+                    plateau_growth=0.0 if sweep else float(tr["plateau_growth"]))
 
 
 @dataclass(frozen=True)
