@@ -160,3 +160,52 @@ def test_claim_5_at_chance_and_at_the_grid_edge():
     close = [v for v in lr_claims("fig3", sweep([0.9, 0.5609, 0.6], 0.7482, seeds=(-0.045, 0.045))) if "matches" in v.statement][0]
     assert close.verdict == "inconclusive" and "inside the error bars" in close.reason
     assert abs(close.effect - 0.2503) < 1e-3 and close.stderr > 0.05
+
+
+def test_a_kernels_test_error_has_its_se_over_the_test_points_and_a_kernel_within_it_of_chance_leaves_the_trend():
+    """Issue 53 item 1: a kernel is one fit per depth, with no seeds, so the checkers took its error as exact (SE 0).
+    Its SE is over the test points now.  (a) The SE agrees with a bootstrap over the test points (an independent
+    estimate) for an MSE, and with the binomial for a misclassification rate.  (b) An NTK at 0.985 on 1 000 test points
+    with SE 0.03 is within 2 SE of the target's variance: it learned nothing visible, and leaves claim 4's trend; with
+    SE 0 (the old table) it stayed and set the Spearman's sign."""
+    from depthlab.core import stats
+    from depthlab.studies.mori_ueda.figures import test_point_se
+
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal(1000)
+    pred = y + rng.standard_normal(1000) * 0.7
+    boot = stats.bootstrap_mean((pred - y) ** 2, resamples=4000, seed=1)
+    se = test_point_se(pred, y, "regression")
+    assert abs(se - boot.se) / boot.se < 0.08 and abs(boot.value - float(np.mean((pred - y) ** 2))) < 1e-12
+    p = float(np.mean((pred >= 0) != (y >= 0)))
+    assert test_point_se(pred, y, "classification") == np.sqrt(p * (1 - p) / 1000)
+
+    nn = {1: 0.90, 2: 0.60, 3: 0.50, 4: 0.45}
+    ntk = {1: 0.985, 2: 0.80, 3: 0.70, 4: 0.60}
+    old = table("3-global", 3, "global", nn, ntk, seeds=(-0.01, 0.0, 0.01))
+    v_old = verdicts(old, "4")[0]
+    assert "(NTK)" not in v_old.evidence  # SE 0: 0.985 is below the variance 1, so it counts as learned
+    new = old.assign(ntk_test_error_se=old.depth.map({1: 0.03, 2: 0.02, 3: 0.02, 4: 0.02}))
+    v = verdicts(new, "4")[0]
+    assert "left out at the target's variance (1) (NTK)" in v.evidence and "L=1" in v.evidence
+    assert v_old.holds is not v.holds or v_old.evidence != v.evidence
+
+
+def test_claim_5_takes_the_ntks_test_point_se_into_the_relative_gap():
+    """The analytic NTK is one fit: |NN - NTK| / NTK carries the NN's SE over seeds and the NTK's over its test points.
+    A gap of 0.32 against the 0.25 limit with the seeds' SE alone clears it by more than 2 SE ('does not hold'); with
+    the NTK's own SE of 0.05 on an error of 0.5 it is inside the error bars."""
+    from depthlab.studies.mori_ueda.claims import lr_claims
+
+    def sweep(ntk_se=None):
+        rows = [{"target": "3-global", "depth": 4, "lr": lr, "seed": i, "nn_test_error": e + off, "converged": True,
+                 "entk_test_error": np.nan, "ntk_test_error": 0.5}
+                for lr, e in zip([0.001, 0.01, 0.1], [0.7, 0.66, 0.7]) for i, off in enumerate((-0.005, 0.005))]
+        t = pd.DataFrame(rows)
+        return t if ntk_se is None else t.assign(ntk_test_error_se=ntk_se)
+
+    seeds_only = [v for v in lr_claims("fig3", sweep()) if "analytic NTK" in v.statement][0]
+    assert seeds_only.holds is False and abs(seeds_only.effect - 0.32) < 1e-9
+    both = [v for v in lr_claims("fig3", sweep(0.05)) if "analytic NTK" in v.statement][0]
+    assert both.verdict == "inconclusive" and "inside the error bars" in both.reason
+    assert both.stderr > 0.1  # 0.66 x 0.05 / 0.25 = 0.132 from the kernel, beside 0.01 from the seeds

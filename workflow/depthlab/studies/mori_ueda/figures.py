@@ -18,9 +18,12 @@ if TYPE_CHECKING:
 def table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
     """One row per (target, depth, lr, seed): the net's test error and the kernels' errors at that (target, depth).
 
-    inputs: the figure's train and ntk stores (and entk for an lr sweep), each with its typed job.
+    inputs: the figure's train and ntk stores (and entk for an lr sweep), each with its typed job, and its data stores.
+    A kernel is one fit per (target, depth), with no seeds: its error's standard error is over the test points
+    (``ntk_test_error_se``, ``nngp_test_error_se``: :func:`test_point_se`).
     """
-    store = {(i.stage, i.job.target, i.job.depth): i.data for i in inputs}
+    labels = {i.job.target: i.data.y_test.values for i in inputs if i.stage == "data"}
+    store = {(i.stage, i.job.target, i.job.depth): i.data for i in inputs if i.stage != "data"}
     rows = []
     for (stage, target, depth), ds in sorted(store.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
         if stage != "train":
@@ -31,6 +34,9 @@ def table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
         t = spec.targets[target]
         kern = store[("ntk", target, depth)]
         kerr = {str(k): float(v) for k, v in zip(kern.kernel.values, kern.test_error.values)}
+        y = labels.get(target)
+        kse = {str(k): test_point_se(kern.prediction.values[i], y, spec.task) if y is not None else np.nan
+               for i, k in enumerate(kern.kernel.values)}
         entk = store.get(("entk", target, depth))
         eerr = dict(zip(entk.seed.values.tolist(), entk.test_error.values.tolist())) if entk is not None else {}
         for i, lr in enumerate(ds.lr.values):
@@ -47,9 +53,24 @@ def table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
                     "cv_lr": float(scalars.cv_lr) if "cv_lr" in scalars else float(lr),
                     "lr_halvings": int(scalars.lr_halvings) if "lr_halvings" in scalars else 0,
                     "ntk_test_error": kerr["ntk"], "nngp_test_error": kerr["nngp"],
+                    "ntk_test_error_se": kse["ntk"], "nngp_test_error_se": kse["nngp"],
                     "entk_test_error": float(eerr.get(int(sd), np.nan)),
                 })
     return pd.DataFrame(rows)
+
+
+def test_point_se(pred: np.ndarray, y: np.ndarray, task: str) -> float:
+    """The standard error of one fit's test error over its n test points: the SD of the per-point squared errors / sqrt n
+    for an MSE (what a bootstrap over the test points converges to: ``depthlab.core.stats.bootstrap_mean``), the binomial
+    sqrt(p (1 - p) / n) for a misclassification rate p (the same SD, of the 0/1 errors)."""
+    pred, y = np.asarray(pred, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    n = y.shape[-1]
+    if n < 2:
+        return float("nan")
+    if task == "classification":
+        p = float(np.mean((pred >= 0) != (y >= 0)))
+        return float(np.sqrt(p * (1.0 - p) / n))
+    return float(np.std((pred - y) ** 2, ddof=1) / np.sqrt(n))
 
 
 def make_table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:

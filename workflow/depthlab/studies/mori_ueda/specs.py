@@ -374,8 +374,11 @@ class FigureSpec(Spec):
                    targets={t: DataSpec.from_config(config, DataJob(job.figure, t)).target for t in sorted(fig["targets"])})
 
     def inputs(self) -> dict[str, Ref]:
-        return {f"{stage}/{t}/L{L}": Ref(stage, DepthJob(self.job.figure, t, L))
-                for t in self.targets for L in self.depths for stage in _kinds(self.kind)}
+        """Per (target, depth) the train and ntk stores (entk too for an lr sweep); per target its data store, whose test
+        labels give each kernel's test error its standard error over the test points (issue 53 item 1)."""
+        return {**{f"{stage}/{t}/L{L}": Ref(stage, DepthJob(self.job.figure, t, L))
+                   for t in self.targets for L in self.depths for stage in _kinds(self.kind)},
+                **{f"data/{t}": Ref("data", DataJob(self.job.figure, t)) for t in self.targets}}
 
 
 @dataclass(frozen=True)
