@@ -221,3 +221,25 @@ def test_m3_resting_on_nets_that_learned_nothing_within_the_budget_is_inconclusi
     top = [v for v in m1(t, 0.95, n_test=5000) if "near-perfect" in v.statement][0]
     assert top.verdict == "inconclusive" and 0.8 < top.z < 1.0
     assert [v for v in m1(t, 0.95) if "near-perfect" in v.statement][0].holds is True  # bare: the old verdict
+
+
+def test_one_seeds_error_bar_carries_its_last_windows_check_to_check_noise():
+    """Issue 53 item 1: with one net the SE is the test sample's (binomial) combined with the net's own check-to-check
+    fluctuation over its last window.  (a) The window noise of white noise of SD 0.02 around a slow rise is 0.02 (an
+    independent estimate: the SD we drew with).  (b) M1's near-perfect 0.96 against 0.95 on 5 000 test examples is 3.6
+    binomial SEs (holds); a net whose accuracy swings 0.01 from check to check there is inside its error bars."""
+    from depthlab.studies.fractals.claims import m1
+    from depthlab.studies.fractals.figures import last_window_noise
+
+    rng = np.random.default_rng(0)
+    curve = np.r_[np.full(3, np.nan), np.linspace(0.8, 0.9, 4000) + rng.normal(0, 0.02, 4000), np.full(5, np.nan)]
+    assert last_window_noise(curve, checks=4000) == pytest.approx(0.02, rel=0.05)
+    assert np.isnan(last_window_noise(np.array([0.5, np.nan, 0.6])))  # fewer than 3 finite checks: no estimate
+
+    t = _sound([(0, T, w, 0.001, 0, a, 0.8, 0.9) for T, w, a in [(1, 10, 0.6), (5, 10, 0.8), (5, 200, 0.96)]], True)
+    t = t.assign(n_params=[41, 481, 160801])
+    quiet = [v for v in m1(t.assign(window_noise=0.0005), 0.95, n_test=5000) if "near-perfect" in v.statement][0]
+    assert quiet.holds is True and quiet.z > 2
+    noisy = [v for v in m1(t.assign(window_noise=0.01), 0.95, n_test=5000) if "near-perfect" in v.statement][0]
+    assert noisy.verdict == "inconclusive" and "inside the error bars" in noisy.reason
+    assert noisy.stderr == pytest.approx(np.hypot(np.sqrt(0.96 * 0.04 / 5000), 0.01), rel=1e-6)

@@ -54,14 +54,18 @@ PAPER_STEPS = 1_000_000  # the paper trains every net 1e6 steps
 def _est(table: pd.DataFrame, row, keys: list[str], n_test: int) -> Estimate:
     """One net of :func:`best` (``row``): its accuracy, the mean over its seeds at its chosen rate, with SE = the seeds'
     SE and the binomial SE of one accuracy on ``n_test`` shared test examples in quadrature (the seeds share the test
-    set, so its sampling error does not average out over them).  The best along the run is a maximum over checks, biased
-    up by about one binomial SE at chance: the onset margin allows for it."""
+    set, so its sampling error does not average out over them).  With one seed (the default's nets) the net's own
+    check-to-check fluctuation over its last window (the table's ``window_noise``) joins them in quadrature: the seeds'
+    spread is not there to carry it (issue 53 item 1).  The best along the run is a maximum over checks, biased up by
+    about one binomial SE at chance: the onset margin allows for it."""
     sel = table[table.chosen.astype(bool)] if "chosen" in table else table
     for k in keys:
         sel = sel[sel[k] == getattr(row, k)]
     sel = sel[np.isclose(sel.lr, row.lr)]
     e = stats.over_seeds(sel.best_accuracy.values)
     b = stats.binomial(e.value, n_test).se if n_test else float("nan")
+    if e.n < 2 and "window_noise" in sel and len(sel):
+        return Estimate(e.value, stats.combine(b, float(sel.window_noise.iloc[0])), e.n, "binomial+window")
     return Estimate(e.value, stats.combine(e.se, b), e.n, "seeds+binomial")
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from depthlab.core import stats
 from depthlab.study import StoreInput
 
 from . import plots
@@ -19,8 +20,20 @@ def _stores(inputs: list[StoreInput]) -> list:
     return [i.data for i in sorted(inputs, key=lambda i: tuple(i.job.values().values()))]
 
 
+WINDOW = 10  # the checks of a run's last window, whose check-to-check fluctuation is one net's own noise (issue 53 item 1)
+
+
+def last_window_noise(acc: np.ndarray, checks: int = WINDOW) -> float:
+    """The check-to-check fluctuation of a net's test accuracy over its last ``checks`` finite checks
+    (:func:`depthlab.core.stats.window_noise`): with one seed, the part of its error bar that a slightly earlier or later
+    stop would have moved its number by."""
+    a = np.asarray(acc, dtype=float)
+    return stats.window_noise(a[np.isfinite(a)][-checks:])
+
+
 def accuracy_table(inputs: list[StoreInput]) -> pd.DataFrame:
-    """One row per (fractal, n, pdeg, depth, width, lr, seed): best and final test accuracy, P(j) of the distribution."""
+    """One row per (fractal, n, pdeg, depth, width, lr, seed): best and final test accuracy, P(j) of the distribution,
+    and the check-to-check noise of its last window (``window_noise``)."""
     rows = []
     for ds in _stores(inputs):
         a = ds.attrs
@@ -30,7 +43,8 @@ def accuracy_table(inputs: list[StoreInput]) -> pd.DataFrame:
                 rows.append({"fractal": a["fractal"], "n": int(a["n"]), "pdeg": int(a["pdeg"]), "depth": int(a["depth"]),
                              "width": int(a["width"]), "n_params": int(a["n_params"]), "lr": float(lr), "seed": int(sd),
                              "best_accuracy": float(ds.best_accuracy.values[i, s]), "final_accuracy": float(ds.final_accuracy.values[i, s]),
-                             "train_accuracy": float(ds.train_accuracy.values[i, s]), **_soundness(ds, i, s), **curve})
+                             "train_accuracy": float(ds.train_accuracy.values[i, s]),
+                             "window_noise": last_window_noise(ds.accuracy.values[i, s]), **_soundness(ds, i, s), **curve})
     return pd.DataFrame(rows)
 
 
