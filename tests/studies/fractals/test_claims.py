@@ -243,3 +243,13 @@ def test_one_seeds_error_bar_carries_its_last_windows_check_to_check_noise():
     noisy = [v for v in m1(t.assign(window_noise=0.01), 0.95, n_test=5000) if "near-perfect" in v.statement][0]
     assert noisy.verdict == "inconclusive" and "inside the error bars" in noisy.reason
     assert noisy.stderr == pytest.approx(np.hypot(np.sqrt(0.96 * 0.04 / 5000), 0.01), rel=1e-6)
+
+
+def test_m2_whose_resamples_hold_but_whose_permutation_p_does_not_says_so_not_inside_the_error_bars():
+    """The run of 5f96160: M2 against P(3) read 'inside the error bars' with Spearman >= 0.8 in 100 % of resamples: what
+    held it back was the exact permutation p (0.167), not the error bars.  Four curves, one adjacent swap, accuracies
+    far apart: Spearman 0.8 in every resample, p = 4/24."""
+    four = [(p, 5, 50, 0.005, 0, a, p3, p3) for (p, p3), a in zip(CURVES[:4], [0.95, 0.85, 0.90, 0.60])]
+    v = m2(_table(four), n_test=5000)[0]
+    assert v.verdict == "inconclusive" and "too few curves to tell the ranking from chance" in v.reason
+    assert "inside the error bars" not in v.reason and "p = 0.167" in v.reason

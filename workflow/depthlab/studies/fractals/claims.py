@@ -167,7 +167,8 @@ def m2(table: pd.DataFrame, near_chance: float = 0.6, n_test: int = 0, steps_per
     nothing and leave the ranking, named with how many steps their nets trained (the paper trains 1e6).  The rank
     correlation is resampled (each curve's accuracy drawn within its SE, :func:`depthlab.core.stats.resampled_rhos`):
     holds when rho >= ``M2_RHO`` in >= 95 % of resamples and the exact permutation p <= ``M2_P``; does not hold when rho
-    >= ``M2_RHO`` in <= 5 %; otherwise inconclusive, inside the error bars."""
+    >= ``M2_RHO`` in <= 5 %; otherwise inconclusive: too few curves to tell from chance when the resamples hold but p
+    does not, else inside the error bars."""
     curves = curve_table(table)  # coarse to fine by P(4)
     chosen = best(table, ["pdeg", "width"])
     rows = chosen[chosen.set_index(["pdeg", "width"]).index.isin(list(zip(curves.index, curves.width)))]
@@ -199,6 +200,10 @@ def m2(table: pd.DataFrame, near_chance: float = 0.6, n_test: int = 0, steps_per
             t = Test(True, r, sd, M2_RHO, None)
         elif share <= 0.05:
             t = Test(False, r, sd, M2_RHO, None)
+        elif share >= 0.95:  # the error bars are not what stops it: the ranking of so few curves is not told from chance
+            t = Test(None, r, sd, M2_RHO, None,
+                     f"too few curves to tell the ranking from chance: Spearman >= {M2_RHO} in {share:.0%} of resamples, "
+                     f"but the exact permutation p = {p:.3g} over {len(acc)}! orderings is above {M2_P}")
         else:
             t = Test(None, r, sd, M2_RHO, None,
                      f"inside the error bars: Spearman >= {M2_RHO} in {share:.0%} of resamples within the accuracies' SEs "
