@@ -305,9 +305,9 @@ def lr_claims(figure: str, table: pd.DataFrame, floor: float = 1.0) -> list[Verd
             continue
         swept_min = float(part.lr.min())
         inside = [lr for lr in curve.index if lr > swept_min]
-        ntk_se = float(part.ntk_test_error_se.iloc[0]) if "ntk_test_error_se" in part else 0.0
+        ntk = _kernel_estimates(part)[int(L)]
         kernels = [("the net's own tangent kernel at init (Theta_hat)", part.groupby("seed").entk_test_error.first().mean(), 0.0),
-                   ("the analytic NTK (Theta, Appendix A)", float(part.ntk_test_error.iloc[0]), ntk_se if np.isfinite(ntk_se) else 0.0)]
+                   ("the analytic NTK (Theta, Appendix A)", ntk.value, ntk.se)]
         for label, k, k_se in kernels:
             if not np.isfinite(k):
                 continue

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from depthlab.core import stats
+from depthlab.core.metrics import misclassification
 from depthlab.study import StoreInput
 
 from . import plots
@@ -68,8 +70,7 @@ def test_point_se(pred: np.ndarray, y: np.ndarray, task: str) -> float:
     if n < 2:
         return float("nan")
     if task == "classification":
-        p = float(np.mean((pred >= 0) != (y >= 0)))
-        return float(np.sqrt(p * (1.0 - p) / n))
+        return stats.binomial(float(misclassification(pred, y)), n).se
     return float(np.std((pred - y) ** 2, ddof=1) / np.sqrt(n))
 
 
