@@ -472,8 +472,11 @@ def test_a_job_that_runs_out_of_space_says_so_in_its_log_and_in_snakemakes_outpu
     cfg = {"results": str(results), "device": "cpu", "seed": 0, "studies": {"tiny": {"sizes": [5, 1_000_000]}}}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    p = smk(tmp_path, "--configfile", str(path), env={"DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")},
-            check=False)
+    # One job at a time and --keep-going: the small store is written whether its job runs before or after the one that
+    # fills the disk.  Without them the outcome hung on the order (CI once found no small store: after the first failure
+    # Snakemake schedules nothing new, and two jobs side by side can both meet the full disk).
+    p = smk(tmp_path, "--configfile", str(path), "--cores", "1", "--keep-going",
+            env={"DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")}, check=False)
     out = p.stdout + p.stderr
     assert p.returncode != 0
     log = results / "logs" / "tiny" / "draws" / "n1000000.log"
