@@ -49,6 +49,25 @@ def test_loglog_slope_recovers_a_power_law_and_its_se_covers_it():
     assert 0.88 <= hits / 400 <= 0.98  # a 95 % interval (t with 4 dof is a bit wider than 1.96)
 
 
+def test_slope_carries_the_points_own_ses_and_covers_the_truth_with_two_points():
+    """Two points (R1 with one d left out) gave no SE; the points' seed SEs carried through the fit give one that covers
+    the true slope at the stated rate (simulated: 4 seeds per point, SD 0.05 each)."""
+    rng = np.random.default_rng(4)
+    x = np.array([2.0, 4.0])
+    hits = 0
+    for i in range(1000):
+        seeds = 0.1 + 0.2 * x[:, None] + rng.normal(0, 0.05, (2, 4))
+        se = [stats.over_seeds(v).se for v in seeds]
+        e = stats.slope(x, seeds.mean(1), point_se=se)
+        hits += abs(e.value - 0.2) <= 2 * e.se
+    assert 0.85 <= hits / 1000 <= 0.99  # z = 2 with SEs from 4 seeds (t with 3 dof: about 86 %)
+    assert math.isnan(stats.slope(x, [0.5, 0.9]).se)
+    assert math.isnan(stats.slope(x, [0.5, 0.9], point_se=[0.01, float("nan")]).se)  # a bare point gives no bar
+    # with more points the larger of the residuals' SE and the carried one: exact points on a line keep the carried one
+    e = stats.slope([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], point_se=[0.1, 0.1, 0.1])
+    assert e.value == pytest.approx(1.0) and e.se == pytest.approx(0.1 / math.sqrt(2))
+
+
 def test_trend_sign_is_sure_of_a_clear_trend_and_unsure_of_noise():
     rho, up, down, sd = stats.trend_sign([1, 2, 3, 4], [[0.9, 0.91], [0.6, 0.61], [0.5, 0.52], [0.4, 0.41]])
     assert rho == -1.0 and down == 1.0 and up == 0.0

@@ -187,6 +187,29 @@ def test_r1_a_net_worse_than_the_constant_predictor_is_no_data_point_of_a_slope(
     assert v.effect < 0 and v.stderr is not None
 
 
+def test_r1_with_two_points_left_has_the_error_bar_its_seeds_give():
+    """Issue 53: in the default run depth 1 at d = 64 left the fit, and the row read 'no error bar: one net, nothing to
+    resample' though each point had 2 seeds.  Their spread now carries into the slope: clear seeds decide, noisy
+    seeds leave the row inside its error bars."""
+    def rows(noise):
+        out = []
+        for d in (4, 16, 64):
+            for depth, slope in ((1, 0.5), (2, 0.05)):
+                for seed in (0, 1):
+                    e = 0.05 + slope * np.log2(d / 4) / 2 + noise * (2 * seed - 1)
+                    if (depth, d) == (1, 64):
+                        e = 1.5 + 0.01 * seed
+                    out.append({"target": "relu", "dist": "eldan_shamir", "budget": 4000, "depth": depth, "d": d,
+                                "seed": seed, "test_nmse": e, "r0_density_ratio": 1.0, "diverged": False})
+        return pd.DataFrame(out)
+
+    v = radial_claims(rows(0.001))[0]
+    assert "depth 1 at d=64" in v.evidence and "no error bar" not in v.evidence
+    assert v.holds is True and v.stderr is not None and v.z > 2
+    v = radial_claims(rows(0.4))[0]  # seeds 0.8 apart at each point: a slope difference of 0.475 is inside the bars
+    assert v.verdict == "inconclusive" and "inside the error bars" in v.reason
+
+
 def test_r2_says_underfit_when_the_shallow_nets_learned_nothing():
     """Issue 53: at d = 64 the depth-1 nets had training nMSE 1.16 and test 1.24; the reason read 'overfit'."""
     from depthlab.studies.separation.claims import es16_claims

@@ -117,19 +117,25 @@ def trend_sign(x, samples: list, resamples: int = 2000, seed: int = 0,
     return obs, float((rhos > 0).mean()), float((rhos < 0).mean()), float(rhos.std(ddof=1))
 
 
+def resampled_rhos_means(samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None) -> list:
+    """Bootstrap resamples of the means of ``samples`` (one array of ``resamples`` means per group; see
+    :func:`trend_sign` for a group of one replicate)."""
+    groups = [np.asarray(s, dtype=float)[np.isfinite(np.asarray(s, dtype=float))] for s in samples]
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, g in enumerate(groups):
+        if len(g) >= 2:
+            out.append(g[rng.integers(0, len(g), size=(resamples, len(g)))].mean(axis=1))
+        else:
+            s = (sem[i] if sem is not None else 0.0) or 0.0
+            out.append(g[0] + (rng.normal(0.0, s, resamples) if math.isfinite(s) and s > 0 else np.zeros(resamples)))
+    return out
+
+
 def resampled_rhos(x, samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None) -> np.ndarray:
     """Spearman's rho of x with the means of ``samples`` over bootstrap resamples (see :func:`trend_sign`)."""
     x = np.asarray(x, dtype=float)
-    groups = [np.asarray(s, dtype=float)[np.isfinite(np.asarray(s, dtype=float))] for s in samples]
-    rng = np.random.default_rng(seed)
-    ys = np.empty((resamples, len(groups)))
-    for i, g in enumerate(groups):
-        if len(g) >= 2:
-            ys[:, i] = g[rng.integers(0, len(g), size=(resamples, len(g)))].mean(axis=1)
-        else:
-            s = (sem[i] if sem is not None else 0.0) or 0.0
-            ys[:, i] = g[0] + (rng.normal(0.0, s, resamples) if math.isfinite(s) and s > 0 else 0.0)
-    return _rhos(x, ys)
+    return _rhos(x, np.column_stack(resampled_rhos_means(samples, resamples, seed, sem)))
 
 
 def loglog_slope(x, y) -> Estimate:
@@ -137,18 +143,26 @@ def loglog_slope(x, y) -> Estimate:
     return slope(np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float)), how="loglog")
 
 
-def slope(lx, ly, how: str = "slope") -> Estimate:
-    """Least-squares slope of y against x, SE = sqrt(residual variance / sum (x - mean x)^2) (NaN SE for 2 points)."""
+def slope(lx, ly, how: str = "slope", point_se=None) -> Estimate:
+    """Least-squares slope of y against x, SE = sqrt(residual variance / sum (x - mean x)^2) (NaN SE for 2 points).
+
+    ``point_se``: each y's own SE (its seed spread).  The SE is then the larger of the residual one and the one those
+    carry into the slope, sqrt(sum (x - mean x)^2 se_i^2) / sum (x - mean x)^2 (the fit is a linear map of y); for
+    2 points the carried one alone.  A point with no SE (NaN) makes the carried SE NaN: a bare point gives no bar."""
     lx, ly = np.asarray(lx, dtype=float), np.asarray(ly, dtype=float)
+    pse = np.full_like(ly, np.nan) if point_se is None else np.asarray(point_se, dtype=float)
     ok = np.isfinite(lx) & np.isfinite(ly)
-    lx, ly = lx[ok], ly[ok]
+    lx, ly, pse = lx[ok], ly[ok], pse[ok]
     if len(lx) < 2:
         return Estimate(float("nan"), float("nan"), len(lx), how)
     A = np.vstack([lx, np.ones_like(lx)]).T
     coef, *_ = np.linalg.lstsq(A, ly, rcond=None)
+    dx = lx - lx.mean()
+    sxx = float((dx ** 2).sum())
+    carried = float(math.sqrt(float((dx ** 2 * pse ** 2).sum())) / sxx) if point_se is not None else float("nan")
     if len(lx) == 2:
-        return Estimate(float(coef[0]), float("nan"), 2, how)
+        return Estimate(float(coef[0]), carried, 2, how)
     resid = ly - A @ coef
     s2 = float(resid @ resid) / (len(lx) - 2)
-    se = math.sqrt(s2 / float(((lx - lx.mean()) ** 2).sum()))
-    return Estimate(float(coef[0]), se, len(lx), how)
+    se = math.sqrt(s2 / sxx)
+    return Estimate(float(coef[0]), max(se, carried) if math.isfinite(carried) else se, len(lx), how)

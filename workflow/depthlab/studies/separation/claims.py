@@ -132,7 +132,8 @@ def _failed(h: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def radial_claims(table: pd.DataFrame) -> list[Verdict]:
-    """R1: slope of the mean nMSE against log2 d per depth (least squares, its SE from the residuals), depth 1's larger
+    """R1: slope of the mean nMSE against log2 d per depth (least squares; its SE the larger of the residuals' and the one
+    the points' seed spreads carry, the latter alone for two points: ``stats.slope``), depth 1's larger
     than depth 2's by Z SE of the difference; nets worse than the constant predictor leave the fit, named."""
     out = []
     for (t, q, P), g in table.groupby(["target", "dist", "budget"]):
@@ -141,7 +142,8 @@ def radial_claims(table: pd.DataFrame) -> list[Verdict]:
             kept, bad = _failed(h[~h.diverged] if "diverged" in h else h)
             failed += bad
             curve = kept.groupby("d").test_nmse.mean().sort_index()
-            growth[L] = (stats.slope(np.log2(curve.index.values.astype(float)), curve.values), curve)
+            se = kept.groupby("d").test_nmse.agg(lambda v: stats.over_seeds(v.values).se).reindex(curve.index)
+            growth[L] = (stats.slope(np.log2(curve.index.values.astype(float)), curve.values, point_se=se.values), curve)
         if 1 not in growth or 2 not in growth:
             continue
         s1, s2 = growth[1][0], growth[2][0]

@@ -10,14 +10,17 @@ Criteria (fixed here, printed in the report):
   reliable tail (the vanishing odd eigenvalues of bias-free 2-layer kernels) has no slope and is
   not judged.  The plain log k slopes are printed beside (and stored) so a reader sees the bias.
 * B2 ("learning curves of different depths decay at the same rate"), per family (RF, NTK):
-  the fitted KRR rates of its depths differ by at most ``rate_spread``.
+  the fitted KRR rates of its depths differ by at most ``rate_spread``, decided against the spread's SE.
 * B3 ("the spectrum predicts the learning curve"), per kernel and depth: at every n >= ``theory_n_min`` the
   eigenlearning prediction of the best-over-ridge test MSE (from the kernel's own mu_k and the bump's degree powers)
   and the measured one (mean over trials) agree within a factor ``theory_factor``, decided per n with the SE of the
   log of the measured mean over trials (the prediction is exact given the spectrum).
 
 Error bars (depthlab.claims): B1's slopes come from exact quadratures of exact kernels (no sampling), so they are
-compared as exact values; B2's rates are fitted to the trials' mean curve and carry no SE here (the row says so).
+compared as exact values; B2's rates are fitted to the trials' mean curve over n >= fit_n_min, each with the least-squares
+SE of its slope (from the residuals about the power law, or the larger one the trials' spread carries); the spread
+(largest minus smallest rate) is the slope of the difference of those two log curves, with that fit's SE (the kernels
+share one data set, so their wiggles about a power law cancel there; independent SEs in quadrature would overstate it).
 """
 
 from __future__ import annotations
@@ -61,7 +64,30 @@ def b1(table: pd.DataFrame, tol: float, spread: float) -> list[Verdict]:
     return out
 
 
-def b2(table: pd.DataFrame, spread: float) -> list[Verdict]:
+def _log_curve(g: pd.DataFrame, n_min: int) -> tuple[pd.Series, pd.Series | None]:
+    """log(mean best MSE over trials) per n >= n_min, and its SE (the trials' spread / the mean; None for one trial)."""
+    per_n = g[(g.n >= n_min) & (g.best_mse > 0)].groupby("n").best_mse
+    mean = per_n.mean()
+    se = (per_n.agg(lambda v: stats.over_seeds(v.values).se) / mean) if g.trial.nunique() >= 2 else None
+    return np.log(mean), se
+
+
+def _rate(a: pd.DataFrame, n_min: int, b: pd.DataFrame | None = None) -> stats.Estimate:
+    """A learning-curve rate: the slope of log(mean best MSE over trials) against log n over n >= n_min (the stored
+    ``rate``'s own fit, ``krr.rate``), with its SE (``stats.slope``: the residuals', or the larger one the trials'
+    spread carries).  With ``b``: the rate of ``a`` minus that of ``b``, fitted to the difference of the two log curves.
+    The kernels' curves share their training and test sets, so their wiggles about a power law are shared too: the
+    paired fit's residuals give the SE of the difference, which two separate SEs in quadrature would overstate."""
+    la, sa = _log_curve(a, n_min)
+    if b is not None:
+        lb, sb = _log_curve(b, n_min)
+        la, lb = la.align(lb, join="inner")
+        sa = None if sa is None or sb is None else np.hypot(*sa.align(sb, join="inner"))
+        la = la - lb
+    return stats.slope(np.log(la.index.values.astype(float)), la.values, point_se=None if sa is None else sa.values)
+
+
+def b2(table: pd.DataFrame, spread: float, n_min: int) -> list[Verdict]:
     out = []
     rates = table.groupby(["kernel", "depth"]).rate.first().reset_index()
     rates["family"] = rates.kernel.map(FAMILY)
@@ -71,11 +97,16 @@ def b2(table: pd.DataFrame, spread: float) -> list[Verdict]:
             out.append(judge("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, None,
                              f"{len(g)} depth(s)", why_none="fewer than two depths"))
             continue
-        s = float(g.rate.max() - g.rate.min())
-        out.append(judge("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam,
-                         exceeds(stats.Estimate(s, float("nan")), spread, below=True, what="the spread of the rates"),
-                           "rates " + ", ".join(f"depth {int(r.depth)} ({r.kernel}) {r.rate:.3f}" for r in g.itertuples())
-                           + f"; spread {s:.3f} (need <= {spread})" + (f"; Laplace {lap.iloc[0]:.3f}" if len(lap) else "")))
+        est = {(r.kernel, int(r.depth)): _rate(table[(table.kernel == r.kernel) & (table.depth == r.depth)], n_min)
+               for r in g.itertuples()}
+        hi, lo = max(est, key=lambda k: est[k].value), min(est, key=lambda k: est[k].value)
+        pick = [table[(table.kernel == k) & (table.depth == L)] for k, L in (hi, lo)]
+        test = exceeds(_rate(pick[0], n_min, b=pick[1]), spread, below=True, what="the spread of the rates")
+        out.append(judge("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, test,
+                           "rates " + ", ".join(f"depth {L} ({k}) {e}" for (k, L), e in est.items())
+                           + f" (slopes of log MSE vs log n over n >= {n_min}, SE from the fit's residuals)"
+                           + f"; spread {test.text('.3f')} (depth {hi[1]} ({hi[0]}) minus depth {lo[1]} ({lo[0]}), "
+                           "the slope of the difference of their log curves: they share one data set)" + (f"; Laplace {lap.iloc[0]:.3f}" if len(lap) else "")))
     return out
 
 
@@ -105,6 +136,6 @@ def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Ver
     if "slopes" in tables:
         verdicts += b1(tables["slopes"], spec.slope_tolerance, spec.depth_spread)
     if "learning_curves" in tables:
-        verdicts += b2(tables["learning_curves"], spec.rate_spread)
+        verdicts += b2(tables["learning_curves"], spec.rate_spread, spec.rate_n_min)
         verdicts += b3(tables["learning_curves"], spec.theory_factor, spec.theory_n_min)
     return verdicts, [spec.scale_note, *NOTES]

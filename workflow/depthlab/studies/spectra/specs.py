@@ -243,12 +243,14 @@ class ClaimsSpec(Spec):
     rate_spread: float
     theory_factor: float  # B3: predicted and measured best-over-ridge test MSE within this factor
     theory_n_min: int  # B3: judged over n >= this
+    rate_n_min: int  # B2: the rates (and their SEs) are fitted over n >= this (the KRR stage's fit_n_min)
     scale_note: str
 
     @classmethod
     def from_config(cls, config: dict, job: ClaimsJob) -> "ClaimsSpec":
         e, k = section(config)["eigen"], section(config)["krr"]
         return cls(job=job, slope_tolerance=0.1, depth_spread=0.2, rate_spread=0.1, theory_factor=1.25, theory_n_min=100,
+                   rate_n_min=k["fit_n_min"],
                    scale_note=f"Scale: eigenvalues k = 0..{e['k_max']} on S^(d-1) for d = {sorted(e['dims'])}, "
                               f"depths {sorted(e['depths'])} (Mori & Ueda kernel: {sorted(e['mori_ueda_depths'])}, beta = {e['beta']}), "
                               f"{e['panels']} quadrature panels, agreement rtol {e['rtol']:g}, fits against log(k + (d-2)/2) over the reliable "
