@@ -166,3 +166,32 @@ def test_a3_measures_the_distance_after_the_escape_from_the_near_zero_start():
 
     loss = np.array([2.0, 1.99, 1.9, 1.2, 0.6, 0.3])  # optimum 0.2: excess 1.8 -> 0.1
     assert _fallen(loss, 0.2).tolist() == [False, False, False, False, True, True]
+
+
+def test_a3_is_judged_over_the_flow_rates_that_reach_a_target_not_only_where_all_do():
+    """Issue 53: in the run of 5f96160 all 36 A3 rows were inconclusive ("no common target"): the smallest flow rates
+    need ~1/eta iterations and the batch stopped first (diabetes l_2 depth 2: 0.001 ... 0.00316 reach nothing by
+    iteration 1752, while 0.00562 ... 0.0562 reach f = 0.01 with distances falling x1.78 per step).  The limit is judged
+    over the rates that reach the target; one such rate is too few; seeds that disagree widen the slope's SE."""
+    reach = {0.00562: 1361, 0.01: 766, 0.0178: 431, 0.0316: 243, 0.0562: 137}
+    rows = []
+    for seed, wobble in ((0, 1.0), (1, 1.02), (2, 0.98)):
+        for lr in (0.001, 0.00178, 0.00316, *reach):
+            it = reach.get(lr, -1)
+            flow = 0.001 if lr > 0.001 else np.nan
+            rows.append(_row(2, lr, 0.01, it, seed=seed, rule=it + 2 if it > 0 else -1, dist=1.77 * lr * wobble, flow=flow,
+                             stop=1752))
+    rows.append(_row(2, 0.3, 0.01, 30, dist=0.9, flow=0.4, stop=1752))
+    t = _table(rows)
+    tracks, speed = rule_claims(t, best_rates(t), 0.1, 1.25, 0.05)
+    assert tracks.holds is True and 0.95 < tracks.effect < 1.05 and tracks.stderr > 0
+    assert "judged at f = 0.01 over the 5 that reach it (0.001, 0.00178, 0.00316 did not by iteration 1752)" in tracks.evidence
+    assert speed.holds is True and "at the largest flow rate 0.0562" in speed.evidence and speed.stderr is not None
+    # only the largest flow rate reaches the target: a limit needs two
+    one = _table([r if r[5] in (0.0562, 0.3) else r[:8] + (-1,) + r[9:11] + (-1,) + r[12:] for r in rows])
+    v = rule_claims(one, best_rates(one), 0.1, 1.25, 0.05)[0]
+    assert v.verdict == "inconclusive" and "only one does within the budget (raise max_iterations)" in v.reason
+    # seeds whose distances disagree by x3 at the two smallest reaching rates: the slope is inside its error bars
+    wild = _table([r[:12] + (r[12] * (3.0 if r[6] == 1 and r[5] in (0.00562, 0.01) else 1.0),) + r[13:] for r in rows])
+    v = rule_claims(wild, best_rates(wild), 0.1, 1.25, 0.05)[0]
+    assert v.verdict == "inconclusive" and "inside the error bars" in v.reason
