@@ -33,11 +33,19 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     """Skip the slow set unless asked for, saying why; run it last (once slurm-wlm is installed, a stopped cluster
-    makes the SLURM executor plugin's import-time probe wait ~9 s in every later Snakemake call)."""
+    makes the SLURM executor plugin's import-time probe wait ~9 s in every later Snakemake call).  Order the rest so
+    that the shared smoke run is built while the other worker has work (below)."""
     for item in items:
         if "slow" in item.keywords and not config.getoption("--run-slow"):
             item.add_marker(pytest.mark.skip(reason=SLOW_REASON))
     items.sort(key=lambda item: "slow" in item.keywords)
+    # Under pytest-xdist the workers share one smoke run, built by the first worker that needs it while any other that
+    # needs it waits on its lock.  So one test that reads it goes first (its worker starts the build at once) and the
+    # others after every test that does not: the other worker runs those meanwhile instead of waiting.
+    fast = [item for item in items if "slow" not in item.keywords]
+    smoke = [item for item in fast if "smoke_run" in getattr(item, "fixturenames", ())]
+    if smoke:
+        items[:len(fast)] = smoke[:1] + [item for item in fast if item not in smoke] + smoke[1:]
 
 
 @pytest.fixture(scope="session")
