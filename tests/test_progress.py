@@ -216,3 +216,38 @@ def test_the_jobs_log_records_and_reads_back_a_resumed_job(tmp_path):
     old = tmp_path / "old.jobs.tsv"  # a log written before the column existed reads as not resumed
     old.write_text("jobid\tstage\tplanned_s\tstart_s\tend_s\tname\n1\ts\t1.0\t0.0\t1.0\tx\n")
     assert progress.read_jobs_log(old)[0]["resumed"] is False
+
+
+def test_a_silent_stretch_of_a_long_job_gets_a_line_on_what_runs_and_the_eta(tmp_path, monkeypatch):
+    """The default run's first jobs are fractal nets of most of an hour: the terminal said nothing for 40 minutes.
+    After DEPTHLAB_HEARTBEAT_S seconds without a line it says what runs, for how long, and the ETA; never after the
+    run's end, and 0 turns it off."""
+    monkeypatch.setattr(progress, "width", lambda: 120)
+    monkeypatch.setenv("DEPTHLAB_HEARTBEAT_S", "0.2")
+    term, out = terminal(tmp_path)
+    term.start(progress.Plan({1: ("fractals/cantor/n5/pdeg5/depth5/w100", 2400.0, "fractals/train"),
+                              2: ("fractals/cantor/n5/pdeg0/depth5/w200", 3000.0, "fractals/train")}, cores=2, log=None))
+    term.emit(record("None", event="job_started", jobs=[1]))
+    time.sleep(0.05)
+    term.emit(record("None", event="job_started", jobs=[2]))
+    deadline = time.monotonic() + 20
+    while "running" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    beat = [ln for ln in out.getvalue().splitlines() if "running" in ln][0]
+    assert beat.startswith("[0/2] ") and "running 2 jobs, the longest fractals/cantor/n5/pdeg5/depth5/w100 for " in beat
+    assert " | ETA " in beat and " done " not in beat and len(beat) <= 120, beat
+    term.emit(record("None", event="job_finished", job_id=1))
+    term.emit(record("None", event="job_finished", job_id=2))
+    term.emit(record("None", event="progress", done=2, total=2))
+    term.close()
+    n = len(out.getvalue().splitlines())
+    time.sleep(0.5)
+    assert len(out.getvalue().splitlines()) == n, "no line after the run's end"
+    monkeypatch.setenv("DEPTHLAB_HEARTBEAT_S", "0")
+    term, out = terminal(tmp_path)
+    term.start(progress.Plan({1: ("x", 10.0)}, cores=1, log=None))
+    term.emit(record("None", event="job_started", jobs=[1]))
+    time.sleep(0.4)
+    assert "running" not in out.getvalue()
+    monkeypatch.setenv("DEPTHLAB_HEARTBEAT_S", "nan")
+    assert progress.heartbeat_s() == progress.HEARTBEAT_S

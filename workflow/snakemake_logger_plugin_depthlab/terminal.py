@@ -8,6 +8,9 @@ profile selects the logger plugin ``depthlab`` (the module ``snakemake_logger_pl
   the full log's path;
 - per finished job, one line no wider than the terminal (at most 200 characters): jobs done / total, the job,
   planned core-time done / planned in all, and the ETA;
+- while jobs run and nothing else was printed for ``DEPTHLAB_HEARTBEAT_S`` seconds (default 300; 0 turns it off), a
+  line saying how many jobs are running, the longest-running one and for how long, and the ETA (a fractal net runs
+  for most of an hour: the terminal no longer sits silent that long);
 - every warning and error in full (a failed job with its log, as Snakemake shows it), and Snakemake's
   "Nothing to be done";
 - at the end, the wall time and again the full log's path.
@@ -39,6 +42,18 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 ENV_VERBOSE = "DEPTHLAB_VERBOSE"
+ENV_HEARTBEAT = "DEPTHLAB_HEARTBEAT_S"
+HEARTBEAT_S = 300.0  # a "still running" line after this long without a line (DEPTHLAB_HEARTBEAT_S; 0: never)
+
+
+def heartbeat_s() -> float:
+    """Seconds of silence before a "still running" line: ``$DEPTHLAB_HEARTBEAT_S`` (a number >= 0; 0 turns it off),
+    else ``HEARTBEAT_S``; a value that is not a number >= 0 is ignored."""
+    try:
+        v = float(os.environ.get(ENV_HEARTBEAT, HEARTBEAT_S))
+    except ValueError:
+        return HEARTBEAT_S
+    return v if v >= 0 and v == v and v != float("inf") else HEARTBEAT_S
 MAX_WIDTH = 200
 # Snakemake's info lines a user still wants on the quiet terminal (the rest is in the log file).
 KEEP = ("Nothing to be done", "Will exit after finishing currently running jobs", "Shutting down, this might take")
@@ -235,6 +250,8 @@ class Terminal:
         self.lock = threading.RLock()
         self.finished_line = False
         self.unsaid: list[str] = []  # info lines Snakemake would have printed, until a run starts
+        self.last_said = time.monotonic()  # when the terminal last printed a line (the heartbeat waits for silence)
+        self.stopped = threading.Event()  # set at the end: the heartbeat thread stops
 
     # ---- called from the Snakefile's onstart (main thread) ----
     def start(self, plan: Plan) -> None:
@@ -256,6 +273,30 @@ class Terminal:
                               f"about {duration(plan.eta())} on {plan.cores} core{'s' * (plan.cores != 1)}", width()))
                 if plan.log:
                     self.say(fit(f"depthlab: full log {plan.log}", MAX_WIDTH))
+                every = heartbeat_s()
+                if every > 0:
+                    threading.Thread(target=self._heartbeat, args=(every,), name="depthlab-heartbeat", daemon=True).start()
+
+    def _heartbeat(self, every: float) -> None:
+        """While jobs run: after ``every`` seconds without a line, one line on the running jobs and the ETA."""
+        while not self.stopped.wait(min(every, 10.0)):
+            with self.lock:
+                if self.finished_line or self.plan is None:
+                    return
+                if time.monotonic() - self.last_said >= every and self.plan.started:
+                    self.say(self.running_line())
+
+    def running_line(self, now: float | None = None) -> str:
+        """'[12/219] 20:41:07 running 2 jobs, the longest fractals/... for 41 min | ETA 23:10 (2.5 h)'."""
+        plan = self.plan
+        now = plan.clock() if now is None else now
+        jid, t = min(plan.started.items(), key=lambda kv: kv[1])
+        n, total, k, eta = len(plan.done), len(plan.jobs), len(plan.started), plan.eta(now)
+        head = f"[{n:>{len(str(total))}}/{total}] {time.strftime('%H:%M:%S')} running {k} job{'s' * (k != 1)}, the longest "
+        tail = f" for {duration(now - t)} | ETA {time.strftime('%H:%M', time.localtime(time.time() + eta))} ({duration(eta)})"
+        cols = width()
+        name = str(plan.jobs.get(jid, (f"job {jid}",))[0])
+        return fit(head + fit(name, max(16, cols - len(head) - len(tail))) + tail, cols)
 
     # ---- called from Snakemake's log listener thread ----
     def emit(self, record: logging.LogRecord) -> None:
@@ -358,6 +399,7 @@ class Terminal:
 
     def say(self, text: str) -> None:
         with self.lock:
+            self.last_said = time.monotonic()
             try:
                 self.stream.write(text.rstrip("\n") + "\n")
                 self.stream.flush()
@@ -367,6 +409,7 @@ class Terminal:
     def close(self) -> None:
         """A command that ran no jobs (``--lint``, ``--list-rules``, ``--summary``, an error before the run) never
         started the quiet terminal: Snakemake's own lines are printed now, as without the plugin."""
+        self.stopped.set()
         with self.lock:
             if self.plan is None and self.passthrough is None:
                 for text in self.unsaid:
