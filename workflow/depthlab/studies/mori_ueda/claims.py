@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
 from depthlab.claims import (TREND_SHARE, Z, Test, Verdict, all_of, diverged, exceeds, flagged, judge, learned,
                              not_applicable, trend, unconverged)
@@ -202,8 +202,6 @@ def _alike(ones: pd.DataFrame, depths: list, resamples: int = 2000, seed: int = 
     seeds (each curve resampled on its own, as :func:`depthlab.core.stats.trend_sign` does): holds when both hold in
     >= TREND_SHARE of the resamples, does not hold when they fail together in >= TREND_SHARE, inside the error bars
     otherwise.  Effect: the observed Spearman, SE its SD over the resamples."""
-    from scipy.stats import rankdata
-
     curves = []
     for loc in ("local", "global"):
         part = ones[ones.locality == loc]
