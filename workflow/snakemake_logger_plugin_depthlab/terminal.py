@@ -31,6 +31,7 @@ that was really left.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import statistics
@@ -53,7 +54,7 @@ def heartbeat_s() -> float:
         v = float(os.environ.get(ENV_HEARTBEAT, HEARTBEAT_S))
     except ValueError:
         return HEARTBEAT_S
-    return v if v >= 0 and v == v and v != float("inf") else HEARTBEAT_S
+    return v if math.isfinite(v) and v >= 0 else HEARTBEAT_S
 MAX_WIDTH = 200
 # Snakemake's info lines a user still wants on the quiet terminal (the rest is in the log file).
 KEEP = ("Nothing to be done", "Will exit after finishing currently running jobs", "Shutting down, this might take")
@@ -83,6 +84,16 @@ def clip(text: str, cols: int) -> str:
 def minutes(s: float) -> str:
     m = s / 60
     return f"{m:.1f}" if m < 10 else f"{m:.0f}"
+
+
+def counter(done: int, total: int) -> str:
+    """'[ 12/219] 20:41:07 ': the jobs done of all and the time, the head of every progress line."""
+    return f"[{done:>{len(str(total))}}/{total}] {time.strftime('%H:%M:%S')} "
+
+
+def clock_in(seconds: float) -> str:
+    """The wall clock ``seconds`` from now, 'HH:MM' (the ETA's time of day)."""
+    return time.strftime('%H:%M', time.localtime(time.time() + seconds))
 
 
 def duration(s: float) -> str:
@@ -292,8 +303,8 @@ class Terminal:
         now = plan.clock() if now is None else now
         jid, t = min(plan.started.items(), key=lambda kv: kv[1])
         n, total, k, eta = len(plan.done), len(plan.jobs), len(plan.started), plan.eta(now)
-        head = f"[{n:>{len(str(total))}}/{total}] {time.strftime('%H:%M:%S')} running {k} job{'s' * (k != 1)}, the longest "
-        tail = f" for {duration(now - t)} | ETA {time.strftime('%H:%M', time.localtime(time.time() + eta))} ({duration(eta)})"
+        head = counter(n, total) + f"running {k} job{'s' * (k != 1)}, the longest "
+        tail = f" for {duration(now - t)} | ETA {clock_in(eta)} ({duration(eta)})"
         cols = width()
         name = str(plan.jobs.get(jid, (f"job {jid}",))[0])
         return fit(head + fit(name, max(16, cols - len(head) - len(tail))) + tail, cols)
@@ -360,8 +371,8 @@ class Terminal:
         plan.finish_job(jobid, now)
         self._record_job(jobid, name, secs, start, now)
         n, total, eta = len(plan.done), len(plan.jobs), plan.eta(now)
-        clock = time.strftime('%H:%M', time.localtime(time.time() + eta))
-        head = f"[{n:>{len(str(total))}}/{total}] {time.strftime('%H:%M:%S')} done "
+        clock = clock_in(eta)
+        head = counter(n, total) + "done "
         cols = width()
         for tail in (f" | {minutes(sum(plan.done.values()))}/{minutes(plan.planned)} core-min | ETA {clock} ({duration(eta)})",
                      f" | ETA {clock}", ""):  # the shortest that leaves the job's name 16 characters

@@ -90,14 +90,17 @@ def ratio(a: Estimate, b: Estimate) -> Estimate:
     return Estimate(r, abs(r) * rel, min(a.n, b.n), "ratio")
 
 
-def _rhos(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """Spearman's rho of x with each row of ys at once (average ranks for ties, as spearmanr; 0 for a constant row)."""
-    if len(x) == 2:
-        return np.sign((ys[:, 1] - ys[:, 0]) * (x[1] - x[0]))
-    rx = rankdata(x) - (len(x) + 1) / 2
-    ry = rankdata(ys, axis=1) - (len(x) + 1) / 2
-    num = ry @ rx
-    den = np.sqrt((ry * ry).sum(axis=1) * (rx @ rx))
+def spearman_rows(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Spearman's rho of x with each row of ys at once: x one row [k] for every row of ys [R, k], or a row of its own
+    per row of ys [R, k] (average ranks for ties, as spearmanr; 0 for a constant row)."""
+    x = np.asarray(x, dtype=float)
+    k = x.shape[-1]
+    if k == 2:
+        return np.sign((ys[:, 1] - ys[:, 0]) * (x[..., 1] - x[..., 0]))
+    rx = rankdata(x, axis=-1) - (k + 1) / 2  # average ranks always sum to k (k + 1) / 2: centred exactly
+    ry = rankdata(ys, axis=1) - (k + 1) / 2
+    num = (ry * rx).sum(axis=1)
+    den = np.sqrt((ry * ry).sum(axis=1) * (rx * rx).sum(axis=-1))
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
@@ -112,12 +115,12 @@ def trend_sign(x, samples: list, resamples: int = 2000, seed: int = 0,
     when the share in that sign is >= 0.95 (the checkers' rule)."""
     x = np.asarray(x, dtype=float)
     groups = [np.asarray(s, dtype=float)[np.isfinite(np.asarray(s, dtype=float))] for s in samples]
-    obs = float(_rhos(x, np.array([[g.mean() for g in groups]]))[0])
+    obs = float(spearman_rows(x, np.array([[g.mean() for g in groups]]))[0])
     rhos = resampled_rhos(x, groups, resamples, seed, sem)
     return obs, float((rhos > 0).mean()), float((rhos < 0).mean()), float(rhos.std(ddof=1))
 
 
-def resampled_rhos_means(samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None) -> list:
+def resampled_means(samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None) -> list:
     """Bootstrap resamples of the means of ``samples`` (one array of ``resamples`` means per group; see
     :func:`trend_sign` for a group of one replicate)."""
     groups = [np.asarray(s, dtype=float)[np.isfinite(np.asarray(s, dtype=float))] for s in samples]
@@ -135,7 +138,7 @@ def resampled_rhos_means(samples: list, resamples: int = 2000, seed: int = 0, se
 def resampled_rhos(x, samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None) -> np.ndarray:
     """Spearman's rho of x with the means of ``samples`` over bootstrap resamples (see :func:`trend_sign`)."""
     x = np.asarray(x, dtype=float)
-    return _rhos(x, np.column_stack(resampled_rhos_means(samples, resamples, seed, sem)))
+    return spearman_rows(x, np.column_stack(resampled_means(samples, resamples, seed, sem)))
 
 
 def loglog_slope(x, y) -> Estimate:

@@ -192,7 +192,9 @@ def rule_claims(table: pd.DataFrame, best: pd.DataFrame, tracking: float, same_s
         judged = sorted(float(lr) for lr in reached[np.isclose(reached.fraction, f)].lr)
         missing = [r for r in flow if not any(np.isclose(r, j) for j in judged)]
         rows = at[np.isclose(at.fraction, f) & at.lr.apply(lambda lr: any(np.isclose(lr, j) for j in judged))]
-        dist = rows.groupby("lr")[col].mean().dropna().sort_index()
+        # per judged rate, the distance's mean and SE over the seeds (a seed whose excess loss never fell by half: NaN, left out)
+        seeds = {float(lr): e for lr, h in rows.groupby("lr") if np.isfinite((e := stats.over_seeds(h[col].values)).value)}
+        dist = pd.Series({lr: e.value for lr, e in seeds.items()}, dtype=float).sort_index()
         where = (f"over the flow rates {', '.join(f'{r:.3g}' for r in flow)} (flow difference < {tol:g}; per rate: {flows}), "
                  f"judged at f = {f:g} over the {len(judged)} that reach it"
                  + (f" ({', '.join(f'{r:.3g}' for r in missing)} did not by iteration {int(at.stopped_at.max())})" if missing else ""))
@@ -200,13 +202,12 @@ def rule_claims(table: pd.DataFrame, best: pd.DataFrame, tracking: float, same_s
             out += [judge("A3", s, fig, subject, None, where, why_none="no distance could be measured at the flow rates that "
                           "reach the target (the excess loss never fell by half)") for s, fig in ((statement_a, "distance"), (statement_b, "iterations"))]
             continue
-        seeds = {float(lr): stats.over_seeds(h[col].values) for lr, h in rows.groupby("lr") if float(lr) in set(dist.index)}
         if len(dist) >= 2:
             # the slope's SE: its residuals', or the larger one the seeds' spread carries (log of a mean: se / mean)
             slope = stats.slope(np.log(dist.index.values), np.log(dist.values), how="loglog",
-                                point_se=[seeds[float(lr)].se / v for lr, v in dist.items()])
+                                point_se=[seeds[lr].se / v for lr, v in dist.items()])
             t = all_of(exceeds(slope, MIN_SLOPE, what="the slope of log distance against log eta"),
-                       exceeds(seeds[float(dist.index[0])], tracking, below=True, what="the distance at the smallest flow rate"))
+                       exceeds(seeds[dist.index[0]], tracking, below=True, what="the distance at the smallest flow rate"))
             ev = (f"{where}: distance per rate " + ", ".join(f"{lr:.3g}: {v:.3g}" for lr, v in dist.items())
                   + f"; slope {slope} (need >= {MIN_SLOPE:g}); at the smallest rate {dist.iloc[0]:.3g} (need <= {tracking:g}){beside}")
             out.append(judge("A3", statement_a, "distance", subject, t, ev))

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata, spearmanr
+from scipy.stats import spearmanr
 
 from depthlab.claims import (TREND_SHARE, Z, Test, Verdict, all_of, diverged, exceeds, flagged, judge, learned,
                              not_applicable, trend, unconverged)
@@ -189,30 +189,25 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
         loc_c = _curve(ones[ones.locality == "local"])
         glo_c = _curve(ones[ones.locality == "global"])
         common = loc_c.index.intersection(glo_c.index)
-        t = _alike(ones, list(common)) if len(common) >= 3 else None
+        t = _alike(ones, loc_c[common], glo_c[common]) if len(common) >= 3 else None
         out.append(judge("3", "k = 1: local and global alike", figure, "1-local vs 1-global", t,
                          f"best depths {int(loc_c.idxmin())} vs {int(glo_c.idxmin())}; Spearman between curves = "
                          + (t.text("+.2f") if t is not None else "n/a"), _soundness(ones), why_none="fewer than three common depths"))
     return out
 
 
-def _alike(ones: pd.DataFrame, depths: list, resamples: int = 2000, seed: int = 0) -> Test:
-    """Claim 3's "k = 1: local and global alike" with its error bar: the two mean curves have the same best depth and
-    a positive Spearman correlation over ``depths``.  Both are re-evaluated on bootstrap resamples over each depth's
-    seeds (each curve resampled on its own, as :func:`depthlab.core.stats.trend_sign` does): holds when both hold in
-    >= TREND_SHARE of the resamples, does not hold when they fail together in >= TREND_SHARE, inside the error bars
-    otherwise.  Effect: the observed Spearman, SE its SD over the resamples."""
-    curves = []
-    for loc in ("local", "global"):
-        part = ones[ones.locality == loc]
-        curves.append(np.column_stack(stats.resampled_rhos_means(_samples(part, depths), resamples, seed + len(curves))))
-    a, b = curves  # [resamples, depths] each
-    ra, rb = rankdata(a, axis=1), rankdata(b, axis=1)
-    ra, rb = ra - ra.mean(1, keepdims=True), rb - rb.mean(1, keepdims=True)
-    den = np.sqrt((ra * ra).sum(1) * (rb * rb).sum(1))
-    rhos = np.divide((ra * rb).sum(1), den, out=np.zeros(len(a)), where=den > 0)
+def _alike(ones: pd.DataFrame, loc_c: pd.Series, glo_c: pd.Series, resamples: int = 2000, seed: int = 0) -> Test:
+    """Claim 3's "k = 1: local and global alike" with its error bar: the two mean curves (``loc_c``, ``glo_c``: error
+    per depth, over the depths both have) have the same best depth and a positive Spearman correlation.  Both are
+    re-evaluated on bootstrap resamples over each depth's seeds (each curve resampled on its own, as
+    :func:`depthlab.core.stats.trend_sign` does): holds when both hold in >= TREND_SHARE of the resamples, does not hold
+    when they fail together in >= TREND_SHARE, inside the error bars otherwise.  Effect: the observed Spearman, SE its
+    SD over the resamples."""
+    depths = list(loc_c.index)
+    a, b = (np.column_stack(stats.resampled_means(_samples(ones[ones.locality == loc], depths), resamples, seed + i))
+            for i, loc in enumerate(("local", "global")))  # [resamples, depths] each
+    rhos = stats.spearman_rows(a, b)
     ok = (a.argmin(1) == b.argmin(1)) & (rhos > 0)
-    loc_c, glo_c = _curve(ones[ones.locality == "local"])[depths], _curve(ones[ones.locality == "global"])[depths]
     rho = float(spearmanr(loc_c, glo_c).statistic)
     sd = float(rhos.std(ddof=1))
     note = (f" (same best depth and Spearman > 0 in {ok.mean():.0%} of resamples over seeds; need {TREND_SHARE:.0%} "

@@ -97,11 +97,10 @@ def b2(table: pd.DataFrame, spread: float, n_min: int) -> list[Verdict]:
             out.append(judge("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, None,
                              f"{len(g)} depth(s)", why_none="fewer than two depths"))
             continue
-        est = {(r.kernel, int(r.depth)): _rate(table[(table.kernel == r.kernel) & (table.depth == r.depth)], n_min)
-               for r in g.itertuples()}
+        parts = {(r.kernel, int(r.depth)): table[(table.kernel == r.kernel) & (table.depth == r.depth)] for r in g.itertuples()}
+        est = {key: _rate(part, n_min) for key, part in parts.items()}
         hi, lo = max(est, key=lambda k: est[k].value), min(est, key=lambda k: est[k].value)
-        pick = [table[(table.kernel == k) & (table.depth == L)] for k, L in (hi, lo)]
-        test = exceeds(_rate(pick[0], n_min, b=pick[1]), spread, below=True, what="the spread of the rates")
+        test = exceeds(_rate(parts[hi], n_min, b=parts[lo]), spread, below=True, what="the spread of the rates")
         out.append(judge("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, test,
                            "rates " + ", ".join(f"depth {L} ({k}) {e}" for (k, L), e in est.items())
                            + f" (slopes of log MSE vs log n over n >= {n_min}, SE from the fit's residuals)"
