@@ -69,6 +69,63 @@ def test_the_fixed_term_is_at_most_a_start_up_and_the_total_stays_unbiased():
     assert flat.overhead_s == pl.START_UP_CAP_S and pl.predict(flat, 1e9) == pytest.approx(70.0)
 
 
+def test_the_fit_learns_the_share_of_the_epoch_budget_that_a_stages_nets_really_train():
+    """Issue 55: nets that stop early train part of the budget their planned work charges.  Jobs whose seconds are
+    start-up + share x work / rate, each with its own share (the store's record): the fit gets the rate per unit of
+    work really done and the stage's work-weighted share back, and its prediction charges a job that share of its
+    budget.  Given no shares (the calibrations before), the share is 1 and the rate absorbs it, as before."""
+    rng = np.random.default_rng(2)
+    w = rng.uniform(1e11, 1e12, 40)
+    share = rng.uniform(0.1, 0.6, w.size)
+    s = 3.0 + share * w / 2e9
+    c = pl.fit(list(zip(w, s, share)))
+    assert c.overhead_s == pytest.approx(3.0, rel=1e-6) and c.rate == pytest.approx(2e9, rel=1e-6)
+    assert c.fraction == pytest.approx((share * w).sum() / w.sum(), rel=1e-12) and 0.1 < c.fraction < 0.6
+    assert pl.predict(c, 1e12) == pytest.approx(3.0 + c.fraction * 1e12 / 2e9, rel=1e-9)
+    assert sum(pl.predict(c, x) for x in w) == pytest.approx(s.sum(), rel=1e-9)  # the stage's total, in sample
+    bare = pl.fit(list(zip(w, s)))
+    assert bare.fraction == 1.0 and bare.rate > 2 * c.rate  # no shares: every budget charged whole, at a higher rate
+    assert pl.fit([(w0, s0, None) for w0, s0 in zip(w, s)]) == bare
+
+
+def test_a_stores_record_of_epochs_trained_gives_its_jobs_share_of_the_budget(root):
+    """Spec.trained, from a finished store: the fractal nets' ``stopped_epoch`` over the planned rates x seeds x
+    max_epochs (a rate the grid grew counts too), a Mori & Ueda net's ``epochs`` in the units of its work (the test
+    predictions counted as done); a store that records neither says nothing."""
+    import xarray as xr
+
+    from depthlab.study import budget_share
+
+    cfg = dlc.validate(yaml.safe_load((root / "config" / "smoke.yaml").read_text()))
+    fr = get_study("fractals")
+    spec = fr.spec(cfg, "train", fr.jobs(cfg, "train")[0])
+    M, E = len(spec.lrs) * len(spec.seeds), spec.training.max_epochs
+    half = np.full((len(spec.lrs), len(spec.seeds)), E // 2)
+    ds = xr.Dataset({"stopped_epoch": (("lr", "seed"), half)})
+    assert spec.trained(ds) == pytest.approx((E // 2) / E)
+    grown = xr.Dataset({"stopped_epoch": (("lr", "seed"), np.vstack([half, np.full((1, len(spec.seeds)), E)]))})
+    assert spec.trained(grown) == pytest.approx(((E // 2) * M + E * len(spec.seeds)) / (M * E))
+    assert spec.trained(xr.Dataset({"accuracy": ("seed", [0.5] * len(spec.seeds))})) is None
+    mu = get_study("mori_ueda")
+    job = mu.jobs(cfg, "train")[0]
+    m = mu.spec(cfg, "train", job)
+    n, t = m.data.target.n_train, m.data.n_test
+    Mm = (len(m.lrs) if m.lrs is not None else 1) * len(m.seeds)
+    epochs = xr.Dataset({"epochs": ("seed", [10] * Mm)})
+    assert m.trained(epochs) == pytest.approx((Mm * t + n * 10 * Mm) / (Mm * t + n * m.training.max_epochs * Mm))
+    assert budget_share(xr.Dataset({"epochs": ("seed", [np.nan, 4.0])}), "epochs", 2, 8) == pytest.approx(4 / 16)
+    assert budget_share(epochs, "epochs", 0, 8) is None
+
+
+def test_plan_check_shows_the_share_the_plan_charged_beside_the_share_the_run_trained():
+    rows = [pl.Check("fractals/train", 3, 600.0, 1200.0, 0.35, 0.8), pl.Check("*/figure", 2, 30.0, 28.0)]
+    text = pl.render_check(rows, "results/default", "costs.json")
+    line = next(l for l in text.splitlines() if l.startswith("fractals/train"))
+    assert line.split()[-3:] == ["0.35", "0.80", "!"] or line.split()[-2:] == ["0.35", "0.80"]
+    assert next(l for l in text.splitlines() if l.startswith("*/figure")).split()[-2:] == ["1.00", "-"]
+    assert "trained: plan" in text
+
+
 def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(smoke_run, tmp_path):
     """--calibrate on the fresh smoke run, then its predictions against the same jobs: each stage's total core-seconds
     within a factor 2, the whole run within 1.25.  (Machine speed is not asserted: the shipped calibration's errors
@@ -160,6 +217,8 @@ def test_timings_saved_with_measure_calibrate_like_the_results_folder_and_a_gpu_
                                   '{"stages": {}}', '[1, 2]', 'not json', '{"devices": [], "stages": {"a/b": [[-1, 2]]}}',
                                   '{"devices": [], "stages": {"a/b": [[1.0, -3.0]]}}', '{"devices": [], "stages": {"a/b": [[1.0, 1e308]]}}',
                                   '{"devices": [], "stages": {"a/b": [[1.0, Infinity]]}}',
+                                  '{"devices": [], "stages": {"a/b": [[1.0, 2.0, -0.5]]}}', '{"devices": [], "stages": {"a/b": [[1.0, 2.0, NaN]]}}',
+                                  '{"devices": [], "stages": {"a/b": [[1.0, 2.0, 0.5, 1.0]]}}',
                                   '{"devices": [], "stages": {"a/b": ' + "[" * 5000 + "]" * 5000 + '}}'])
 def test_a_damaged_timings_file_is_refused_naming_it(tmp_path, text):
     bad = tmp_path / "bad.json"

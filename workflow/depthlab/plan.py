@@ -45,6 +45,7 @@ class StageCost:
     jobs: int  # measured jobs the fit used
     calibrated: bool = True
     max_work: float = 0.0  # the largest work among them: within it, a stage without a rate is all start-up
+    fraction: float = 1.0  # the share of its planned work (whole epoch budgets) its jobs really trained, learned (Spec.trained)
 
 
 def _stores(results: Path):
@@ -82,9 +83,25 @@ def _seconds(tsv: Path) -> float | None:
     return _plausible(secs, str(tsv))
 
 
-def measurements(results: str | Path, devices: set[str] | None = None) -> dict[str, list[tuple[float, float]]]:
-    """{'study/stage': [(work, seconds), ...]} from a finished run's stores and benchmark files; the devices the
-    stores record are added to ``devices`` when given."""
+def _trained(path: Path, spec: Any) -> float | None:
+    """The share of its planned work a finished store's job really trained (``Spec.trained``); None when its store does
+    not say (or cannot be read: the timing still counts, at its whole budget)."""
+    from .storage import _open
+    from .study import Spec
+
+    if type(spec).trained is Spec.trained:
+        return None
+    try:
+        with _open(path) as ds:
+            f = spec.trained(ds)
+    except Exception:
+        return None
+    return float(f) if f is not None and math.isfinite(f) and f >= 0 else None
+
+
+def measurements(results: str | Path, devices: set[str] | None = None) -> dict[str, list[tuple]]:
+    """{'study/stage': [(work, seconds, trained share or None), ...]} from a finished run's stores and benchmark files;
+    the devices the stores record are added to ``devices`` when given."""
     from .studies import get_study
 
     results = Path(results)
@@ -99,13 +116,13 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
             continue
         if devices is not None:
             devices.add(str(rec.get("device", "unknown")))
-        out.setdefault(f"{rec['study']}/{rec['stage']}", []).append((spec.work(), secs))
+        out.setdefault(f"{rec['study']}/{rec['stage']}", []).append((spec.work(), secs, _trained(results / rel, spec)))
     for kind in ("figures", "claims"):
         for tsv in results.glob(f"benchmarks/*/{kind}/*.tsv" if kind == "figures" else "benchmarks/*/claims.tsv"):
             secs = _seconds(tsv)
             if secs is not None:
                 work = _figure_inputs(results, tsv) if kind == "figures" else 0.0
-                out.setdefault(f"*/{'figure' if kind == 'figures' else 'claims'}", []).append((work, secs))
+                out.setdefault(f"*/{'figure' if kind == 'figures' else 'claims'}", []).append((work, secs, None))
     return out
 
 
@@ -126,8 +143,14 @@ START_UP_FLOOR_S = 1.0  # ... and at least this where work sets the rest: python
 TORCH_START_UP_S = 2.5  # the floor of a stage that trains (it can use a GPU): `import torch` alone is ~2 s here
 
 
-def fit(points: list[tuple[float, float]], cap: float = START_UP_CAP_S, floor: float = START_UP_FLOOR_S) -> StageCost:
-    """overhead + work / rate, fitted so that a stage's predicted total is unbiased.
+def fit(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_UP_FLOOR_S) -> StageCost:
+    """overhead + fraction x work / rate, fitted so that a stage's predicted total is unbiased.
+
+    ``points``: (planned work, seconds[, trained share]).  Planned work charges every net its whole epoch budget; the
+    trained share (``Spec.trained``, from the job's store; None or absent: 1) says how much of it the job really did
+    (issue 55: nets that stop early).  The rate is fitted per unit of work really done, and the stage's ``fraction`` is
+    the work-weighted mean share, sum(share x work) / sum(work): the plan charges a job ``fraction`` of its budget, and
+    in sample the stage's predicted total is unchanged by the split.
 
     Runtimes span decades, so each job's squared error is divided by its *predicted* seconds (a quasi-Poisson fit,
     variance proportional to the mean, by iteratively reweighted non-negative least squares).  Its first equation
@@ -147,15 +170,19 @@ def fit(points: list[tuple[float, float]], cap: float = START_UP_CAP_S, floor: f
     import numpy as np
     from scipy.optimize import nnls
 
-    w = np.array([p[0] for p in points], float)
+    budget = np.array([p[0] for p in points], float)
+    share = np.array([1.0 if len(p) < 3 or p[2] is None else float(p[2]) for p in points], float)
+    w = budget * share  # the work really done
+    fraction = float(w.sum() / budget.sum()) if budget.sum() > 0 else 1.0
     s = np.maximum(np.array([p[1] for p in points], float), 1e-3)
+    top = float(budget.max())
 
     def fixed_at(a0: float) -> StageCost:  # the fixed term set to a0, the rate that keeps the measured total
-        return StageCost(a0, float(w.sum() / (s.sum() - a0 * len(s))), len(points), max_work=float(w.max()))
+        return StageCost(a0, float(w.sum() / (s.sum() - a0 * len(s))), len(points), max_work=top, fraction=fraction)
     if np.ptp(w) <= 0 or len(points) < 3:  # work does not vary: its time is what was measured, rate unknown
         if s.mean() > cap and w.sum() > 0:
             return fixed_at(cap)
-        return StageCost(float(s.mean()), None, len(points), max_work=float(w.max()))
+        return StageCost(float(s.mean()), None, len(points), max_work=top)
     mu = np.full_like(s, s.mean())
     for _ in range(100):
         A = np.stack([np.ones_like(w), w], axis=1) / np.sqrt(mu)[:, None]
@@ -169,7 +196,7 @@ def fit(points: list[tuple[float, float]], cap: float = START_UP_CAP_S, floor: f
         return fixed_at(cap)
     if a < floor and b > 0 and w.sum() > 0 and s.sum() > floor * len(s):  # an intercept of ~0 charged a small job nothing
         return fixed_at(floor)
-    return StageCost(float(a), float(1 / b) if b > 0 else None, len(points), max_work=float(w.max()))
+    return StageCost(float(a), float(1 / b) if b > 0 else None, len(points), max_work=top, fraction=fraction if b > 0 else 1.0)
 
 
 def default_output(results: list[str | Path], gpu: bool) -> Path:
@@ -227,30 +254,41 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
 
 def measure(results: str | Path) -> dict[str, Any]:
     """A run's timings, as ``--measure`` prints them and ``--calibrate`` reads them back: the devices its stores
-    record and {'study/stage': [[work, seconds], ...]}."""
+    record and {'study/stage': [[work, seconds, trained share or null], ...]}."""
     devices: set[str] = set()
     stages = measurements(results, devices)
     return {"devices": sorted(devices), "stages": {k: [list(p) for p in v] for k, v in sorted(stages.items())}}
 
 
-def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[tuple[float, float]]]:
+def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[tuple]]:
     """The timings of a results folder, or of a JSON file that ``--measure`` wrote (checked: untrusted input)."""
     source = Path(source)
     if source.is_dir():
         return measurements(source, devices)
     try:
         doc = safeio.read_json(source)
-        out = {str(k): [(float(w), float(t)) for w, t in v] for k, v in doc["stages"].items()}
+        out = {str(k): [_measured_row(row) for row in v] for k, v in doc["stages"].items()}
         devices.update(str(d) for d in doc["devices"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise SystemExit(f"error: {source} is neither a results folder nor a file that `depthlab plan --measure` wrote "
                          f"({type(e).__name__}: {e})") from None
-    if any(not (math.isfinite(w) and w >= 0) for v in out.values() for w, t in v):
+    if any(not (math.isfinite(row[0]) and row[0] >= 0) for v in out.values() for row in v):
         raise SystemExit(f"error: {source}: every work value must be a finite number >= 0")
+    if any(row[2] is not None and not (math.isfinite(row[2]) and row[2] >= 0) for v in out.values() for row in v):
+        raise SystemExit(f"error: {source}: every trained share must be null or a finite number >= 0")
     for v in out.values():
-        for _, t in v:
-            _plausible(t, str(source))
+        for row in v:
+            _plausible(row[1], str(source))
     return out
+
+
+def _measured_row(row: Any) -> tuple:
+    """One job of a ``--measure`` file: [work, seconds] (files before issue 55's trained share) or [work, seconds,
+    trained share or null]."""
+    if not isinstance(row, (list, tuple)) or len(row) not in (2, 3):
+        raise ValueError(f"a job is [work, seconds] or [work, seconds, trained share], not {row!r}")
+    share = row[2] if len(row) == 3 else None
+    return float(row[0]), float(row[1]), None if share is None else float(share)
 
 
 def gpu_calibration(path: str | Path = COSTS_GPU) -> tuple[dict[str, StageCost], str, str]:
@@ -306,8 +344,11 @@ def fallback_rate(costs: dict[str, StageCost]) -> float | None:
 def predict(cost: StageCost, work: float, fallback: float | None = None) -> float:
     """Seconds of one job.  A stage whose calibration runs were all start-up (no measured rate) stays at its start-up
     within ten times the largest work measured, and beyond that uses ``fallback`` (the median rate of the calibrated
-    stages) for the work a bigger config gives it."""
-    rate = cost.rate or (fallback if work > 10 * cost.max_work else None)
+    stages) for the work a bigger config gives it.  A stage with a rate charges ``fraction`` of ``work``: the share of
+    their epoch budgets its calibration's jobs really trained."""
+    if cost.rate:
+        return cost.overhead_s + (cost.fraction * work / cost.rate if work > 0 else 0.0)
+    rate = fallback if work > 10 * cost.max_work else None
     return cost.overhead_s + (work / rate if rate and work > 0 else 0.0)
 
 
@@ -440,6 +481,8 @@ class Check:
     jobs: int
     predicted_s: float
     measured_s: float
+    fraction_planned: float = 1.0  # the share of the epoch budgets the calibration charges this stage's jobs
+    fraction_run: float | None = None  # ... and the share this run's jobs trained (None: their stores do not say)
 
     @property
     def ratio(self) -> float:
@@ -458,19 +501,25 @@ def check(results: str | Path, costs: dict[str, StageCost] | None = None, speed:
     out = []
     for key, pts in sorted(measurements(results).items()):
         c = stage_cost(costs, key)
-        out.append(Check(key, len(pts), speed * sum(predict(c, w, fallback) for w, _ in pts), sum(s for _, s in pts)))
+        known = [(p[0], p[2]) for p in pts if p[2] is not None]
+        budget = sum(w for w, _ in known)
+        out.append(Check(key, len(pts), speed * sum(predict(c, p[0], fallback) for p in pts), sum(p[1] for p in pts),
+                         c.fraction if c.rate else 1.0, sum(w * f for w, f in known) / budget if known and budget > 0 else None))
     if not out:
         raise SystemExit(f"no measured jobs under {results} (benchmarks/**.tsv of a finished run)")
     return out
 
 
 def render_check(rows: list[Check], results: str, costs_name: str, factor: float = 2.0) -> str:
-    """The table of :func:`check`, each stage marked when its prediction is off by more than ``factor``."""
+    """The table of :func:`check`, each stage marked when its prediction is off by more than ``factor``.  'trained':
+    the share of the epoch budgets the plan charged the stage's jobs (learned from the calibration's stores), and the
+    share this run's stores record ('-': they do not say)."""
     lines = [f"predicted ({costs_name}) vs measured ({results}) core-minutes per stage; '!' = off by more than {factor:g}x",
-             "", f"{'stage':<26}{'jobs':>6}{'predicted':>12}{'measured':>12}{'pred/meas':>11}"]
+             "", f"{'stage':<26}{'jobs':>6}{'predicted':>12}{'measured':>12}{'pred/meas':>11}{'trained: plan':>15}{'run':>7}"]
     for r in rows:
+        run = f"{r.fraction_run:.2f}" if r.fraction_run is not None else "-"
         lines.append(f"{r.stage:<26}{r.jobs:>6}{r.predicted_s / 60:>12.1f}{r.measured_s / 60:>12.1f}{r.ratio:>11.2f}"
-                     + ("" if r.within(factor) else "  !"))
+                     f"{r.fraction_planned:>15.2f}{run:>7}" + ("" if r.within(factor) else "  !"))
     p, m = sum(r.predicted_s for r in rows), sum(r.measured_s for r in rows)
     n_off = sum(not r.within(factor) for r in rows)
     lines += ["", f"{'total':<26}{sum(r.jobs for r in rows):>6}{p / 60:>12.1f}{m / 60:>12.1f}{p / m if m else math.inf:>11.2f}",

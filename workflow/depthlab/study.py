@@ -221,6 +221,12 @@ class Spec:
         overhead + work / rate, both measured per stage).  0 (the default): a job whose time is its start-up."""
         return 0.0
 
+    def trained(self, ds: Any) -> float | None:
+        """The share of :meth:`work` this job really did, read from its finished store ``ds`` (an xarray Dataset).
+        ``work`` charges every net its whole epoch budget; nets that stop early train a part of it, which depthlab.plan
+        learns per stage from a calibration's stores (issue 55).  None (the default): the store does not record it."""
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         return {"study": self.STUDY, "stage": self.STAGE, **to_plain(self)}
 
@@ -380,3 +386,19 @@ def load_json(text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SpecError(f"a spec is a JSON object, got {type(data).__name__}")
     return data
+
+
+def budget_share(ds: Any, var: str, nets: int, budget: float, fixed: float = 0.0, per_unit: float = 1.0) -> float | None:
+    """(fixed + per_unit x the sum of ``ds[var]``) / (fixed + per_unit x nets x budget): the share of a job's planned
+    work done when each of its ``nets`` planned nets had a budget of ``budget`` epochs (or steps) and ``var`` records
+    how many each trained (nets that a grown rate grid added count too, so the share can pass 1).  ``fixed``: planned
+    work not recorded per net, counted as done.  None when ``ds`` lacks ``var`` or the plan is empty."""
+    import numpy as np
+
+    den = fixed + per_unit * nets * budget
+    if var not in ds.variables or not den > 0:
+        return None
+    v = np.asarray(ds[var].values, dtype=float).ravel()
+    v = v[np.isfinite(v) & (v >= 0)]
+    return float((fixed + per_unit * v.sum()) / den)
+

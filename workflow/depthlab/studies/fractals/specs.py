@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.shapes import layer_sizes
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
+from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 from .accuracy import CHANCE
 from .distributions import level_weights
@@ -246,6 +246,10 @@ class TrainSpec(Spec):
         P = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
         return 6.0 * P * self.data.n_train * len(self.lrs) * len(self.seeds) * self.training.max_epochs
 
+    def trained(self, ds) -> float | None:
+        """Epochs trained (``stopped_epoch``, grown rates included) over the planned rates x seeds x ``max_epochs``."""
+        return budget_share(ds, "stopped_epoch", len(self.lrs) * len(self.seeds), self.training.max_epochs)
+
     def memory(self) -> dict[str, int]:
         M = len(self.lrs) * len(self.seeds)
         sizes = layer_sizes(1 if self.job.fractal == "cantor1d" else 2, self.job.width, self.job.depth)
@@ -323,6 +327,10 @@ class CnnSpec(Spec):
         n = self.data.n_train or (50000 if self.job.dataset == "cifar10" else 1347)
         per_image = self.job.depth * self.job.width**2 * self.kernel**2 * side * side
         return 6.0 * per_image * n * self.training.max_epochs * len(self.lrs) * len(self.seeds)
+
+    def trained(self, ds) -> float | None:
+        """Epochs trained (``stopped_epoch``, grown rates included) over the planned rates x seeds x ``max_epochs``."""
+        return budget_share(ds, "stopped_epoch", len(self.lrs) * len(self.seeds), self.training.max_epochs)
 
     def memory(self) -> dict[str, int]:
         side = 32 if self.job.dataset == "cifar10" else 8

@@ -21,7 +21,7 @@ from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes, n_params, width_for_hidden_weights
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
+from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 from .targets import TargetError, check_target
 
@@ -270,6 +270,13 @@ class TrainSpec(Spec):
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         M = (len(self.lrs) if self.lrs is not None else 1) * len(self.seeds)
         return 6.0 * self.shape.n_params * M * (self.data.target.n_train * self.training.max_epochs + self.data.n_test)
+
+    def trained(self, ds) -> float | None:
+        """Epochs trained (``epochs``) over the planned nets x ``max_epochs``, in the units of :meth:`work` (the test
+        predictions counted as done; a rate halved after a divergence is not recorded and not counted)."""
+        M = (len(self.lrs) if self.lrs is not None else 1) * len(self.seeds)
+        return budget_share(ds, "epochs", M, self.training.max_epochs, fixed=M * self.data.n_test,
+                            per_unit=self.data.target.n_train)
 
     def memory(self) -> dict[str, int]:
         M = (len(self.lrs) if self.lrs is not None else 1) * len(self.seeds)

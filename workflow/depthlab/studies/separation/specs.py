@@ -22,7 +22,7 @@ from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes, n_params, width_for_params
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
+from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 STUDY = "separation"
 FIGURES = ("sawtooth_error", "sawtooth_pieces", "sawtooth_functions", "radial_error", "es16_error", "learner_error",
@@ -233,6 +233,10 @@ class SawtoothSpec(Spec):
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         return 6.0 * self.n_params * self.data.n_train * len(self.lrs) * len(self.seeds) * self.training.max_epochs
 
+    def trained(self, ds) -> float | None:
+        """Epochs trained (``epochs``) over the planned rates x seeds x ``max_epochs``."""
+        return budget_share(ds, "epochs", len(self.lrs) * len(self.seeds), self.training.max_epochs)
+
     def memory(self) -> dict[str, int]:
         M = len(self.lrs) * len(self.seeds)
         return {f"studies.{STUDY}.sawtooth.deep_widths":
@@ -338,10 +342,19 @@ class RadialSpec(Spec):
 
     def work(self) -> float:
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
-        s, n = self.search, self.data.n_train
+        return 6.0 * self.n_params * (self._search_examples() + len(self.seeds) * self.training.max_epochs * self.data.n_train)
+
+    def _search_examples(self) -> float:
+        """The rate search's planned training, in examples seen (epochs x the training set)."""
+        s = self.search
         evals = s.init_points + s.rounds * s.candidates_per_round
-        search = evals * s.use_folds * self.search_training.max_epochs * n * (s.folds - 1) / s.folds
-        return 6.0 * self.n_params * (search + len(self.seeds) * self.training.max_epochs * n)
+        return evals * s.use_folds * self.search_training.max_epochs * self.data.n_train * (s.folds - 1) / s.folds
+
+    def trained(self, ds) -> float | None:
+        """The final nets' epochs (``epochs``) over seeds x ``max_epochs``, in the units of :meth:`work`; the rate
+        search (its runs' epochs are not recorded) counted at its budget."""
+        return budget_share(ds, "epochs", len(self.seeds), self.training.max_epochs, fixed=self._search_examples(),
+                            per_unit=self.data.n_train)
 
     def memory(self) -> dict[str, int]:
         s = self.search
