@@ -126,6 +126,18 @@ def test_plan_check_shows_the_share_the_plan_charged_beside_the_share_the_run_tr
     assert "trained: plan" in text
 
 
+def test_plan_check_sums_each_study_with_its_figures_and_claims_and_the_studies_add_up_to_the_run(smoke_run):
+    rows = pl.check(smoke_run.results)
+    studies = pl.check_studies(smoke_run.results, rows)
+    assert [r.stage for r in studies] == sorted(smoke_run.config["studies"])
+    for attr in ("jobs", "predicted_s", "measured_s"):
+        assert sum(getattr(r, attr) for r in studies) == pytest.approx(sum(getattr(r, attr) for r in rows), rel=1e-9)
+    fig = sum(r.measured_s for r in rows if r.stage in ("*/figure", "*/claims"))
+    assert fig > 0 and sum(r.measured_s for r in studies) > sum(r.measured_s for r in rows if not r.stage.startswith("*"))
+    text = pl.render_check(rows, "smoke", "costs.json", 2.0, studies)
+    assert f"of {len(studies)} studies within 2x" in text
+
+
 def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(smoke_run, tmp_path):
     """--calibrate on the fresh smoke run, then its predictions against the same jobs: each stage's total core-seconds
     within a factor 2, the whole run within 1.25.  (Machine speed is not asserted: the shipped calibration's errors

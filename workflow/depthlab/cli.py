@@ -448,8 +448,10 @@ def plan(args: argparse.Namespace) -> None:
     if args.check:
         run = probe.of_runs([args.check])
         speed = probe.ratio(run, calib)
-        rows = pl.check(args.check, pl.load_costs(args.costs) if args.costs else None, speed)
-        print(pl.render_check(rows, args.check, Path(args.costs or pl.COSTS).name, args.factor))
+        costs = pl.load_costs(args.costs) if args.costs else None
+        rows = pl.check(args.check, costs, speed)
+        print(pl.render_check(rows, args.check, Path(args.costs or pl.COSTS).name, args.factor,
+                              pl.check_studies(args.check, rows, costs, speed)))
         print(_probe_line("that run's", run, calib, speed))
         if not all(r.within(args.factor) for r in rows):
             raise SystemExit(1)
