@@ -715,6 +715,7 @@ def test_a_restart_cancels_the_killed_runs_queued_jobs_and_waits_for_its_running
     assert len(calls.read_text().split()) == 5
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_forged_store_whose_record_names_a_gpu_is_not_waved_through(copy_run, tmp_path):
     """Issue 56 item 1: forge test_error, set the record's device to a GPU, rewrite the hashes: `audit --strict --job` said
     'not reproducible bit for bit on this CPU; not re-run' and exited 0.  The device is a field the forger writes: an

@@ -43,6 +43,7 @@ def test_a_bad_key_or_value_is_refused_before_anything_is_written(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_tabulates_both(smoke_run, tmp_path):
     cfg = copy.deepcopy(smoke_run.config)
     cfg["results"] = str(smoke_run.results)  # the base: the finished smoke run (read only: the sweep forks from it)
