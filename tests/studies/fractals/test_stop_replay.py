@@ -47,7 +47,10 @@ def test_a_shorter_window_stops_a_slow_climber_early_and_the_record_bounds_a_lon
     epochs = np.arange(4, 401, 4)
     acc = 0.5 + 0.3 * (1 - np.exp(-epochs / 150.0))  # still rising by ~0.2 % per check near the end
     acc = np.round(acc, 3)
-    rule = lambda g: StopRule(patience=3, rel_tol=0.0, abs_tol=0.002, monitor="eval_error", grow=g)
+
+    def rule(g: float) -> StopRule:
+        return StopRule(patience=3, rel_tol=0.0, abs_tol=0.002, monitor="eval_error", grow=g)
+
     e_fixed, b_fixed, _ = replay_mod.replay(acc, epochs, rule(0.0), 400, 400)
     e_grow, b_grow, known = replay_mod.replay(acc, epochs, rule(0.5), 400, 400)
     assert e_fixed < e_grow and b_fixed < b_grow and known
