@@ -126,6 +126,24 @@ def test_each_stage_corrects_its_own_plan_and_a_running_job_counts_what_is_left_
 
 
 
+def test_a_job_running_past_its_estimate_keeps_counting_and_the_eta_does_not_freeze():
+    """A job planned 100 s that runs on: within its estimate it counts what is left; past 2/3 of it, half the time it has
+    run (progress.OVERRUN_LEFT), so the ETA grows while it runs long instead of holding still as it did with the job
+    counted done (the default run's "ETA ... (64 min)" heartbeat lines for an hour)."""
+    now = [0.0]
+    plan = progress.Plan({1: ("long", 100.0, "a"), 2: ("next", 100.0, "a")}, cores=1, log=None, clock=lambda: now[0])
+    plan.start_job(1, 0.0)
+    now[0] = 50.0
+    assert plan.left() == pytest.approx(50.0 + 100.0)
+    now[0] = 300.0
+    assert plan.left() == pytest.approx(progress.OVERRUN_LEFT * 300.0 + 100.0)
+    etas = []
+    for t in (300.0, 600.0, 900.0):
+        now[0] = t
+        etas.append(t + plan.eta())  # the clock time the terminal would show
+    assert etas[0] < etas[1] < etas[2]
+
+
 def test_the_eta_replayed_from_a_real_smoke_run_is_within_a_quarter_of_the_time_left():
     """The timings of a real smoke run (tests/data/smoke_jobs.tsv: the ``<log>.jobs.tsv`` that a clean `make run
     CONFIG=config/smoke.yaml` wrote, 201 jobs on 2 cores) replayed through the ETA: at 10, 25, 50 and 75 % of the jobs

@@ -108,6 +108,7 @@ def duration(s: float) -> str:
 PRIOR_JOBS = 1.0  # a stage's own ratio starts from this many pseudo-jobs at the pooled ratio
 MIN_MEASURED = 3  # finished jobs with a measured time before the pace is measured, not assumed
 RESUMED_LEFT = 0.5  # the share of its corrected estimate a job resumed from a checkpoint still counts
+OVERRUN_LEFT = 0.5  # a running job counts at least this share of the time it has run so far (see Plan)
 
 
 @dataclass
@@ -118,8 +119,11 @@ class Plan:
     finished jobs, shrunk towards the pooled ratio (the median of the stages' ratios) by ``PRIOR_JOBS`` pseudo-jobs,
     scales the planned seconds of its jobs still to run (a job the cost model does not know, planned 0 s, counts its stage's mean
     measured time); a stage with nothing finished yet takes the pooled ratio.  A running job counts what is left of
-    its estimate.  The core-seconds left are divided by the run's measured concurrency (job-seconds per wall second,
-    within 1 and ``cores``), so a cluster's queue and a DAG's narrow ends count as they happened.  Until
+    its estimate, and at least ``OVERRUN_LEFT`` of the time it has run: a job past its estimate is likely a long one
+    (under the growing stop window one fractal net took 0.83x its plan, the width-200 net over 3x), and counting it
+    as done froze the ETA while it ran (the default run at 73ecc2d: "ETA 01:46 (64 min)", "02:01 (64 min)", "02:06
+    (64 min)" ... while its longest job ran on).  The core-seconds left are divided by the run's measured concurrency
+    (job-seconds per wall second, within 1 and ``cores``), so a cluster's queue and a DAG's narrow ends count as they happened.  Until
     ``MIN_MEASURED`` jobs have a measured time the run is assumed to do ``cores`` planned seconds per second.
 
     A job that resumes from a checkpoint (the 4th field of its tuple: its store had a ``.ckpt`` when the run started)
@@ -205,7 +209,8 @@ class Plan:
         return pooled, ratio, unplanned
 
     def left(self, now: float | None = None) -> float:
-        """Core-seconds left: every unfinished job's corrected estimate, less what a running job has done."""
+        """Core-seconds left: every unfinished job's corrected estimate, less what a running job has done (at least
+        ``OVERRUN_LEFT`` of its time so far)."""
         now = self.clock() if now is None else now
         pooled, ratio, unplanned = self.ratios()
         total = 0.0
@@ -217,7 +222,8 @@ class Plan:
             if self.resumed_of(jid):
                 est *= RESUMED_LEFT
             if jid in self.started:
-                est = max(0.0, est - (now - self.started[jid]))
+                ran = max(0.0, now - self.started[jid])
+                est = max(est - ran, OVERRUN_LEFT * ran)
             total += est
         return total
 
