@@ -236,6 +236,29 @@ def test_the_jobs_log_records_and_reads_back_a_resumed_job(tmp_path):
     assert progress.read_jobs_log(old)[0]["resumed"] is False
 
 
+def test_the_heartbeat_says_where_the_longest_job_stands_from_its_logs_last_progress_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "width", lambda: 160)
+    results = tmp_path / "results" / "default"
+    name = "fractals/cantor/n5/pdeg0/depth5/w200"
+    log = results / "logs" / f"{name}.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("00:10:01 depthlab fractals/train: ...\n"
+                   + "".join(f"00:{m:02d}:00 epoch {4 * m}/1500: 1 of 1 models still training, 0 converged, {m}.0s\n"
+                             for m in range(1, 303)))
+    now = [60.0]
+    plan = progress.Plan({1: (name, 3000.0, "fractals/train")}, cores=2, log=results / "logs" / "snakemake" / "run.log",
+                         t0=0.0, clock=lambda: now[0])
+    term, _ = terminal(tmp_path)
+    term.plan = plan
+    plan.start_job(1, 0.0)
+    line = term.running_line()
+    assert f"the longest {name} for 60 s, epoch 1208/1500 | ETA " in line, line
+    assert progress.job_progress(results, "../../etc/passwd") is None
+    assert progress.job_progress(results, "fractals/none") is None  # no log yet
+    plan.log = None
+    assert ", epoch" not in term.running_line()
+
+
 def test_a_silent_stretch_of_a_long_job_gets_a_line_on_what_runs_and_the_eta(tmp_path, monkeypatch):
     """The default run's first jobs are fractal nets of most of an hour: the terminal said nothing for 40 minutes.
     After DEPTHLAB_HEARTBEAT_S seconds without a line it says what runs, for how long, and the ETA; never after the

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -252,6 +253,29 @@ class Plan:
         return max(0.0, self.planned - sum(self.done.values())) / max(self.rate(now), 1e-9)
 
 
+PROGRESS = re.compile(rb"\b(epoch|step|iteration) (\d+)/(\d+)")  # a trainer's progress line in a job's log
+
+
+def job_progress(results: Path, name: str, tail: int = 4096) -> str | None:
+    """Where a running job stands, from the last progress line of its log ``<results>/logs/<name>.log`` ("epoch
+    1208/1500"); None when it has none (yet), or the name would lead out of the logs folder."""
+    logs = results / "logs"
+    path = logs / f"{name}.log"
+    if ".." in Path(name).parts or Path(name).is_absolute():
+        return None
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - tail))
+            found = PROGRESS.findall(f.read())
+    except OSError:
+        return None
+    if not found:
+        return None
+    unit, at, of = found[-1]
+    return f"{unit.decode()} {int(at)}/{int(of)}"
+
+
 class Terminal:
     """What the plugin does with each record (see the module docstring).  ``stream``: the terminal (stderr);
     ``passthrough``: a handler printing Snakemake's own output (verbose and dry runs), else None."""
@@ -304,15 +328,17 @@ class Terminal:
                     self.say(self.running_line())
 
     def running_line(self, now: float | None = None) -> str:
-        """'[12/219] 20:41:07 running 2 jobs, the longest fractals/... for 41 min | ETA 23:10 (2.5 h)'."""
+        """'[12/219] 20:41:07 running 2 jobs, the longest fractals/... for 41 min, epoch 640/1500 | ETA 23:10 (2.5 h)'
+        (where the longest stands: the last progress line of its log, when it has one)."""
         plan = self.plan
         now = plan.clock() if now is None else now
         jid, t = min(plan.started.items(), key=lambda kv: kv[1])
         n, total, k, eta = len(plan.done), len(plan.jobs), len(plan.started), plan.eta(now)
-        head = counter(n, total) + f"running {k} job{'s' * (k != 1)}, the longest "
-        tail = f" for {duration(now - t)} | ETA {clock_in(eta)} ({duration(eta)})"
-        cols = width()
         name = str(plan.jobs.get(jid, (f"job {jid}",))[0])
+        at = job_progress(plan.log.parents[2], name) if plan.log is not None and len(plan.log.parents) > 2 else None
+        head = counter(n, total) + f"running {k} job{'s' * (k != 1)}, the longest "
+        tail = f" for {duration(now - t)}" + (f", {at}" if at else "") + f" | ETA {clock_in(eta)} ({duration(eta)})"
+        cols = width()
         return fit(head + fit(name, max(16, cols - len(head) - len(tail))) + tail, cols)
 
     # ---- called from Snakemake's log listener thread ----
