@@ -539,6 +539,7 @@ def check_studies(results: str | Path, rows: list[Check], costs: dict[str, Stage
     """:func:`check`'s rows summed per study, each study's figures and claims counted with it (their benchmark files lie
     under ``benchmarks/<study>/``): issue 55 asks for every study within 15 %."""
     costs = load_costs() if costs is None else costs
+    fallback = fallback_rate(costs)
     results = Path(results)
     out: dict[str, list[float]] = {}
     for r in rows:
@@ -558,7 +559,7 @@ def check_studies(results: str | Path, rows: list[Check], costs: dict[str, Stage
             work = _figure_inputs(results, tsv) if key == "*/figure" else 0.0
             acc = out[study]
             acc[0] += 1
-            acc[1] += speed * predict(c, work, fallback_rate(costs))
+            acc[1] += speed * predict(c, work, fallback)
             acc[2] += secs
     return [Check(k, int(v[0]), v[1], v[2]) for k, v in sorted(out.items())]
 
