@@ -436,3 +436,23 @@ def test_the_speed_probe_is_repeatable_and_recorded_and_scales_the_plan(tmp_path
     p = subprocess.run([sys.executable, "-m", "depthlab", "plan", "--no-probe", str(ROOT / "config" / "smoke.yaml")],
                        capture_output=True, text=True, timeout=300)
     assert "not measured (--no-probe" in p.stdout
+
+
+def test_the_start_up_floors_scale_with_the_calibration_runs_speed_probe(tmp_path):
+    """The start-up cap and floors are seconds of the machine whose probe read ``START_UP_PROBE_S``: a calibration on a
+    machine twice as fast halves them (a floor of 2.5 s charged a smoke training job there more than it took in all).
+    The probe comes from a results folder's ``logs/probe.json`` or from what ``--measure`` saved."""
+    assert pl.start_up_scale(pl.START_UP_PROBE_S / 2) == pytest.approx(0.5)
+    assert pl.start_up_scale(None) == pl.start_up_scale("x") == pl.start_up_scale(float("nan")) == pl.start_up_scale(-1) == 1.0
+    # a stage whose unconstrained fit puts ~0 s in its fixed term: it gets the floor, scaled by the probe
+    w = [1e6, 2e6, 4e6, 8e6]
+    rows = [[x, 0.001 * x / 1e3 + 0.01, None] for x in w]  # seconds ~ work, no start-up
+    out = {}
+    for name, probe_s in (("ref", pl.START_UP_PROBE_S), ("fast", pl.START_UP_PROBE_S / 2), ("none", None)):
+        f = tmp_path / f"{name}.json"
+        f.write_text(json.dumps({"devices": ["cpu"], "probe_s": probe_s, "stages": {"mori_ueda/lrsearch": rows}}))
+        doc = pl.calibrate([f], tmp_path / f"{name}-costs.json")
+        out[name] = doc["stages"]["mori_ueda/lrsearch"]["overhead_s"]
+        assert doc["probe_s"] == probe_s
+    assert out["ref"] == pytest.approx(pl.TORCH_START_UP_S) and out["none"] == pytest.approx(pl.TORCH_START_UP_S)
+    assert out["fast"] == pytest.approx(pl.TORCH_START_UP_S / 2)

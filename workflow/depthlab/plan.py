@@ -141,6 +141,11 @@ def _figure_inputs(results: Path, tsv: Path) -> float:
 
 START_UP_FLOOR_S = 1.0  # ... and at least this where work sets the rest: python, numpy and depthlab's config, ~1 s
 TORCH_START_UP_S = 2.5  # the floor of a stage that trains (it can use a GPU): `import torch` alone is ~2 s here
+# The machine those three were measured on: its speed probe (depthlab.probe; 2026-11-27).  A calibration on another
+# machine scales them by its own probe over this one, since a start-up is seconds of *that* machine: refitted on a
+# run whose probe read 0.038 s with the floors unscaled, a smoke training job (1.2-1.5 s there in all) was charged
+# 2.5 s of start-up, and the smoke run was planned at 1.56x; scaled, 1.20x (docs/performance.md).
+START_UP_PROBE_S = 0.066
 
 
 def fit(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_UP_FLOOR_S) -> StageCost:
@@ -218,6 +223,37 @@ def _floor(key: str) -> float:
         return START_UP_FLOOR_S
 
 
+def start_up_scale(probe_s: float | None) -> float:
+    """What the start-up cap and floors (seconds of the machine whose probe read ``START_UP_PROBE_S``) become on a
+    machine whose probe reads ``probe_s``: their ratio (1 without a probe, or with one that cannot be read)."""
+    try:
+        v = float(probe_s)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 1.0
+    return v / START_UP_PROBE_S if math.isfinite(v) and v > 0 else 1.0
+
+
+def _probe_of(sources: list[str | Path]) -> float | None:
+    """The median speed probe of the runs behind ``sources``: a results folder's ``logs/probe.json``, or the ``probe_s``
+    that ``--measure`` saved with a run's timings (checked: untrusted input; None when none has one)."""
+    import statistics
+
+    from . import probe
+
+    vals = []
+    for src in sources:
+        if Path(src).is_dir():
+            vals += [r["probe_s"] for r in probe.recorded(src)]
+            continue
+        try:
+            v = float(safeio.read_json(src).get("probe_s"))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        if math.isfinite(v) and 0 < v < 3600:
+            vals.append(v)
+    return float(statistics.median(vals)) if vals else None
+
+
 def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[str, Any]:
     """Fit every stage's constants to the jobs of one or more finished runs (a small and a large scale together pin
     both the start-up and the rate) and write them to ``out`` (default: :func:`default_output`).  The shipped
@@ -231,15 +267,17 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
             data.setdefault(k, []).extend(v)
     if not data:
         raise SystemExit(f"no measured jobs under {', '.join(map(str, results))} (benchmarks/**.tsv of a finished run)")
-    stages = {k: vars(fit(v, floor=_floor(k))) for k, v in sorted(data.items())}
+    probe_s = _probe_of(results)  # the speed probe those runs took at their start (depthlab.probe)
+    scale = start_up_scale(probe_s)
+    stages = {k: vars(fit(v, cap=START_UP_CAP_S * scale, floor=_floor(k) * scale)) for k, v in sorted(data.items())}
     cuda = sorted(d for d in devices if d.startswith("cuda"))
-    from . import probe
 
     doc = {"measured_from": [str(r) for r in results], "code_version": prov.code_version(),
-           "probe_s": probe.of_runs(results),  # the speed probe those runs took at their start (depthlab.probe)
+           "probe_s": probe_s,
            "note": ("jobs of the GPU stages on " + ", ".join(cuda) + ", as many jobs at once as the run's cores, sharing "
                     "it; the other stages on that machine's CPU cores" if cuda else
-                    "one CPU core per job (the default profile)") + "; seconds = overhead_s + work / rate",
+                    "one CPU core per job (the default profile)") + "; seconds = overhead_s + work / rate"
+                   + f"; the start-up's cap and floors scaled by this probe over {START_UP_PROBE_S} s: x{scale:.2f}",
            "device": cuda[0] if cuda else "cpu", "stages": stages}
     if out is None:
         out = default_output(results, bool(cuda))
@@ -254,10 +292,14 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
 
 def measure(results: str | Path) -> dict[str, Any]:
     """A run's timings, as ``--measure`` prints them and ``--calibrate`` reads them back: the devices its stores
-    record and {'study/stage': [[work, seconds, trained share or null], ...]}."""
+    record, its speed probe (``probe_s``, null when it took none) and {'study/stage': [[work, seconds, trained share or
+    null], ...]}."""
+    from . import probe
+
     devices: set[str] = set()
     stages = measurements(results, devices)
-    return {"devices": sorted(devices), "stages": {k: [list(p) for p in v] for k, v in sorted(stages.items())}}
+    return {"devices": sorted(devices), "probe_s": probe.of_runs([results]),
+            "stages": {k: [list(p) for p in v] for k, v in sorted(stages.items())}}
 
 
 def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[tuple]]:
