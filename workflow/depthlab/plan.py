@@ -496,8 +496,9 @@ def render(rows: list[Row], config_name: str, gpu_device: str = "", gpu_note: st
     lines.append(f"{'total':<13} {sum(r.jobs for r in rows):>5} jobs  {tot / 3600:8.2f} core-hours  (to run: "
                  f"{sum(r.seconds_missing for r in rows) / 3600:.2f}); about {_dur(tot / cores)} of wall time on this "
                  f"machine's {cores} cores if every core stays busy")
-    lines.append("Runtimes are per job on one CPU core; training stages count every epoch up to max_epochs, so runs that")
-    lines.append("converge earlier finish sooner.")
+    lines.append("Runtimes are per job on one CPU core; a training stage charges each net the share of its epoch budget")
+    lines.append("that its nets trained in the calibration's runs (`trained: plan` in --check), so a run whose nets stop")
+    lines.append("earlier or later than those finishes sooner or later.")
     gpu = [r for r in rows if r.gpu in GPU_TIMED]
     if gpu:
         lines.append(f"GPU: per job, for the stages that can use one, from {COSTS_GPU.name}: {gpu_device}.")
