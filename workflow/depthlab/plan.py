@@ -226,11 +226,9 @@ def _floor(key: str) -> float:
 def start_up_scale(probe_s: float | None) -> float:
     """What the start-up cap and floors (seconds of the machine whose probe read ``START_UP_PROBE_S``) become on a
     machine whose probe reads ``probe_s``: their ratio (1 without a probe, or with one that cannot be read)."""
-    try:
-        v = float(probe_s)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return 1.0
-    return v / START_UP_PROBE_S if math.isfinite(v) and v > 0 else 1.0
+    from . import probe
+
+    return probe.ratio(probe_s, START_UP_PROBE_S)
 
 
 def _probe_of(sources: list[str | Path]) -> float | None:
@@ -246,10 +244,10 @@ def _probe_of(sources: list[str | Path]) -> float | None:
             vals += [r["probe_s"] for r in probe.recorded(src)]
             continue
         try:
-            v = float(safeio.read_json(src).get("probe_s"))
-        except (OSError, ValueError, TypeError, AttributeError):
+            v = probe.plausible(safeio.read_json(src).get("probe_s"))
+        except (OSError, ValueError, AttributeError):
             continue
-        if math.isfinite(v) and 0 < v < 3600:
+        if v is not None:
             vals.append(v)
     return float(statistics.median(vals)) if vals else None
 

@@ -82,13 +82,19 @@ def recorded(results: str | Path) -> list[dict]:
         return []
     out = []
     for r in doc:
-        try:
-            s = float(r["probe_s"])
-        except (TypeError, KeyError, ValueError):
-            continue
-        if math.isfinite(s) and 0 < s < 3600:
+        s = plausible(r.get("probe_s") if isinstance(r, dict) else None)
+        if s is not None:
             out.append({"time": str(r.get("time", "")), "probe_s": s})
     return out
+
+
+def plausible(value) -> float | None:
+    """A probe read from untrusted input as seconds, or None unless it is a finite number in (0, 3600)."""
+    try:
+        s = float(value)
+    except (TypeError, ValueError):
+        return None
+    return s if math.isfinite(s) and 0 < s < 3600 else None
 
 
 def of_runs(results: list[str | Path]) -> float | None:
@@ -98,7 +104,9 @@ def of_runs(results: list[str | Path]) -> float | None:
 
 
 def ratio(here: float | None, calibration: float | None) -> float:
-    """How much slower this machine is than the calibration's (1 when either probe is unknown)."""
-    if not here or not calibration or not (math.isfinite(here) and math.isfinite(calibration)):
+    """How much slower this machine is than the calibration's (1 when either probe is unknown or not a plausible
+    probe)."""
+    here, calibration = plausible(here), plausible(calibration)
+    if here is None or calibration is None:
         return 1.0
     return here / calibration
