@@ -29,6 +29,13 @@ class Adam:
                 state[f"v_{kind}{ell}"] = torch.zeros_like(p)
         return state
 
+    def bias_corrections(self, step: torch.Tensor) -> tuple[float | torch.Tensor, float | torch.Tensor]:
+        """``1 - beta1^t`` and ``sqrt(1 - beta2^t)`` after ``t`` steps, as Python floats (``torch.optim.Adam``'s
+        arithmetic).  Reading ``t`` to the host is a graph break for ``torch.compile``; a variant may return 0-d
+        tensors instead (``benchmarks/bench.py``'s ``AdamDeviceBC``), and ``step`` uses whatever this returns."""
+        t = float(step)
+        return 1.0 - self.beta1**t, (1.0 - self.beta2**t) ** 0.5
+
     def step(self, params: Params, state: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
              lr: torch.Tensor, loss: Loss) -> torch.Tensor:
         """One step of every model, in place.  lr: [M].  Returns the minibatch loss [M].
@@ -39,9 +46,7 @@ class Adam:
         kernel on each tensor as the per-tensor code did, so the result is the same to the bit; it is 1.06-1.6x
         faster a step at the fractal shapes (``python benchmarks/adam_layout.py``, docs/performance.md)."""
         state["step"] += 1  # every model in the batch takes this step, so one counter serves all
-        t = float(state["step"])
-        bc1 = 1.0 - self.beta1**t
-        bc2_sqrt = (1.0 - self.beta2**t) ** 0.5
+        bc1, bc2_sqrt = self.bias_corrections(state["step"])
         neg_step = (-lr / bc1).view(-1, 1, 1)  # -lr / (1 - beta1^t), per model
         ps: list[torch.Tensor] = []
         grads: list[torch.Tensor] = []
