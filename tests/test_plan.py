@@ -88,6 +88,56 @@ def test_the_fit_learns_the_share_of_the_epoch_budget_that_a_stages_nets_really_
     assert pl.fit([(w0, s0, None) for w0, s0 in zip(w, s)]) == bare
 
 
+def test_the_fit_learns_a_per_step_cost_and_prices_a_small_nets_steps_where_work_alone_could_not():
+    """Issue 55's per-step term.  Jobs of one stage whose seconds are start-up + share x (calls x c + work / rate): nets
+    of widths 10-200 with the same steps, so a narrow net's time is its calls, a wide one's its arithmetic.  The fit
+    gets c, the rate and both shares back, and prices the narrowest net right; the fit by work alone (the model
+    before) keeps the stage's total but charges the narrow net a small part of its seconds, the error the default
+    run's ETA showed (a depth-5 width-10 fractal net planned at 10 s took 55 s)."""
+    rng = np.random.default_rng(3)
+    width = rng.choice([10, 30, 100, 200], 60)
+    calls = rng.choice([3e5, 6e5], width.size) * 6  # steps x layers
+    work = calls * width.astype(float) ** 2 * 600  # grows with the width at equal steps
+    share = rng.uniform(0.2, 0.9, width.size)
+    s = 2.0 + share * (calls * 4e-5 + work / 3e10)
+    c = pl.fit(list(zip(work, s, share, calls)))
+    assert c.overhead_s == pytest.approx(2.0, rel=1e-4) and c.call_s == pytest.approx(4e-5, rel=1e-4)
+    assert c.rate == pytest.approx(3e10, rel=1e-4)
+    assert c.call_fraction == pytest.approx((share * calls).sum() / calls.sum(), rel=1e-12)
+    assert sum(pl.predict(c, w, calls=n) for w, n in zip(work, calls)) == pytest.approx(s.sum(), rel=1e-6)
+    narrow = width == 10
+    truth = 2.0 + c.call_fraction * calls[narrow] * 4e-5 + c.fraction * work[narrow] / 3e10
+    assert np.allclose([pl.predict(c, w, calls=n) for w, n in zip(work[narrow], calls[narrow])], truth, rtol=1e-3)
+    bare = pl.fit(list(zip(work, s, share)))  # no calls: the model before the per-step term
+    assert bare.call_s == 0.0 and sum(pl.predict(bare, w) for w in work) == pytest.approx(s.sum(), rel=1e-6)
+    assert sum(pl.predict(bare, w) for w in work[narrow]) < 0.5 * truth.sum()
+    # a stage without calls is the fit it was, and a job without calls is charged no per-step time
+    assert pl.fit(list(zip(work, s, share, np.zeros_like(work)))) == bare
+    assert pl.predict(c, 0.0, calls=0.0) == c.overhead_s
+
+
+def test_a_specs_calls_count_its_steps_times_its_layers_whatever_its_width(root):
+    """Spec.calls: a fractal net's optimiser steps at its budget (the stacked rates x seeds count once) times its
+    layers; the same for any width, and twice as many for twice the epochs; stages without a training loop have none."""
+    cfg = dlc.validate(yaml.safe_load((root / "config" / "config.yaml").read_text()))
+    fr = get_study("fractals")
+    specs = [fr.spec(cfg, "train", j) for j in fr.jobs(cfg, "train")]
+    for sp in specs:
+        steps = -(-sp.data.n_train // sp.training.batch_size) * sp.training.max_epochs
+        assert sp.calls() == steps * (sp.job.depth + 1)
+    same = [sp for sp in specs if sp.job.depth == 5 and sp.data == specs[0].data]
+    if len({sp.job.width for sp in same}) > 1:
+        assert len({sp.calls() for sp in same}) == 1 and len({sp.work() for sp in same}) > 1
+    import dataclasses
+
+    longer = dataclasses.replace(specs[0], training=dataclasses.replace(specs[0].training, max_epochs=2 * specs[0].training.max_epochs))
+    assert longer.calls() == 2 * specs[0].calls()
+    assert all(fr.spec(cfg, "data", j).calls() == 0 for j in fr.jobs(cfg, "data"))
+    mu = get_study("mori_ueda")
+    assert all(mu.spec(cfg, "ntk", j).calls() == 0 for j in mu.jobs(cfg, "ntk"))
+    assert all(mu.spec(cfg, "train", j).calls() > 0 for j in mu.jobs(cfg, "train"))
+
+
 def test_a_stores_record_of_epochs_trained_gives_its_jobs_share_of_the_budget(root):
     """Spec.trained, from a finished store: the fractal nets' ``stopped_epoch`` over the planned rates x seeds x
     max_epochs (a rate the grid grew counts too), a Mori & Ueda net's ``epochs`` in the units of its work (the test
@@ -230,7 +280,9 @@ def test_timings_saved_with_measure_calibrate_like_the_results_folder_and_a_gpu_
                                   '{"devices": [], "stages": {"a/b": [[1.0, -3.0]]}}', '{"devices": [], "stages": {"a/b": [[1.0, 1e308]]}}',
                                   '{"devices": [], "stages": {"a/b": [[1.0, Infinity]]}}',
                                   '{"devices": [], "stages": {"a/b": [[1.0, 2.0, -0.5]]}}', '{"devices": [], "stages": {"a/b": [[1.0, 2.0, NaN]]}}',
-                                  '{"devices": [], "stages": {"a/b": [[1.0, 2.0, 0.5, 1.0]]}}',
+                                  '{"devices": [], "stages": {"a/b": [[1.0, 2.0, 0.5, 1.0, 3.0]]}}',
+                                  '{"devices": [], "stages": {"a/b": [[1.0, 2.0, 0.5, -1.0]]}}',
+                                  '{"devices": [], "stages": {"a/b": [[1.0, 2.0, null, Infinity]]}}',
                                   '{"devices": [], "stages": {"a/b": ' + "[" * 5000 + "]" * 5000 + '}}'])
 def test_a_damaged_timings_file_is_refused_naming_it(tmp_path, text):
     bad = tmp_path / "bad.json"

@@ -189,7 +189,7 @@ def job_device(device: str, study: str, gpu_stage: bool, cpu_faster: bool = Fals
 def _cpu_faster(study: str, spec) -> bool:
     from . import plan
 
-    return plan.cpu_is_faster(study, spec.STAGE, spec.work())
+    return plan.cpu_is_faster(study, spec.STAGE, spec.work(), calls=spec.calls())
 
 
 def stage(args: argparse.Namespace) -> None:

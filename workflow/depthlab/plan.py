@@ -4,11 +4,11 @@ For every study and stage: the number of jobs (and how many of them have no stor
 results folder), the estimated peak memory of the largest job (each spec's ``memory()``, the same
 estimate the validator uses), and the estimated runtime of a job on one CPU core, from a cost model:
 
-    seconds(job) = overhead(stage) + work(job) / rate(stage)
+    seconds(job) = overhead(stage) + calls(job) x call_s(stage) + work(job) / rate(stage)
 
 ``work()`` is each spec's element-operation count from its shapes (epochs x examples x parameters for a
-training stage, n^3 / 3 for a Cholesky, ...; 0 for a job whose time is its start-up), and the two
-constants per stage are *measured*: ``depthlab plan --calibrate RESULTS`` fits them to the runtimes a
+training stage, n^3 / 3 for a Cholesky, ...; 0 for a job whose time is its start-up), ``calls()`` the framework calls
+of its training loop (optimiser steps x layers; 0 without one), and the constants per stage are *measured*: ``depthlab plan --calibrate RESULTS`` fits them to the runtimes a
 finished run recorded (``RESULTS/benchmarks/**.tsv``, one row per job, matched to the spec its store
 records), with every stage's total unbiased (:func:`fit`), and writes ``workflow/depthlab/costs.json``.  A stage with no
 measured jobs falls back to the median rate of the calibrated stages and says so (``modelled``).
@@ -46,6 +46,8 @@ class StageCost:
     calibrated: bool = True
     max_work: float = 0.0  # the largest work among them: within it, a stage without a rate is all start-up
     fraction: float = 1.0  # the share of its planned work (whole epoch budgets) its jobs really trained, learned (Spec.trained)
+    call_s: float = 0.0  # seconds per framework call of a training loop (Spec.calls): what a small net's step costs
+    call_fraction: float = 1.0  # ... and the share of its planned calls its jobs really made (the calls-weighted share)
 
 
 def _stores(results: Path):
@@ -100,7 +102,7 @@ def _trained(path: Path, spec: Any) -> float | None:
 
 
 def measurements(results: str | Path, devices: set[str] | None = None) -> dict[str, list[tuple]]:
-    """{'study/stage': [(work, seconds, trained share or None), ...]} from a finished run's stores and benchmark files;
+    """{'study/stage': [(work, seconds, trained share or None, calls), ...]} from a finished run's stores and benchmark files;
     the devices the stores record are added to ``devices`` when given."""
     from .studies import get_study
 
@@ -116,13 +118,14 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
             continue
         if devices is not None:
             devices.add(str(rec.get("device", "unknown")))
-        out.setdefault(f"{rec['study']}/{rec['stage']}", []).append((spec.work(), secs, _trained(results / rel, spec)))
+        out.setdefault(f"{rec['study']}/{rec['stage']}", []).append((spec.work(), secs, _trained(results / rel, spec),
+                                                                     spec.calls()))
     for kind in ("figures", "claims"):
         for tsv in results.glob(f"benchmarks/*/{kind}/*.tsv" if kind == "figures" else "benchmarks/*/claims.tsv"):
             secs = _seconds(tsv)
             if secs is not None:
                 work = _figure_inputs(results, tsv) if kind == "figures" else 0.0
-                out.setdefault(f"*/{'figure' if kind == 'figures' else 'claims'}", []).append((work, secs, None))
+                out.setdefault(f"*/{'figure' if kind == 'figures' else 'claims'}", []).append((work, secs, None, 0.0))
     return out
 
 
@@ -149,9 +152,14 @@ START_UP_PROBE_S = 0.066
 
 
 def fit(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_UP_FLOOR_S) -> StageCost:
-    """overhead + fraction x work / rate, fitted so that a stage's predicted total is unbiased.
+    """overhead + call_fraction x calls x call_s + fraction x work / rate, fitted so that a stage's predicted total is
+    unbiased.
 
-    ``points``: (planned work, seconds[, trained share]).  Planned work charges every net its whole epoch budget; the
+    ``points``: (planned work, seconds[, trained share[, planned calls]]).  The calls (``Spec.calls``: a training
+    loop's optimiser steps x layers) are the per-step term of issue 55: a small net's step costs a framework call
+    whatever its size, so within a stage its seconds follow its steps, not its arithmetic.  They are scaled by the
+    same trained share as the work, and ``call_fraction`` is their calls-weighted share.  A stage without calls (no
+    training loop) fits the two constants alone.  Planned work charges every net its whole epoch budget; the
     trained share (``Spec.trained``, from the job's store; None or absent: 1) says how much of it the job really did
     (issue 55: nets that stop early).  The rate is fitted per unit of work really done, and the stage's ``fraction`` is
     the work-weighted mean share, sum(share x work) / sum(work): the plan charges a job ``fraction`` of its budget, and
@@ -160,7 +168,7 @@ def fit(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_U
     Runtimes span decades, so each job's squared error is divided by its *predicted* seconds (a quasi-Poisson fit,
     variance proportional to the mean, by iteratively reweighted non-negative least squares).  Its first equation
     makes the relative errors average zero, so neither the many short jobs nor the few long ones dominate.  With
-    seconds = a + b * work and both constants positive, a times the first equation plus b times the second reads
+    seconds = a + c * calls + b * work and the constants positive, their weighted sum of the equations reads
     sum(measured - predicted) = 0: in sample, a stage's predicted total is its measured total.
     Dividing by the *measured* seconds instead, as this fit did before, gives the jobs that happened to run short the
     most weight and puts a stage's level near the harmonic mean of its jobs, below their average: its totals came
@@ -173,35 +181,59 @@ def fit(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_U
     fixed term of at least ``floor`` (the shipped fit of the Mori & Ueda rate search had 0 s, and planned a smoke-scale
     search at a millisecond: it takes 5 s)."""
     import numpy as np
-    from scipy.optimize import nnls
 
     budget = np.array([p[0] for p in points], float)
     share = np.array([1.0 if len(p) < 3 or p[2] is None else float(p[2]) for p in points], float)
+    planned_calls = np.array([float(p[3]) if len(p) > 3 and p[3] is not None else 0.0 for p in points], float)
     w = budget * share  # the work really done
+    k = planned_calls * share  # ... and the calls really made
     fraction = float(w.sum() / budget.sum()) if budget.sum() > 0 else 1.0
+    call_fraction = float(k.sum() / planned_calls.sum()) if planned_calls.sum() > 0 else 1.0
     s = np.maximum(np.array([p[1] for p in points], float), 1e-3)
     top = float(budget.max())
+    X = np.stack([k, w], axis=1) if k.any() else w[:, None]  # the terms beside the fixed one: [calls,] work
 
-    def fixed_at(a0: float) -> StageCost:  # the fixed term set to a0, the rate that keeps the measured total
-        return StageCost(a0, float(w.sum() / (s.sum() - a0 * len(s))), len(points), max_work=top, fraction=fraction)
-    if np.ptp(w) <= 0 or len(points) < 3:  # work does not vary: its time is what was measured, rate unknown
+    def cost(a: float, coef: np.ndarray) -> StageCost:
+        c, b = (float(coef[0]), float(coef[1])) if X.shape[1] == 2 else (0.0, float(coef[0]))
+        return StageCost(float(a), 1 / b if b > 0 else None, len(points), max_work=top,
+                         fraction=fraction if b > 0 else 1.0, call_s=c, call_fraction=call_fraction if c > 0 else 1.0)
+
+    def fixed_at(a0: float) -> StageCost:  # the fixed term set to a0, the rest refitted and scaled to the measured total
+        coef = _irls(X, s, a0)
+        done = float(X.sum(0) @ coef)
+        if done <= 0:  # nothing to fit beyond the fixed term: the work carries the rest, as a rate
+            coef = np.zeros(X.shape[1])
+            coef[-1], done = 1.0, float(w.sum())
+        return cost(a0, coef * (s.sum() - a0 * len(s)) / done)
+    if (np.ptp(w) <= 0 and np.ptp(k) <= 0) or len(points) < 3:  # work does not vary: its time is what was measured
         if s.mean() > cap and w.sum() > 0:
             return fixed_at(cap)
         return StageCost(float(s.mean()), None, len(points), max_work=top)
+    coef = _irls(np.concatenate([np.ones((len(s), 1)), X], axis=1), s)
+    a = coef[0]
+    if a > cap and w.sum() > 0 and s.sum() > cap * len(s):
+        return fixed_at(cap)
+    if a < floor and coef[1:].any() and w.sum() > 0 and s.sum() > floor * len(s):  # ~0 s charged a small job nothing
+        return fixed_at(floor)
+    return cost(a, coef[1:])
+
+
+def _irls(X: Any, s: Any, offset: float = 0.0) -> Any:
+    """Non-negative coefficients of seconds = offset + X @ coef, each job's squared error divided by its predicted
+    seconds (quasi-Poisson; iteratively reweighted, from a flat start)."""
+    import numpy as np
+    from scipy.optimize import nnls
+
     mu = np.full_like(s, s.mean())
+    coef = np.zeros(X.shape[1])
     for _ in range(100):
-        A = np.stack([np.ones_like(w), w], axis=1) / np.sqrt(mu)[:, None]
-        (a, b), _ = nnls(A, s / np.sqrt(mu))
-        new = np.maximum(a + b * w, 1e-3)
+        coef, _ = nnls(X / np.sqrt(mu)[:, None], (s - offset) / np.sqrt(mu))
+        new = np.maximum(offset + X @ coef, 1e-3)
         done = np.allclose(new, mu, rtol=1e-10, atol=0)
         mu = new
         if done:
             break
-    if a > cap and w.sum() > 0 and s.sum() > cap * len(s):
-        return fixed_at(cap)
-    if a < floor and b > 0 and w.sum() > 0 and s.sum() > floor * len(s):  # an intercept of ~0 charged a small job nothing
-        return fixed_at(floor)
-    return StageCost(float(a), float(1 / b) if b > 0 else None, len(points), max_work=top, fraction=fraction if b > 0 else 1.0)
+    return coef
 
 
 def default_output(results: list[str | Path], gpu: bool) -> Path:
@@ -274,7 +306,8 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
            "probe_s": probe_s,
            "note": ("jobs of the GPU stages on " + ", ".join(cuda) + ", as many jobs at once as the run's cores, sharing "
                     "it; the other stages on that machine's CPU cores" if cuda else
-                    "one CPU core per job (the default profile)") + "; seconds = overhead_s + work / rate"
+                    "one CPU core per job (the default profile)")
+                   + "; seconds = overhead_s + call_fraction x calls x call_s + fraction x work / rate"
                    + f"; the start-up's cap and floors scaled by this probe over {START_UP_PROBE_S} s: x{scale:.2f}",
            "device": cuda[0] if cuda else "cpu", "stages": stages}
     if out is None:
@@ -291,7 +324,7 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
 def measure(results: str | Path) -> dict[str, Any]:
     """A run's timings, as ``--measure`` prints them and ``--calibrate`` reads them back: the devices its stores
     record, its speed probe (``probe_s``, null when it took none) and {'study/stage': [[work, seconds, trained share or
-    null], ...]}."""
+    null, calls], ...]}."""
     from . import probe
 
     devices: set[str] = set()
@@ -316,6 +349,8 @@ def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[t
         raise SystemExit(f"error: {source}: every work value must be a finite number >= 0")
     if any(row[2] is not None and not (math.isfinite(row[2]) and row[2] >= 0) for v in out.values() for row in v):
         raise SystemExit(f"error: {source}: every trained share must be null or a finite number >= 0")
+    if any(not (math.isfinite(row[3]) and row[3] >= 0) for v in out.values() for row in v):
+        raise SystemExit(f"error: {source}: every calls value must be a finite number >= 0")
     for v in out.values():
         for row in v:
             _plausible(row[1], str(source))
@@ -323,12 +358,13 @@ def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[t
 
 
 def _measured_row(row: Any) -> tuple:
-    """One job of a ``--measure`` file: [work, seconds] (files before issue 55's trained share) or [work, seconds,
-    trained share or null]."""
-    if not isinstance(row, (list, tuple)) or len(row) not in (2, 3):
-        raise ValueError(f"a job is [work, seconds] or [work, seconds, trained share], not {row!r}")
-    share = row[2] if len(row) == 3 else None
-    return float(row[0]), float(row[1]), None if share is None else float(share)
+    """One job of a ``--measure`` file: [work, seconds] (files before issue 55's trained share), [work, seconds, trained
+    share or null] (before its per-step term: no calls, 0) or [work, seconds, trained share or null, calls]."""
+    if not isinstance(row, (list, tuple)) or len(row) not in (2, 3, 4):
+        raise ValueError(f"a job is [work, seconds], [work, seconds, trained share] or [work, seconds, trained share, "
+                         f"calls], not {row!r}")
+    share = row[2] if len(row) >= 3 else None
+    return float(row[0]), float(row[1]), None if share is None else float(share), float(row[3]) if len(row) == 4 else 0.0
 
 
 def gpu_calibration(path: str | Path = COSTS_GPU) -> tuple[dict[str, StageCost], str, str]:
@@ -381,15 +417,22 @@ def fallback_rate(costs: dict[str, StageCost]) -> float | None:
     return rates[len(rates) // 2] if rates else None
 
 
-def predict(cost: StageCost, work: float, fallback: float | None = None) -> float:
+def predict(cost: StageCost, work: float, fallback: float | None = None, calls: float = 0.0) -> float:
     """Seconds of one job.  A stage whose calibration runs were all start-up (no measured rate) stays at its start-up
     within ten times the largest work measured, and beyond that uses ``fallback`` (the median rate of the calibrated
     stages) for the work a bigger config gives it.  A stage with a rate charges ``fraction`` of ``work``: the share of
-    their epoch budgets its calibration's jobs really trained."""
+    their epoch budgets its calibration's jobs really trained; and ``call_fraction`` of ``calls`` (``Spec.calls``) at
+    ``call_s`` each, where its fit found a per-step cost."""
+    fixed = cost.overhead_s + (cost.call_fraction * calls * cost.call_s if calls > 0 else 0.0)
     if cost.rate:
-        return cost.overhead_s + (cost.fraction * work / cost.rate if work > 0 else 0.0)
+        return fixed + (cost.fraction * work / cost.rate if work > 0 else 0.0)
     rate = fallback if work > 10 * cost.max_work else None
-    return cost.overhead_s + (work / rate if rate and work > 0 else 0.0)
+    return fixed + (work / rate if rate and work > 0 else 0.0)
+
+
+def spec_seconds(cost: StageCost, spec: Any, fallback: float | None = None) -> float:
+    """:func:`predict` for one job's spec: its work and its calls."""
+    return predict(cost, spec.work(), fallback, spec.calls())
 
 
 @dataclass
@@ -437,7 +480,8 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                     (root / name / "figures" / f"{f}.png").exists() for f in study.figures(config)]
             works = ([float(figure_work(study, config, f)) for f in study.figures(config)] if st.kind == "figure"
                      else [s.work() if s is not None else 0.0 for s in specs])
-            secs = [speed * predict(cost, w, fallback) for w in works]
+            calls = [s.calls() if s is not None else 0.0 for s in specs]
+            secs = [speed * predict(cost, w, fallback, n) for w, n in zip(works, calls)]
             modelled = not cost.calibrated or (cost.rate is None and any(w > 10 * cost.max_work for w in works))
             peak = max((sum(s.memory().values()) for s in specs if s is not None), default=0)
             row = Row(name, st.name, len(specs), sum(not t for t in there), peak, max(secs, default=0.0), sum(secs),
@@ -448,12 +492,12 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                 row.gpu = "not measured"
             elif st.gpu:
                 g = gpu_costs[key]
-                gsecs = [predict(g, w, gpu_fallback) for w in works]
+                gsecs = [predict(g, w, gpu_fallback, n) for w, n in zip(works, calls)]
                 row.gpu_seconds_max, row.gpu_seconds_total = max(gsecs, default=0.0), sum(gsecs)
                 beyond = any(w > 10 * g.max_work for w in works)
                 row.gpu = ("modelled" if g.rate is None else "extrapolated") if beyond else "measured"
                 if device_of(config, name) == "auto":
-                    row.auto_cpu = sum(cpu_is_faster(name, st.name, w, costs, gpu_costs) for w in works)
+                    row.auto_cpu = sum(cpu_is_faster(name, st.name, w, costs, gpu_costs, n) for w, n in zip(works, calls))
             rows.append(row)
     return rows
 
@@ -544,7 +588,7 @@ def check(results: str | Path, costs: dict[str, StageCost] | None = None, speed:
         c = stage_cost(costs, key)
         known = [(p[0], p[2]) for p in pts if p[2] is not None]
         budget = sum(w for w, _ in known)
-        out.append(Check(key, len(pts), speed * sum(predict(c, p[0], fallback) for p in pts), sum(p[1] for p in pts),
+        out.append(Check(key, len(pts), speed * sum(predict(c, p[0], fallback, p[3]) for p in pts), sum(p[1] for p in pts),
                          c.fraction if c.rate else 1.0, sum(w * f for w, f in known) / budget if known and budget > 0 else None))
     if not out:
         raise SystemExit(f"no measured jobs under {results} (benchmarks/**.tsv of a finished run)")
@@ -611,7 +655,7 @@ MAX_RUNTIME_MIN = 7 * 24 * 60  # the longest time limit most SLURM partitions al
 def job_seconds(spec: Any, study: str, stage: str, costs: dict[str, StageCost] | None = None) -> float:
     """A job's predicted seconds on one CPU core (the cost model of ``depthlab plan``)."""
     costs = _shipped_costs() if costs is None else costs
-    return predict(stage_cost(costs, f"{study}/{stage}"), spec.work(), fallback_rate(costs))
+    return spec_seconds(stage_cost(costs, f"{study}/{stage}"), spec, fallback_rate(costs))
 
 
 def job_priority(spec: Any, study: str, stage: str, costs: dict[str, StageCost] | None = None) -> int:
@@ -667,14 +711,15 @@ def job_resources(spec: Any, study: str, stage: str, gpu: bool, device: str, att
     need_mb = sum(spec.memory().values()) / 2**20
     work = spec.work()
     secs = job_seconds(spec, study, stage, costs)
-    wants_gpu = gpu and device != "cpu" and not (device == "auto" and cpu_is_faster(study, stage, work, costs, gpu_costs))
+    wants_gpu = gpu and device != "cpu" and not (device == "auto" and cpu_is_faster(study, stage, work, costs, gpu_costs,
+                                                                                      spec.calls()))
     return {"mem_mb": int(math.ceil((1.5 * need_mb + 1000) * attempt)),
             "runtime": int(min(MAX_RUNTIME_MIN, max(10, math.ceil(3 * secs / 60)) * attempt)),
             "gpu": int(wants_gpu)}
 
 
 def cpu_is_faster(study: str, stage: str, work: float, costs: dict[str, StageCost] | None = None,
-                  gpu_costs: dict[str, StageCost] | None = None) -> bool:
+                  gpu_costs: dict[str, StageCost] | None = None, calls: float = 0.0) -> bool:
     """Whether a job of ``work`` in ``study/stage`` is predicted slower on the GPU than on one CPU core, by the two
     calibrations (``costs.json``, ``costs_gpu.json``).  Only where the GPU calibration timed that stage at this size
     (within 10x the largest job it timed): beyond it the GPU estimate is an upper bound (a GPU's throughput grows with
@@ -687,7 +732,7 @@ def cpu_is_faster(study: str, stage: str, work: float, costs: dict[str, StageCos
     g = gpu_costs[key]
     if work > 10 * g.max_work:
         return False
-    return predict(g, work, fallback_rate(gpu_costs)) > predict(costs[key], work, fallback_rate(costs))
+    return predict(g, work, fallback_rate(gpu_costs), calls) > predict(costs[key], work, fallback_rate(costs), calls)
 
 
 @functools.lru_cache(maxsize=1)

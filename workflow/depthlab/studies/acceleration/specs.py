@@ -179,6 +179,11 @@ class TrainSpec(Spec):
         per_step = n * d + self.job.depth * self.width**2 + self.width * d  # the loss gradient, then the factors
         return 2.0 * 2 * per_step * self.budget.max_iterations * self.lr_points * len(self.seeds)  # the net and the rule beside it
 
+    def calls(self) -> float:
+        """Full-batch iterations at the budget (rates x seeds stacked), times the factors, for the net and the rule
+        beside it (Spec.calls)."""
+        return float(2 * self.budget.max_iterations * (self.job.depth + 1))
+
     def memory(self) -> dict[str, int]:
         n, d = (self.data.synthetic.n, self.data.synthetic.d) if self.data.synthetic else (3000, 128)
         M = self.lr_points * len(self.seeds)
@@ -210,6 +215,10 @@ class BaselineSpec(Spec):
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         n, d = self.data.shape()
         return 2.0 * n * d * self.budget.max_iterations * self.lr_points * len(self.seeds)
+
+    def calls(self) -> float:
+        """Full-batch iterations at the budget, rates x seeds stacked (Spec.calls)."""
+        return float(self.budget.max_iterations)
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("data", DataJob(self.job.dataset))}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.shapes import layer_sizes
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
+from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, batches, budget_share
 
 from .accuracy import CHANCE
 from .distributions import level_weights
@@ -246,6 +246,10 @@ class TrainSpec(Spec):
         P = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
         return 6.0 * P * self.data.n_train * len(self.lrs) * len(self.seeds) * self.training.max_epochs
 
+    def calls(self) -> float:
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (Spec.calls)."""
+        return float(batches(self.data.n_train, self.training.batch_size) * self.training.max_epochs * (self.job.depth + 1))
+
     def trained(self, ds) -> float | None:
         """Epochs trained (``stopped_epoch``, grown rates included) over the planned rates x seeds x ``max_epochs``."""
         return budget_share(ds, "stopped_epoch", len(self.lrs) * len(self.seeds), self.training.max_epochs)
@@ -327,6 +331,11 @@ class CnnSpec(Spec):
         n = self.data.n_train or (50000 if self.job.dataset == "cifar10" else 1347)
         per_image = self.job.depth * self.job.width**2 * self.kernel**2 * side * side
         return 6.0 * per_image * n * self.training.max_epochs * len(self.lrs) * len(self.seeds)
+
+    def calls(self) -> float:
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (Spec.calls)."""
+        n = self.data.n_train or (50000 if self.job.dataset == "cifar10" else 1347)
+        return float(batches(n, self.training.batch_size) * self.training.max_epochs * (self.job.depth + 1))
 
     def trained(self, ds) -> float | None:
         """Epochs trained (``stopped_epoch``, grown rates included) over the planned rates x seeds x ``max_epochs``."""

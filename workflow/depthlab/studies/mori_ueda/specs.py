@@ -21,7 +21,7 @@ from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes, n_params, width_for_hidden_weights
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
+from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, batches, budget_share
 
 from .targets import TargetError, check_target
 
@@ -233,6 +233,13 @@ class LrSearchSpec(Spec):
         # (growth rounds, when the choice sits at an edge, are absorbed by the fitted rate)
         return 6.0 * self.shape.n_params * n * (s.folds - 1) * evals * self.training.max_epochs
 
+    def calls(self) -> float:
+        """Optimiser steps at the epoch budget, times the layers (Spec.calls): each round (the initial points, then
+        each round of candidates) trains its candidates x folds stacked on (folds - 1)/folds of the data."""
+        s, n = self.search, self.data.target.n_train
+        per_round = batches(n * (s.folds - 1) // s.folds, self.training.batch_size) * self.training.max_epochs
+        return float((1 + s.rounds) * per_round * (self.shape.depth + 1))
+
     def memory(self) -> dict[str, int]:
         M = max(self.search.init_points, self.search.candidates_per_round) * self.search.folds
         nets = mem.nets(M, self.shape.sizes(self.data.target.d), self.training.batch_size, self.data.target.n_train)
@@ -270,6 +277,10 @@ class TrainSpec(Spec):
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         M = (len(self.lrs) if self.lrs is not None else 1) * len(self.seeds)
         return 6.0 * self.shape.n_params * M * (self.data.target.n_train * self.training.max_epochs + self.data.n_test)
+
+    def calls(self) -> float:
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (Spec.calls)."""
+        return float(batches(self.data.target.n_train, self.training.batch_size) * self.training.max_epochs * (self.shape.depth + 1))
 
     def trained(self, ds) -> float | None:
         """Epochs trained (``epochs``) over the planned nets x ``max_epochs``, in the units of :meth:`work` (the test
