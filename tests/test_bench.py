@@ -121,3 +121,25 @@ print("ok", len(pools), float(np.abs(fit.prediction).sum()) > 0)
     env = {k: v for k, v in tool_env().items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert p.returncode == 0 and p.stdout.startswith("ok"), p.stdout + p.stderr[-3000:]
+
+
+def test_eta_replay_plans_the_smoke_run_anew_and_replays_what_its_terminal_showed(smoke_run, root):
+    """benchmarks/eta_replay.py on the shared smoke run: the log's own plan replays as terminal.replay does, and the
+    shipped calibration plans every store, figure and claims job anew (only the config snapshot and the final target
+    keep the log's plan), with an error printed at each of the four points."""
+    import re
+
+    sys.path.insert(0, str(root / "workflow"))
+    from snakemake_logger_plugin_depthlab.terminal import read_jobs_log, replay
+
+    p = subprocess.run([sys.executable, str(root / "benchmarks" / "eta_replay.py"), str(smoke_run.results),
+                        str(smoke_run.config_path)], cwd=smoke_run.work, capture_output=True, text=True, timeout=300,
+                       env=tool_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    errors = [int(m) for m in re.findall(r"error +([+-]?\d+) %", p.stdout)]
+    assert len(errors) == 8, p.stdout
+    tsv = sorted((smoke_run.results / "logs" / "snakemake").glob("*.jobs.tsv"))[-1]
+    own = [round(100 * (eta / real - 1)) for eta, real in replay(read_jobs_log(tsv), 2).values()]
+    assert errors[:4] == own
+    kept = int(re.search(r"\((\d+) jobs kept the log's plan\)", p.stdout).group(1))
+    assert kept <= 2, p.stdout

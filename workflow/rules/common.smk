@@ -341,7 +341,9 @@ def _planned_seconds(job):
         for st in get_study(study).store_stages():
             if rname == f"{study}_{st.name}":
                 spec = _spec(study, st.name, _job(study, st.name, wc))
-                return dlplan.spec_seconds(dlplan.stage_cost(costs, f"{study}/{st.name}"), spec, dlplan.fallback_rate(costs))
+                return dlplan.spec_seconds(
+                    dlplan.stage_cost(costs, f"{study}/{st.name}"), spec, dlplan.fallback_rate(costs)
+                )
     if rname in ("figure", "claims"):
         study = get_study(wc["study"])
         st = study.kind_stage(rname)
