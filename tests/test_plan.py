@@ -117,7 +117,7 @@ def test_the_fit_learns_a_per_step_cost_and_prices_a_small_nets_steps_where_work
 
 
 def test_a_specs_calls_count_its_steps_times_its_layers_whatever_its_width(root):
-    """Spec.calls: a fractal net's optimiser steps at its budget (the stacked rates x seeds count once) times its
+    """A spec's calls() (plan.calls_of): a fractal net's optimiser steps at its budget (the stacked rates x seeds count once) times its
     layers; the same for any width, and twice as many for twice the epochs; stages without a training loop have none."""
     cfg = dlc.validate(yaml.safe_load((root / "config" / "config.yaml").read_text()))
     fr = get_study("fractals")
@@ -132,9 +132,9 @@ def test_a_specs_calls_count_its_steps_times_its_layers_whatever_its_width(root)
 
     longer = dataclasses.replace(specs[0], training=dataclasses.replace(specs[0].training, max_epochs=2 * specs[0].training.max_epochs))
     assert longer.calls() == 2 * specs[0].calls()
-    assert all(fr.spec(cfg, "data", j).calls() == 0 for j in fr.jobs(cfg, "data"))
+    assert all(pl.calls_of(fr.spec(cfg, "data", j)) == 0 for j in fr.jobs(cfg, "data"))
     mu = get_study("mori_ueda")
-    assert all(mu.spec(cfg, "ntk", j).calls() == 0 for j in mu.jobs(cfg, "ntk"))
+    assert all(pl.calls_of(mu.spec(cfg, "ntk", j)) == 0 for j in mu.jobs(cfg, "ntk"))
     assert all(mu.spec(cfg, "train", j).calls() > 0 for j in mu.jobs(cfg, "train"))
 
 

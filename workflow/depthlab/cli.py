@@ -189,7 +189,7 @@ def job_device(device: str, study: str, gpu_stage: bool, cpu_faster: bool = Fals
 def _cpu_faster(study: str, spec) -> bool:
     from . import plan
 
-    return plan.cpu_is_faster(study, spec.STAGE, spec.work(), calls=spec.calls())
+    return plan.cpu_is_faster(study, spec.STAGE, spec.work(), calls=plan.calls_of(spec))
 
 
 def stage(args: argparse.Namespace) -> None:

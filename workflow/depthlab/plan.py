@@ -46,7 +46,7 @@ class StageCost:
     calibrated: bool = True
     max_work: float = 0.0  # the largest work among them: within it, a stage without a rate is all start-up
     fraction: float = 1.0  # the share of its planned work (whole epoch budgets) its jobs really trained, learned (Spec.trained)
-    call_s: float = 0.0  # seconds per framework call of a training loop (Spec.calls): what a small net's step costs
+    call_s: float = 0.0  # seconds per framework call of a training loop (calls_of): what a small net's step costs
     call_fraction: float = 1.0  # ... and the share of its planned calls its jobs really made (the calls-weighted share)
 
 
@@ -119,7 +119,7 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
         if devices is not None:
             devices.add(str(rec.get("device", "unknown")))
         out.setdefault(f"{rec['study']}/{rec['stage']}", []).append((spec.work(), secs, _trained(results / rel, spec),
-                                                                     spec.calls()))
+                                                                     calls_of(spec)))
     for kind in ("figures", "claims"):
         for tsv in results.glob(f"benchmarks/*/{kind}/*.tsv" if kind == "figures" else "benchmarks/*/claims.tsv"):
             secs = _seconds(tsv)
@@ -155,7 +155,7 @@ def fit(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_U
     """overhead + call_fraction x calls x call_s + fraction x work / rate, fitted so that a stage's predicted total is
     unbiased.
 
-    ``points``: (planned work, seconds[, trained share[, planned calls]]).  The calls (``Spec.calls``: a training
+    ``points``: (planned work, seconds[, trained share[, planned calls]]).  The calls (:func:`calls_of`: a training
     loop's optimiser steps x layers) are the per-step term of issue 55: a small net's step costs a framework call
     whatever its size, so within a stage its seconds follow its steps, not its arithmetic.  They are scaled by the
     same trained share as the work, and ``call_fraction`` is their calls-weighted share.  A stage without calls (no
@@ -421,7 +421,7 @@ def predict(cost: StageCost, work: float, fallback: float | None = None, calls: 
     """Seconds of one job.  A stage whose calibration runs were all start-up (no measured rate) stays at its start-up
     within ten times the largest work measured, and beyond that uses ``fallback`` (the median rate of the calibrated
     stages) for the work a bigger config gives it.  A stage with a rate charges ``fraction`` of ``work``: the share of
-    their epoch budgets its calibration's jobs really trained; and ``call_fraction`` of ``calls`` (``Spec.calls``) at
+    their epoch budgets its calibration's jobs really trained; and ``call_fraction`` of ``calls`` (:func:`calls_of`) at
     ``call_s`` each, where its fit found a per-step cost."""
     fixed = cost.overhead_s + (cost.call_fraction * calls * cost.call_s if calls > 0 else 0.0)
     if cost.rate:
@@ -430,9 +430,25 @@ def predict(cost: StageCost, work: float, fallback: float | None = None, calls: 
     return fixed + (work / rate if rate and work > 0 else 0.0)
 
 
+def batches(n: int, batch_size: int) -> int:
+    """Minibatches in one epoch of ``n`` examples (the last one may be short): optimiser steps per epoch."""
+    return max(1, -(-int(n) // max(1, int(batch_size))))
+
+
+def calls_of(spec: Any) -> float:
+    """The framework calls of a job's training loop: its spec's ``calls()``, its planned optimiser steps (the stacked nets
+    of one step count once) times its layers; 0 for a spec without one (no training loop).  A small net's step costs
+    its calls whatever its size, so the cost model charges them apart from ``work()`` (issue 55: a depth-5 width-10
+    fractal net, priced by its arithmetic at 10 s, took 55 s).  Counted at the same budget as ``work``, so the
+    store's trained share scales both.  Asked here, not declared on ``depthlab.study.Spec``: that module is in every
+    figure's code fingerprint, and the cost model must not rerun figures."""
+    f = getattr(spec, "calls", None)
+    return float(f()) if callable(f) else 0.0
+
+
 def spec_seconds(cost: StageCost, spec: Any, fallback: float | None = None) -> float:
     """:func:`predict` for one job's spec: its work and its calls."""
-    return predict(cost, spec.work(), fallback, spec.calls())
+    return predict(cost, spec.work(), fallback, calls_of(spec))
 
 
 @dataclass
@@ -480,7 +496,7 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                     (root / name / "figures" / f"{f}.png").exists() for f in study.figures(config)]
             works = ([float(figure_work(study, config, f)) for f in study.figures(config)] if st.kind == "figure"
                      else [s.work() if s is not None else 0.0 for s in specs])
-            calls = [s.calls() if s is not None else 0.0 for s in specs]
+            calls = [calls_of(s) if s is not None else 0.0 for s in specs]
             secs = [speed * predict(cost, w, fallback, n) for w, n in zip(works, calls)]
             modelled = not cost.calibrated or (cost.rate is None and any(w > 10 * cost.max_work for w in works))
             peak = max((sum(s.memory().values()) for s in specs if s is not None), default=0)
@@ -712,7 +728,7 @@ def job_resources(spec: Any, study: str, stage: str, gpu: bool, device: str, att
     work = spec.work()
     secs = job_seconds(spec, study, stage, costs)
     wants_gpu = gpu and device != "cpu" and not (device == "auto" and cpu_is_faster(study, stage, work, costs, gpu_costs,
-                                                                                      spec.calls()))
+                                                                                      calls_of(spec)))
     return {"mem_mb": int(math.ceil((1.5 * need_mb + 1000) * attempt)),
             "runtime": int(min(MAX_RUNTIME_MIN, max(10, math.ceil(3 * secs / 60)) * attempt)),
             "gpu": int(wants_gpu)}

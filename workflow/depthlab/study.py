@@ -218,16 +218,8 @@ class Spec:
 
     def work(self) -> float:
         """Element-operations of this job, from the spec's shapes (the cost model of depthlab.plan: seconds =
-        overhead + calls x call_s + work / rate, the constants measured per stage).  0 (the default): a job whose time
-        is its start-up."""
-        return 0.0
-
-    def calls(self) -> float:
-        """Framework calls of this job's training loop: its planned optimiser steps (the stacked nets of one step count
-        once) times its layers.  A small net's step costs its calls whatever its size, so depthlab.plan's cost model
-        charges them apart from :meth:`work` (issue 55: a depth-5 width-10 fractal net, priced by its arithmetic at 10 s,
-        took 55 s).  Counted at the same budget as ``work``, so :meth:`trained` scales both.  0 (the default): a job
-        with no training loop."""
+        overhead + calls x call_s + work / rate, the constants measured per stage; a training spec's ``calls()``:
+        depthlab.plan.calls_of).  0 (the default): a job whose time is its start-up."""
         return 0.0
 
     def trained(self, ds: Any) -> float | None:
@@ -395,11 +387,6 @@ def load_json(text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SpecError(f"a spec is a JSON object, got {type(data).__name__}")
     return data
-
-
-def batches(n: int, batch_size: int) -> int:
-    """Minibatches in one epoch of ``n`` examples (the last one may be short): optimiser steps per epoch."""
-    return max(1, -(-int(n) // max(1, int(batch_size))))
 
 
 def budget_share(ds: Any, var: str, nets: int, budget: float, fixed: float = 0.0, per_unit: float = 1.0) -> float | None:

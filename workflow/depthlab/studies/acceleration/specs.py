@@ -181,7 +181,7 @@ class TrainSpec(Spec):
 
     def calls(self) -> float:
         """Full-batch iterations at the budget (rates x seeds stacked), times the factors, for the net and the rule
-        beside it (Spec.calls)."""
+        beside it (depthlab.plan.calls_of)."""
         return float(2 * self.budget.max_iterations * (self.job.depth + 1))
 
     def memory(self) -> dict[str, int]:
@@ -217,7 +217,7 @@ class BaselineSpec(Spec):
         return 2.0 * n * d * self.budget.max_iterations * self.lr_points * len(self.seeds)
 
     def calls(self) -> float:
-        """Full-batch iterations at the budget, rates x seeds stacked (Spec.calls)."""
+        """Full-batch iterations at the budget, rates x seeds stacked (depthlab.plan.calls_of)."""
         return float(self.budget.max_iterations)
 
     def inputs(self) -> dict[str, Ref]:

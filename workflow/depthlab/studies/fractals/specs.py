@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.shapes import layer_sizes
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, batches, budget_share
+from depthlab.plan import batches
+from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 from .accuracy import CHANCE
 from .distributions import level_weights
@@ -247,7 +248,7 @@ class TrainSpec(Spec):
         return 6.0 * P * self.data.n_train * len(self.lrs) * len(self.seeds) * self.training.max_epochs
 
     def calls(self) -> float:
-        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (Spec.calls)."""
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.plan.calls_of)."""
         return float(batches(self.data.n_train, self.training.batch_size) * self.training.max_epochs * (self.job.depth + 1))
 
     def trained(self, ds) -> float | None:
@@ -333,7 +334,7 @@ class CnnSpec(Spec):
         return 6.0 * per_image * n * self.training.max_epochs * len(self.lrs) * len(self.seeds)
 
     def calls(self) -> float:
-        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (Spec.calls)."""
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.plan.calls_of)."""
         n = self.data.n_train or (50000 if self.job.dataset == "cifar10" else 1347)
         return float(batches(n, self.training.batch_size) * self.training.max_epochs * (self.job.depth + 1))
 

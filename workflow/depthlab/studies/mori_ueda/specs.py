@@ -21,7 +21,8 @@ from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes, n_params, width_for_hidden_weights
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, batches, budget_share
+from depthlab.plan import batches
+from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 from .targets import TargetError, check_target
 
@@ -234,7 +235,7 @@ class LrSearchSpec(Spec):
         return 6.0 * self.shape.n_params * n * (s.folds - 1) * evals * self.training.max_epochs
 
     def calls(self) -> float:
-        """Optimiser steps at the epoch budget, times the layers (Spec.calls): each round (the initial points, then
+        """Optimiser steps at the epoch budget, times the layers (depthlab.plan.calls_of): each round (the initial points, then
         each round of candidates) trains its candidates x folds stacked on (folds - 1)/folds of the data."""
         s, n = self.search, self.data.target.n_train
         per_round = batches(n * (s.folds - 1) // s.folds, self.training.batch_size) * self.training.max_epochs
@@ -279,7 +280,7 @@ class TrainSpec(Spec):
         return 6.0 * self.shape.n_params * M * (self.data.target.n_train * self.training.max_epochs + self.data.n_test)
 
     def calls(self) -> float:
-        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (Spec.calls)."""
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.plan.calls_of)."""
         return float(batches(self.data.target.n_train, self.training.batch_size) * self.training.max_epochs * (self.shape.depth + 1))
 
     def trained(self, ds) -> float | None:

@@ -22,7 +22,8 @@ from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes, n_params, width_for_params
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, batches, budget_share
+from depthlab.plan import batches
+from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 STUDY = "separation"
 FIGURES = ("sawtooth_error", "sawtooth_pieces", "sawtooth_functions", "radial_error", "es16_error", "learner_error",
@@ -234,7 +235,7 @@ class SawtoothSpec(Spec):
         return 6.0 * self.n_params * self.data.n_train * len(self.lrs) * len(self.seeds) * self.training.max_epochs
 
     def calls(self) -> float:
-        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (Spec.calls)."""
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.plan.calls_of)."""
         return float(batches(self.data.n_train, self.training.batch_size) * self.training.max_epochs * (self.depth + 1))
 
     def trained(self, ds) -> float | None:
@@ -349,7 +350,7 @@ class RadialSpec(Spec):
         return 6.0 * self.n_params * (self._search_examples() + len(self.seeds) * self.training.max_epochs * self.data.n_train)
 
     def calls(self) -> float:
-        """Optimiser steps at the planned budgets, times the layers (Spec.calls): each round of the rate search trains
+        """Optimiser steps at the planned budgets, times the layers (depthlab.plan.calls_of): each round of the rate search trains
         its candidates x folds stacked, then the seeds train stacked."""
         s, n = self.search, self.data.n_train
         search = (1 + s.rounds) * batches(n * (s.folds - 1) // s.folds, self.search_training.batch_size) * self.search_training.max_epochs
@@ -437,7 +438,7 @@ class LearnerSpec(Spec):
         return 6.0 * len(self.seeds) * len(self.lrs) * self.steps * (n + self.data.n_test / max(1, self.check_every)) * m * (d + self.second_width)
 
     def calls(self) -> float:
-        """Full-batch steps at the budget (every rate x seed stacked), times the three layers (Spec.calls)."""
+        """Full-batch steps at the budget (every rate x seed stacked), times the three layers (depthlab.plan.calls_of)."""
         return float(self.steps * 3)
 
     def memory(self) -> dict[str, int]:
