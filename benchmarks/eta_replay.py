@@ -4,7 +4,7 @@
 A finished run's ``RESULTS/logs/snakemake/*.jobs.tsv`` (the newest, or ``--jobs``: another run of the same config,
 e.g. ``tests/data/smoke_jobs.tsv``) records when each job started and ended.  For each calibration named, every job
 is planned anew as the run plans it (``depthlab.plan.spec_seconds`` of the spec its store in RESULTS records; a
-figure by the stores it reads; the claims at their start-up; other jobs keep the plan the log recorded), scaled by
+figure and the claims by ``depthlab.plan.output_seconds``, as the run does; other jobs keep the plan the log recorded), scaled by
 RESULTS' speed probe over the calibration's, and the log is replayed through the ETA (``terminal.replay``): the time
 left it shows against the real time left when 10, 25, 50 and 75 % of the jobs are done.  With no ``--costs``, the
 shipped ``workflow/depthlab/costs.json``; the log's own plan is printed first, as the run showed it.  Nothing is
@@ -42,11 +42,9 @@ def planned_anew(rows: list[dict], results: Path, config: dict, costs_path: Path
         if name in specs:
             key, spec = specs[name]
             secs = pl.spec_seconds(pl.stage_cost(costs, key), spec, fallback)
-        elif "/figures/" in name:
-            work = pl.figure_work(get_study(study), config, name.split("/")[-1].removesuffix(".png"))
-            secs = pl.predict(pl.stage_cost(costs, f"{study}/figure"), work, fallback)
-        elif name.endswith("claims.md"):
-            secs = pl.predict(pl.stage_cost(costs, f"{study}/claims"), 0.0, fallback)
+        elif r["stage"] in ("figure", "claims"):  # the rule's name, as the run's plan (common.smk) reads it
+            figure = name.split("/")[-1].removesuffix(".png") if r["stage"] == "figure" else None
+            secs = pl.output_seconds(costs, study, r["stage"], config, figure)
         else:
             out.append(r)
             kept += 1

@@ -412,6 +412,16 @@ def figure_work(study: Any, config: dict, figure: str) -> int:
     return len(study.figure_inputs(config, figure))
 
 
+def output_seconds(costs: dict[str, StageCost], study: str, kind: str, config: dict, figure: str | None = None) -> float:
+    """The planned seconds of a study's figure job (``kind`` 'figure': by the stores it reads) or its claims job
+    ('claims'), as the run's ETA plans them."""
+    from .studies import get_study
+
+    st = get_study(study)
+    work = float(figure_work(st, config, figure)) if kind == "figure" else 0.0
+    return predict(stage_cost(costs, f"{study}/{st.kind_stage(kind).name}"), work)
+
+
 def fallback_rate(costs: dict[str, StageCost]) -> float | None:
     rates = sorted(c.rate for c in costs.values() if c.rate)
     return rates[len(rates) // 2] if rates else None

@@ -345,10 +345,7 @@ def _planned_seconds(job):
                     dlplan.stage_cost(costs, f"{study}/{st.name}"), spec, dlplan.fallback_rate(costs)
                 )
     if rname in ("figure", "claims"):
-        study = get_study(wc["study"])
-        st = study.kind_stage(rname)
-        work = dlplan.figure_work(study, config, wc["figure"]) if rname == "figure" else 0.0
-        return dlplan.predict(dlplan.stage_cost(costs, f"{wc['study']}/{st.name}"), work)
+        return dlplan.output_seconds(costs, wc["study"], rname, config, wc["figure"] if rname == "figure" else None)
     return 0.0
 
 
