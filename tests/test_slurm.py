@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import depthlab.storage as st
-from helpers import smoke_mori_ueda_fig2
+from helpers import smoke_mori_ueda_fig2, store_versions
 
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,19 +108,6 @@ def _job_state(job: str) -> str:
     return ""
 
 
-def _store_versions(results: Path) -> dict[str, tuple[int, int]]:
-    """Each whole store's version: the inode and modification time of its zarr.json (a rewrite renames a new store
-    into place: a new file)."""
-    out = {}
-    for meta in results.rglob("*.zarr/zarr.json"):
-        try:
-            st_ = meta.stat()
-        except FileNotFoundError:
-            continue
-        out[str(meta.parent.relative_to(results))] = (st_.st_ino, st_.st_mtime_ns)
-    return out
-
-
 @pytest.mark.chaos
 def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the_bits_of_a_local_run(cluster, tmp_path):
     """Issue 41 items 1 and 2 on the one-node cluster, with a fault schedule seeded and printed: `scancel` one running
@@ -204,7 +191,7 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     left = [(j, s) for j, s, _ in _queue() if s in ("RUNNING", "PENDING")]
     say(f"kill -9 of Snakemake with {len(left)} job(s) still in SLURM: {left}")
     results, ref_results = work / "results" / "chaos", local / "results" / "chaos"
-    before = _store_versions(results)
+    before = store_versions(results)
     marks = sorted({json.loads(m.read_text()).get("external_jobid") or "-" for m in (work / ".snakemake" / "incomplete").rglob("*")
                     if m.is_file()}) if (work / ".snakemake" / "incomplete").is_dir() else []
     say(f"SLURM jobs named by Snakemake's incomplete marks: {marks}")
@@ -215,7 +202,7 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     seen: dict[str, set] = {}
     while again.poll() is None or any(s in ("RUNNING", "PENDING", "REQUEUED") for _, s, _ in _queue()):
         # every version of every store from the restart on, until the restart is done and SLURM's queue is empty
-        for k, v in _store_versions(results).items():
+        for k, v in store_versions(results).items():
             seen.setdefault(k, set()).add(v)
         assert time.time() - t0 < 3600, "the restart and the jobs left in SLURM did not finish within the hour"
         time.sleep(0.5)
@@ -230,7 +217,7 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
         rel = s.relative_to(results)
         assert st.read_record(s)["content_hash"] == st.read_record(ref_results / rel)["content_hash"], rel
     # item 2: from the restart on no store was written twice, and none that was whole at the restart was written again
-    final = _store_versions(results)
+    final = store_versions(results)
     twice = {k: len(v) for k, v in seen.items() if len(v) > 1}
     assert not twice, f"stores written more than once after the restart: {twice}"
     rewritten = [k for k, v in before.items() if final.get(k) != v]

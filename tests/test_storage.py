@@ -83,3 +83,39 @@ def test_png_pixel_hash_ignores_chunks_but_sees_pixels():
     ax.plot([0, 1], [1, 0])
     assert st.png_pixels_hash(render.figure_png(fig)) != st.png_pixels_hash(a)
     assert render.figure_png(fig) == render.figure_png(fig), "no timestamps: identical bytes on a rerun"
+
+
+def test_the_slurm_tests_store_walk_survives_folders_that_vanish_under_it_and_never_enters_a_temporary_store(tmp_path, monkeypatch):
+    """The chaos SLURM test reads every store's version while jobs write (CI of 358a57c failed there: pathlib's rglob
+    listed a temporary store's folder after its job had renamed it into place).  Here a folder is removed just before the
+    walk lists it, as a job does: the walk skips it, reports the whole stores, and never lists a temporary store."""
+    import os
+
+    from helpers import store_versions
+
+    res = tmp_path / "results"
+    for store in ("a/b/L1.zarr", "a/c/L2.zarr", "a/b/L3.zarr.tmp-7-host-1/cv_lr"):
+        (res / store).mkdir(parents=True)
+        (res / store / "zarr.json").write_text("{}")
+    (res / "a/b/L1.zarr/cv_lr").mkdir()
+    gone, real, listed = res / "a" / "c", os.scandir, []
+
+    def scandir(path="."):
+        if isinstance(path, int):  # rmtree's own listing, by file descriptor
+            return real(path)
+        listed.append(os.path.basename(os.fspath(path)))
+        if os.fspath(path) == os.fspath(gone):
+            import shutil
+
+            shutil.rmtree(gone)  # a job removed it between its parent's listing and this one
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert store_versions(res) == {"a/b/L1.zarr": ((res / "a/b/L1.zarr/zarr.json").stat().st_ino,
+                                                   (res / "a/b/L1.zarr/zarr.json").stat().st_mtime_ns)}
+    assert "c" in listed, "the vanishing folder was listed (the race happened)"
+    assert not [n for n in listed if ".zarr" in n], f"the walk entered a store: {listed}"
+    # pathlib's rglob, which the test used before, fails on the same race
+    (res / "a/c/L2.zarr").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError):
+        list(res.rglob("*.zarr/zarr.json"))
