@@ -37,14 +37,6 @@ def test_fit_keeps_both_ends_within_the_width():
     assert progress.fit("short", 80) == "short"
 
 
-def test_durations_under_ten_minutes_keep_a_tenth_of_a_minute():
-    """The ETA's "(x)": whole minutes under 10 minutes misread it by up to a fifth (the default run of 358a57c showed
-    "(2 min)" for 2.3 minutes)."""
-    got = {s: progress.duration(s) for s in (-3, 45, 89.4, 90, 138, 599, 600, 3840, 5400, 6480)}
-    assert got == {-3: "0 s", 45: "45 s", 89.4: "89 s", 90: "1.5 min", 138: "2.3 min", 599: "10.0 min", 600: "10 min",
-                   3840: "64 min", 5400: "1.5 h", 6480: "1.8 h"}
-
-
 def test_the_eta_is_the_planned_work_left_over_the_pace_measured_once_jobs_finish():
     plan = progress.Plan({i: (f"j{i}", s) for i, s in enumerate([10.0, 10.0, 10.0, 70.0])}, cores=2, log=None)
     assert plan.eta() == pytest.approx(100.0 / 2)  # nothing done: cores planned seconds per second

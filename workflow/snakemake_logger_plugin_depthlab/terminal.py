@@ -98,13 +98,9 @@ def clock_in(seconds: float) -> str:
 
 
 def duration(s: float) -> str:
-    """'45 s', '2.3 min' (under 10 minutes: whole minutes there misread the ETA by up to a fifth; the default run of
-    358a57c showed "(2 min)" for 2.3 min at 75 % of its jobs, with 2.7 min left), '64 min', '1.8 h'."""
     s = max(0.0, s)
     if s < 90:
         return f"{s:.0f} s"
-    if s < 600:
-        return f"{s / 60:.1f} min"
     if s < 5400:
         return f"{s / 60:.0f} min"
     return f"{s / 3600:.1f} h"
