@@ -71,18 +71,17 @@ def snapshot(results: Path) -> dict[str, tuple[int, int]]:
 
 def store_versions(results: Path) -> dict[str, tuple[int, int]]:
     """Each whole store's version: the inode and modification time of its zarr.json (a rewrite renames a new store
-    into place: a new file).  Read while jobs write: a folder may vanish under the walk (a temporary store renamed into
-    place, an old one removed), so the walk skips what it cannot list and never enters a store or a temporary one."""
+    into place: a new file).  Read while jobs write, with the walk ``depthlab results`` uses (``results._stores``:
+    ``os.walk``, which skips a folder gone before it is listed; it never enters a store or a temporary one)."""
+    from depthlab.results import _stores
+
     out = {}
-    for top, dirs, _files in os.walk(results):  # os.walk ignores a folder gone before it is listed
-        for d in [d for d in dirs if ".zarr" in d]:
-            dirs.remove(d)  # a store's inside, or a .zarr.tmp-/.old-/.adopt- folder, is not walked
-            if d.endswith(".zarr"):
-                try:
-                    st_ = os.stat(os.path.join(top, d, "zarr.json"))
-                except FileNotFoundError:
-                    continue
-                out[str(Path(top, d).relative_to(results))] = (st_.st_ino, st_.st_mtime_ns)
+    for store in _stores(results):
+        try:
+            st_ = os.stat(store / "zarr.json")
+        except FileNotFoundError:  # renamed away or removed since the walk listed it
+            continue
+        out[str(store.relative_to(results))] = (st_.st_ino, st_.st_mtime_ns)
     return out
 
 

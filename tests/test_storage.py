@@ -88,8 +88,10 @@ def test_png_pixel_hash_ignores_chunks_but_sees_pixels():
 def test_the_slurm_tests_store_walk_survives_folders_that_vanish_under_it_and_never_enters_a_temporary_store(tmp_path, monkeypatch):
     """The chaos SLURM test reads every store's version while jobs write (CI of 358a57c failed there: pathlib's rglob
     listed a temporary store's folder after its job had renamed it into place).  Here a folder is removed just before the
-    walk lists it, as a job does: the walk skips it, reports the whole stores, and never lists a temporary store."""
+    walk lists it, as a job does: the walk (``depthlab.results``'s, which the test's ``store_versions`` uses) skips it,
+    reports the whole stores, and never lists a temporary store."""
     import os
+    import shutil
 
     from helpers import store_versions
 
@@ -105,8 +107,6 @@ def test_the_slurm_tests_store_walk_survives_folders_that_vanish_under_it_and_ne
             return real(path)
         listed.append(os.path.basename(os.fspath(path)))
         if os.fspath(path) == os.fspath(gone):
-            import shutil
-
             shutil.rmtree(gone)  # a job removed it between its parent's listing and this one
         return real(path)
 
