@@ -106,7 +106,10 @@ def duration(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-PRIOR_JOBS = 1.0  # a stage's own ratio starts from this many pseudo-jobs at the pooled ratio
+PRIOR_JOBS = 1.0  # pseudo-jobs at the spread JOB_SPREAD in a stage's estimate of its jobs' spread
+JOB_SPREAD = 0.5  # a job's measured / planned seconds about its stage's ratio, before the stage has a spread
+PLAN_VOTES = 1  # the plan's own vote (a ratio of 1) in the median that makes the pooled ratio
+STAGE_SPREAD = 0.1  # the least scatter of the stages' log ratios about the pooled one (the plan's per-stage error)
 MIN_MEASURED = 3  # finished jobs with a measured time before the pace is measured, not assumed
 RESUMED_LEFT = 0.5  # the share of its corrected estimate a job resumed from a checkpoint still counts
 OVERRUN_LEFT = 0.5  # a running job counts at least this share of the time it has run so far (see Plan)
@@ -117,9 +120,10 @@ class Plan:
     """The jobs of one run: Snakemake's job id -> (a short name, planned seconds[, its stage]), and what they took.
 
     The ETA (issue 55): each stage corrects its own plan online.  Its ratio of measured to planned seconds over its
-    finished jobs, shrunk towards the pooled ratio (the median of the stages' ratios) by ``PRIOR_JOBS`` pseudo-jobs,
-    scales the planned seconds of its jobs still to run (a job the cost model does not know, planned 0 s, counts its stage's mean
-    measured time); a stage with nothing finished yet takes the pooled ratio.  A running job counts what is left of
+    finished jobs, shrunk towards the pooled ratio (the median of the stages' ratios) as far as the spread of its
+    jobs leaves it uncertain (:meth:`ratios`), scales the planned seconds of its jobs still to run (a job the cost
+    model does not know, planned 0 s, counts its stage's mean measured time); a stage with nothing finished yet takes
+    the pooled ratio.  A running job counts what is left of
     its estimate, and at least ``OVERRUN_LEFT`` of the time it has run: a job past its estimate is likely a long one
     (under the growing stop window one fractal net took 0.83x its plan, the width-200 net over 3x), and counting it
     as done froze the ETA while it ran (the default run at 73ecc2d: "ETA 01:46 (64 min)", "02:01 (64 min)", "02:06
@@ -178,36 +182,50 @@ class Plan:
 
     # ---- the estimate ----
     def ratios(self) -> tuple[float, dict[str, float], dict[str, float]]:
-        """(pooled ratio, {stage: ratio}, {stage: mean measured seconds of its unplanned jobs})."""
-        per: dict[str, list[float]] = {}  # stage -> [measured, planned, unplanned measured, unplanned count]
+        """(pooled ratio, {stage: ratio}, {stage: mean measured seconds of its unplanned jobs}).
+
+        Empirical Bayes on the logs of the ratios.  A stage's own ratio r_s = (its measured seconds) / (its planned
+        seconds) has a sampling variance v_s from the spread of its jobs about it (the ratio estimator's
+        n S^2 / (sum p)^2, S^2 the residuals' variance with ``PRIOR_JOBS`` pseudo-job at a relative spread
+        ``JOB_SPREAD``, so that one job alone is uncertain by that spread).  The pooled ratio is the median of the
+        stages' ratios and ``PLAN_VOTES`` votes for the plan itself (a ratio of 1: with one or two stages finished,
+        one stage planned far off does not set the pace of every other).  The stages' log ratios scatter about the
+        pooled one with a scale tau: the median of their squared distances less their sampling variances, at least
+        ``STAGE_SPREAD``.  A stage's log ratio is then the posterior mean of its true one (:func:`shrunk`) under a
+        Cauchy prior at the pooled log ratio with scale tau: a stage whose jobs agree with each other and lie far
+        from the pooled pace keeps its own pace after a job or two (the fractal nets planned at ten times their
+        time), and a stage whose first jobs are a few long ones among many short ones stays near the pooled pace
+        until its spread says otherwise.  The case behind it: in the default run of 358a57c the Mori & Ueda rate
+        searches of the hard targets ran first (4-5x their plan) and the 26 after them at 0.76x; the stage's own
+        ratio after 14 of its 40 jobs (1.42), shrunk by one pseudo-job, put the ETA 30 % long at 10 % of the jobs."""
+        per: dict[str, list[tuple[float, float]]] = {}  # stage -> [(measured, planned)] of its planned jobs
+        unplanned_acc: dict[str, list[float]] = {}  # stage -> [measured sum, count] of its jobs planned 0 s
         for jid, secs in self.took.items():
             if self.resumed_of(jid):  # part of its work was done before this run: no measure of the pace
                 continue
-            acc = per.setdefault(self.stage_of(jid), [0.0, 0.0, 0.0, 0.0])
-            p = self.planned_of(jid)
+            st, p = self.stage_of(jid), self.planned_of(jid)
             if p > 0:
-                acc[0] += secs
-                acc[1] += p
+                per.setdefault(st, []).append((secs, p))
             else:
-                acc[2] += secs
-                acc[3] += 1
+                acc = unplanned_acc.setdefault(st, [0.0, 0.0])
+                acc[0] += secs
+                acc[1] += 1
+        own: dict[str, tuple[float, float]] = {}  # stage -> (log ratio, its sampling variance)
+        for st, jobs in per.items():
+            m, p, n = sum(j[0] for j in jobs), sum(j[1] for j in jobs), len(jobs)
+            r = max(m / p, 1e-6)
+            resid = sum((mi - r * pi) ** 2 for mi, pi in jobs)
+            s2 = (resid + PRIOR_JOBS * (JOB_SPREAD * r * p / n) ** 2) / (n - 1 + PRIOR_JOBS)
+            own[st] = (math.log(r), n * s2 / p ** 2 / r ** 2)
         # the pooled ratio: the median of the stages' own ratios, so that one stage planned far off (the fractal nets
         # planned at their whole budget) does not rescale every stage that has not started
-        own = sorted(acc[0] / acc[1] for acc in per.values() if acc[1] > 0)
-        pooled = statistics.median(own) if own else 1.0
-        mean_planned: dict[str, list[float]] = {}
-        for jid in self.jobs:
-            acc = mean_planned.setdefault(self.stage_of(jid), [0.0, 0.0])
-            acc[0] += self.planned_of(jid)
-            acc[1] += 1
-        ratio, unplanned = {}, {}
-        for st, (m, p, um, un) in per.items():
-            pbar = mean_planned.get(st, [0.0, 1.0])
-            pbar = pbar[0] / max(pbar[1], 1.0)
-            ratio[st] = (m + PRIOR_JOBS * pooled * pbar) / (p + PRIOR_JOBS * pbar) if p + pbar > 0 else pooled
-            if un:
-                unplanned[st] = um / un
-        return pooled, ratio, unplanned
+        pooled_log = statistics.median([0.0] * PLAN_VOTES + [v[0] for v in own.values()]) if own else 0.0
+        if own:
+            tau2 = statistics.median((lr - pooled_log) ** 2 - v for lr, v in own.values())
+            tau2 = max(STAGE_SPREAD ** 2, tau2)
+        ratio = {st: math.exp(shrunk(lr, v, pooled_log, math.sqrt(tau2))) for st, (lr, v) in own.items()}
+        unplanned = {st: um / un for st, (um, un) in unplanned_acc.items()}
+        return math.exp(pooled_log), ratio, unplanned
 
     def left(self, now: float | None = None) -> float:
         """Core-seconds left: every unfinished job's corrected estimate, less what a running job has done (at least
@@ -251,6 +269,23 @@ class Plan:
         if self.took or self.started:  # measured, but too few yet: the plan at `cores`, less what is done
             return self.left(now) / float(max(1, min(self.cores, len(self.jobs))))
         return max(0.0, self.planned - sum(self.done.values())) / max(self.rate(now), 1e-9)
+
+
+def shrunk(x: float, v: float, mu: float, tau: float, points: int = 401) -> float:
+    """The posterior mean of theta given x ~ N(theta, v) under a Cauchy prior on theta at ``mu`` with scale ``tau``:
+    ``x`` pulled towards ``mu`` when it is within a few of its standard errors of it, left nearly where it is when it
+    is far beyond them (a heavy-tailed prior: most stages follow the pooled pace, a few are planned far off).  A grid
+    of ``points`` over the span of both and five standard errors either side."""
+    sd = math.sqrt(max(v, 1e-12))
+    lo, hi = min(x, mu) - 5 * max(sd, tau), max(x, mu) + 5 * max(sd, tau)
+    step = (hi - lo) / (points - 1)
+    num = den = 0.0
+    for i in range(points):
+        t = lo + i * step
+        w = math.exp(-0.5 * (x - t) ** 2 / max(v, 1e-12)) / (1.0 + ((t - mu) / tau) ** 2)
+        num += w * t
+        den += w
+    return num / den if den > 0 else x
 
 
 PROGRESS = re.compile(rb"\b(epoch|step|iteration) (\d+)/(\d+)")  # a trainer's progress line in a job's log
