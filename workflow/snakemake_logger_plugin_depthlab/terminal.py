@@ -123,8 +123,8 @@ class Plan:
     finished jobs, shrunk towards the pooled ratio (the median of the stages' ratios) as far as the spread of its
     jobs leaves it uncertain (:meth:`ratios`), scales the planned seconds of its jobs still to run (a job the cost
     model does not know, planned 0 s, counts its stage's mean measured time); a stage with nothing finished yet takes
-    the pooled ratio.  A running job counts what is left of
-    its estimate, and at least ``OVERRUN_LEFT`` of the time it has run: a job past its estimate is likely a long one
+    the pooled ratio.  A running job counts what is left of its estimate, and at least ``OVERRUN_LEFT`` of the time it
+    has run: a job past its estimate is likely a long one
     (under the growing stop window one fractal net took 0.83x its plan, the width-200 net over 3x), and counting it
     as done froze the ETA while it ran (the default run at 73ecc2d: "ETA 01:46 (64 min)", "02:01 (64 min)", "02:06
     (64 min)" ... while its longest job ran on).  The core-seconds left are divided by the run's measured concurrency
@@ -199,7 +199,7 @@ class Plan:
         searches of the hard targets ran first (4-5x their plan) and the 26 after them at 0.76x; the stage's own
         ratio after 14 of its 40 jobs (1.42), shrunk by one pseudo-job, put the ETA 30 % long at 10 % of the jobs."""
         per: dict[str, list[tuple[float, float]]] = {}  # stage -> [(measured, planned)] of its planned jobs
-        unplanned_acc: dict[str, list[float]] = {}  # stage -> [measured sum, count] of its jobs planned 0 s
+        unplanned_took: dict[str, list[float]] = {}  # stage -> measured seconds of its jobs planned 0 s
         for jid, secs in self.took.items():
             if self.resumed_of(jid):  # part of its work was done before this run: no measure of the pace
                 continue
@@ -207,9 +207,8 @@ class Plan:
             if p > 0:
                 per.setdefault(st, []).append((secs, p))
             else:
-                acc = unplanned_acc.setdefault(st, [0.0, 0.0])
-                acc[0] += secs
-                acc[1] += 1
+                unplanned_took.setdefault(st, []).append(secs)
+        unplanned = {st: statistics.fmean(took) for st, took in unplanned_took.items()}
         own: dict[str, tuple[float, float]] = {}  # stage -> (log ratio, its sampling variance)
         for st, jobs in per.items():
             m, p, n = sum(j[0] for j in jobs), sum(j[1] for j in jobs), len(jobs)
@@ -217,14 +216,13 @@ class Plan:
             resid = sum((mi - r * pi) ** 2 for mi, pi in jobs)
             s2 = (resid + PRIOR_JOBS * (JOB_SPREAD * r * p / n) ** 2) / (n - 1 + PRIOR_JOBS)
             own[st] = (math.log(r), n * s2 / p ** 2 / r ** 2)
-        # the pooled ratio: the median of the stages' own ratios, so that one stage planned far off (the fractal nets
-        # planned at their whole budget) does not rescale every stage that has not started
-        pooled_log = statistics.median([0.0] * PLAN_VOTES + [v[0] for v in own.values()]) if own else 0.0
-        if own:
-            tau2 = statistics.median((lr - pooled_log) ** 2 - v for lr, v in own.values())
-            tau2 = max(STAGE_SPREAD ** 2, tau2)
-        ratio = {st: math.exp(shrunk(lr, v, pooled_log, math.sqrt(tau2))) for st, (lr, v) in own.items()}
-        unplanned = {st: um / un for st, (um, un) in unplanned_acc.items()}
+        if not own:
+            return 1.0, {}, unplanned
+        # the pooled ratio: the median of the stages' own ratios and the plan's votes, so that one stage planned far
+        # off (the fractal nets planned at their whole budget) does not rescale every stage that has not started
+        pooled_log = statistics.median([0.0] * PLAN_VOTES + [lr for lr, _ in own.values()])
+        tau = math.sqrt(max(STAGE_SPREAD ** 2, statistics.median((lr - pooled_log) ** 2 - v for lr, v in own.values())))
+        ratio = {st: math.exp(shrunk(lr, v, pooled_log, tau)) for st, (lr, v) in own.items()}
         return math.exp(pooled_log), ratio, unplanned
 
     def left(self, now: float | None = None) -> float:
