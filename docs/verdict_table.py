@@ -4,7 +4,8 @@
 Reads the combined claims report of a run (``results/<name>/claims.md``: one row per verdict, each
 ``| study | ID (statement) | figure | subject | verdict | evidence |``) and prints one Markdown row per
 (study, claim statement) with the number of rows that hold, do not hold, are inconclusive and are not applicable,
-then the totals (a report of an older run, with three states, counts no row as not applicable).
+then the totals (a report of an older run, with three states, counts no row as not applicable); then the rows under
+"## Extensions" (beyond the papers' claims) in a table of their own, never in the totals.
 A claims report is text written by ``depthlab``; this script only reads it (no code from the results is run).
 """
 
@@ -20,13 +21,18 @@ VERDICTS = {"holds": "holds", "**does not hold**": "does not hold", "does not ho
 STATES = ("holds", "does not hold", "inconclusive", "not applicable")
 
 
-def rows(text: str, study: str = "") -> list[tuple[str, str, str, str]]:
+def rows(text: str, study: str = "", extensions: bool = False) -> list[tuple[str, str, str, str]]:
     """(study, claim id, statement, verdict) of every verdict row of a claims report: the run's combined one
     (``| study | ID (statement) | figure | subject | verdict | evidence |``) or one study's
     (``| claim | statement | figure | subject | verdict | evidence |``, its study given as ``study``).  Cells are split
     at unescaped bars (a statement may hold ``\\|``)."""
-    out, combined = [], False
+    out, combined, ext = [], False, False
     for line in text.splitlines():
+        if line.startswith("## "):  # "## Extensions: rows beyond the papers' claims" starts the rows counted apart
+            ext = line.startswith("## Extensions")
+            continue
+        if ext != extensions:
+            continue
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
         if cells[:2] in (["study", "claim"], ["claim", "statement"]):
             combined = cells[0] == "study"
@@ -42,9 +48,9 @@ def rows(text: str, study: str = "") -> list[tuple[str, str, str, str]]:
     return out
 
 
-def table(text: str, study: str = "") -> str:
+def table(text: str, study: str = "", extensions: bool = False) -> str:
     counts: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
-    for study, cid, statement, verdict in rows(text, study):
+    for study, cid, statement, verdict in rows(text, study, extensions):
         counts[(study, cid, statement)][verdict] += 1
     lines = ["| study | claim | what it says | holds | does not hold | inconclusive | not applicable |", "|---|---|---|---|---|---|---|"]
     total: Counter = Counter()
@@ -52,7 +58,8 @@ def table(text: str, study: str = "") -> str:
         total.update(c)
         cell = [str(c[v]) if c[v] else "" for v in STATES]
         lines.append(f"| {study} | {cid} | {statement} | " + " | ".join(cell) + " |")
-    lines.append("| **all judged** | | | " + " | ".join(f"**{total[v]}**" for v in STATES) + " |")
+    lines.append(f"| **{'all extensions' if extensions else 'all judged'}** | | | "
+                 + " | ".join(f"**{total[v]}**" for v in STATES) + " |")
     return "\n".join(lines)
 
 
@@ -60,4 +67,8 @@ if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python docs/verdict_table.py RESULTS/claims.md  (or RESULTS/<study>/claims.md)")
     path = Path(sys.argv[1])
-    print(table(path.read_text(), path.parent.name))
+    text = path.read_text()
+    print(table(text, path.parent.name))
+    if "## Extensions" in text:
+        print("\nExtensions (beyond the papers' claims; not counted above):\n")
+        print(table(text, path.parent.name, extensions=True))

@@ -303,6 +303,34 @@ def test_empirical_ntk_equals_autograd_jacobian_products(depth):
     np.testing.assert_allclose(f1, predict(p, x1)[1], rtol=1e-12)
 
 
+def test_kernel_change_is_the_relative_frobenius_distance_of_autograd_kernels():
+    """Claim 5's laziness measure against an independent estimate: Theta_hat from autograd Jacobians at init and after a
+    perturbation of every parameter, |K_T - K_0|_F / |K_0|_F; 0 for an untouched net, NaN for a diverged one."""
+    p0 = init_params(layer_sizes(3, 6, 2), np.array([0, 1]), "glorot_uniform", torch.float64)
+    g = torch.Generator().manual_seed(7)
+    # the final stack: 2 rates x 2 seeds (model m starts from seed m % 2): rate 0 untouched, rate 1 moved; model 3 diverged
+    fin = [(W.repeat(2, 1, 1).clone(), b.repeat(2, 1, 1).clone()) for W, b in p0]
+    for W, b in fin:
+        W[2:] += 0.3 * torch.randn(W[2:].shape, generator=g, dtype=W.dtype)
+        b[2:] += 0.3 * torch.randn(b[2:].shape, generator=g, dtype=b.dtype)
+    fin[0][0][3, 0, 0] = float("nan")
+    x = dl.sample_inputs(6, 3, seed=3)
+
+    def kernel(params, m):
+        leaves = [t[m:m + 1].clone().requires_grad_(True) for W, b in params for t in (W, b)]
+        rows = []
+        for i in range(len(x)):
+            out = forward([(leaves[2 * j], leaves[2 * j + 1]) for j in range(len(params))], torch.as_tensor(x[i:i + 1]))[0, 0]
+            rows.append(torch.cat([gr.reshape(-1) for gr in torch.autograd.grad(out, leaves)]))
+        J = torch.stack(rows)
+        return (J @ J.T).numpy()
+
+    ch = T.kernel_change(p0, fin, x, 2)
+    assert ch[0] == 0.0 and ch[1] == 0.0 and np.isnan(ch[3])
+    k0, kt = kernel(p0, 0), kernel(fin, 2)
+    assert ch[2] == pytest.approx(np.linalg.norm(kt - k0) / np.linalg.norm(k0), rel=1e-10) and ch[2] > 0.05
+
+
 @pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_trained_net_approaches_its_linearised_model_as_lr_falls_and_width_grows():
     """Full-batch GD to loss 1e-8 at 1.6, 0.9 and 0.3 times the linear stability edge N / lambda_max(Theta_hat).

@@ -22,11 +22,12 @@ and its standard error), decided here, never by the checker:
   z = (effect - threshold) / SE, signed towards "holds": a row with z >= Z holds, z <= -Z does not, and |z| is how many
   SEs separate it from the threshold (so z - (-Z) from the other verdict).  An estimate with no SE (one net and no
   sample to resample, or an exact quantity) is decided on its value, with z null and the evidence saying so.
-* :func:`trend`: a rank trend holds (fails) when its sign holds (is reversed) in >= ``TREND_SHARE`` of bootstrap
-  resamples over seeds (over the test-sample error for one seed: :func:`depthlab.core.stats.trend_sign`); in between
-  inconclusive.  Its effect is Spearman's rho, its SE the resamples' SD.
-* :func:`all_of`: a claim that is several tests holds when every one holds, fails when any fails, and carries the
-  numbers of the test nearest its threshold.
+* :func:`trend`: a trend holds (fails) when its sign (the other sign) has one-sided p <= 1 - ``TREND_SHARE`` in an exact
+  permutation test of the slope over every seed (:func:`depthlab.core.stats.trend_test`: its error rate is what it says
+  at 2-5 seeds, where the bootstrap of 3 means it replaced decided 22-25 % of flat-null draws for a nominal 10 %); in
+  between inconclusive.  Its effect is the slope, its SE the regression's.
+* :func:`all_of`: a claim that is several tests holds when every one holds, does not hold only when a failing part is
+  itself decided beyond its error bar, and carries the numbers of the test nearest its threshold.
 * :func:`learned`: points at chance (or at the target's variance) within ``Z`` SEs leave a trend, named in the row.
 
 Every row carries ``verdict``, ``reason``, ``effect``, ``stderr``, ``threshold`` and ``z`` into claims.json (null
@@ -39,12 +40,13 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable, Iterable
 
-from depthlab.core.stats import Estimate, trend_sign
+from depthlab.core.stats import Estimate, trend_test
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_APPLICABLE = "holds", "does not hold", "inconclusive", "not applicable"
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_APPLICABLE)
+SCOPES = ("paper", "extension")  # whose claim a row is: SPEC's scope of a paper's claim, or a row beyond the papers
 Z = 2.0  # a comparison is decided when it clears its threshold by Z standard errors
-TREND_SHARE = 0.95  # a trend is decided when its sign holds in this share of bootstrap resamples
+TREND_SHARE = 0.95  # a trend is decided at confidence 1 - p >= this: one-sided p <= 0.05 (so 10 % of flat-null draws)
 
 
 @dataclass
@@ -63,10 +65,13 @@ class Verdict:
     z: float | None = None  # (effect - threshold) / stderr, signed towards "holds"
     applicable: bool = True  # False: the claim has no content at this config (``reason`` says why, and how to make it apply)
     substituted: str = ""  # nets it rests on trained at a rate other than the one chosen (a seed diverged): which, and why
+    scope: str = "paper"  # paper: a claim the paper makes, judged where it makes it | extension: beyond the papers' claims
 
     def __post_init__(self) -> None:
         if self.kind == "claim" and self.holds is None and not self.reason:
             raise ValueError(f"claim {self.claim} ({self.subject}): an inconclusive verdict needs its reason")
+        if self.scope not in SCOPES:
+            raise ValueError(f"claim {self.claim} ({self.subject}): scope {self.scope!r} is not one of {', '.join(SCOPES)}")
         for f in ("effect", "stderr", "threshold", "z"):  # claims.json is strict JSON: no NaN or infinity
             v = getattr(self, f)
             if v is not None and not math.isfinite(v):
@@ -141,36 +146,52 @@ def exceeds(est: Estimate, threshold: float, *, below: bool = False, z: float = 
 
 def trend(x, samples: list, *, falling: bool, sem: list | None = None, what: str = "the trend", share: float = TREND_SHARE,
           seed: int = 0) -> Test:
-    """A rank trend of y (replicates ``samples[i]`` at ``x[i]``) against x: holds when Spearman's rho has the claimed sign
-    (negative with ``falling``) in >= ``share`` of bootstrap resamples, does not hold when it has the other sign in >=
-    ``share``, and is inside the error bars otherwise.  Fewer than two points: not applied (holds None)."""
+    """A trend of y (replicates ``samples[i]`` at ``x[i]``; pass log L for depths) against x, decided by
+    :func:`depthlab.core.stats.trend_test` (an exact permutation test of the least-squares slope over every replicate):
+    holds when the claimed sign (falling with ``falling``) has one-sided p <= 1 - ``share``, does not hold when the other
+    sign has, and is inside the error bars otherwise.  Under a flat null either is decided in at most 2 (1 - share) of
+    draws at any number of seeds.  The row carries the slope, its SE and z = slope / SE signed towards holding; the
+    p-value decides.  Fewer than two points: not applied (holds None)."""
     if len(x) < 2:
         return Test(None, float("nan"), float("nan"), 0.0, None, f"{what}: fewer than two points")
-    rho, up, down, rhos_sd = trend_sign(x, samples, sem=sem, seed=seed)
-    yes, no = (down, up) if falling else (up, down)
-    z = (rho if not falling else -rho) / rhos_sd if rhos_sd > 0 else None
-    note = f" (sign {'falling' if falling else 'rising'} in {yes:.0%} of resamples, the other way in {no:.0%}; need {share:.0%})"
-    if yes >= share:
-        return Test(True, rho, rhos_sd, 0.0, z, "", note)
-    if no >= share:
-        return Test(False, rho, rhos_sd, 0.0, z, "", note)
-    return Test(None, rho, rhos_sd, 0.0, z, f"inside the error bars: {what} (Spearman {rho:+.2f}) keeps its sign in only "
-                f"{max(yes, no):.0%} of bootstrap resamples (need {share:.0%})", note)
+    tt = trend_test(x, samples, sem=sem, seed=seed)
+    p_yes, p_no = (tt.p_down, tt.p_up) if falling else (tt.p_up, tt.p_down)
+    z = (-tt.slope if falling else tt.slope) / tt.se if math.isfinite(tt.se) and tt.se > 0 else None
+    alpha = 1 - share
+    note = (f" ({'falling' if falling else 'rising'}: one-sided p = {p_yes:.3g}, the other way p = {p_no:.3g}, need <= "
+            f"{alpha:.2g}; {tt.how} over {tt.n} values; Spearman of the means {tt.rho:+.2f})")
+    if p_yes <= alpha + 1e-12:
+        return Test(True, tt.slope, tt.se, 0.0, z, "", note)
+    if p_no <= alpha + 1e-12:
+        return Test(False, tt.slope, tt.se, 0.0, z, "", note)
+    return Test(None, tt.slope, tt.se, 0.0, z, f"inside the error bars: {what} (slope {tt.slope:+.3g} +- {tt.se:.2g}) has "
+                f"one-sided p = {min(p_yes, p_no):.3g} either way (need <= {alpha:.2g}; {tt.how})", note)
+
+
+def decided(t: Test) -> bool:
+    """Is ``t``'s verdict decided beyond its error bar: z beyond ``Z`` either way, or an exact comparison (SE 0)?  A test
+    decided on a bare value (no SE could be formed: one net, nothing to resample) is not."""
+    return t.holds is not None and (t.z is not None or (math.isfinite(t.stderr) and t.stderr == 0))
 
 
 def all_of(*tests: Test) -> Test:
-    """Several tests a claim needs together: holds when every one holds, does not hold when any fails; otherwise the
-    first undecided one's problem.  The row carries the numbers of the deciding test: the failing one nearest its
-    threshold, else the first undecided one, else the holding one nearest its threshold (a test with no z, a bare or
-    exact value, is never the nearest, so the row shows one with an error bar where there is one)."""
-    failing = [t for t in tests if t.holds is False]
+    """Several tests a claim needs together (a headline and a trend, say): holds when every one holds; does not hold only
+    when a failing part is itself decided beyond its error bar (:func:`decided`; a part failing on a bare value leaves
+    the row inconclusive, saying so); otherwise the undecided parts' problems.  The row carries the numbers of the deciding
+    test: the failing one nearest its threshold, else the first undecided one, else the holding one nearest its threshold
+    (a test with no z, a bare or exact value, is never the nearest, so the row shows one with an error bar where there
+    is one)."""
+    failing = [t for t in tests if t.holds is False and decided(t)]
+    bare = [t for t in tests if t.holds is False and not decided(t)]
     open_ = [t for t in tests if t.holds is None]
     if failing:
         t = min(failing, key=lambda t: -t.z if t.z is not None else math.inf)
         return Test(False, t.effect, t.stderr, t.threshold, t.z, "", t.note)
-    if open_:
-        t = open_[0]
-        return Test(None, t.effect, t.stderr, t.threshold, t.z, "; ".join(o.problem for o in open_), t.note)
+    if open_ or bare:
+        t = (open_ or bare)[0]
+        why = [o.problem for o in open_] + [f"a part fails on its value alone, with no error bar ({b.effect:.4g} against "
+                                            f"{b.threshold:.4g}{b.note})" for b in bare]
+        return Test(None, t.effect, t.stderr, t.threshold, t.z, "; ".join(why), t.note)
     t = min(tests, key=lambda t: t.z if t.z is not None else math.inf)
     return Test(True, t.effect, t.stderr, t.threshold, t.z, "", t.note)
 
@@ -257,9 +278,11 @@ def flagged(table: Any, label: Callable[[Any], str], flag: str = "lr_flagged", e
     return f"the rate chosen for {names} sits at the edge of its grid, which could not grow further"
 
 
-def counts(verdicts: list[Verdict]) -> tuple[int, int, int, int]:
-    """(hold, do not hold, inconclusive, not applicable) among the claims; questions are counted apart (:func:`answered`)."""
-    claims = [v.verdict for v in verdicts if v.kind == "claim"]
+def counts(verdicts: list[Verdict], scope: str = "paper") -> tuple[int, int, int, int]:
+    """(hold, do not hold, inconclusive, not applicable) among the claims of ``scope`` (the papers' own by default: an
+    extension row is never counted as a reproduction or a non-reproduction); questions are counted apart
+    (:func:`answered`)."""
+    claims = [v.verdict for v in verdicts if v.kind == "claim" and v.scope == scope]
     return claims.count(HOLDS), claims.count(FAILS), claims.count(INCONCLUSIVE), claims.count(NOT_APPLICABLE)
 
 
@@ -286,42 +309,73 @@ def _numbers(v: Verdict) -> str:
     return f"{_num(v.effect)} | {_num(v.stderr, '.2g')} | {_num(v.threshold)} | {_num(v.z, '+.2f')}"
 
 
-def render(title: str, verdicts: list[Verdict], notes: list[str]) -> str:
-    """Markdown report of one study: notes (scale, criteria), then one table row per verdict."""
-    lines = [f"# {title}: claims at the scale that was run", "",
-             "Computed by the pipeline from the figure tables; not written by hand. A row *holds*, *does not hold* or is "
-             "*inconclusive*, with the reason: a net it rests on did not converge, a rate sits at a flagged edge of its grid, "
-             "every net is at chance, the seeds disagree beyond the stated margin, or the effect lies inside its error bars. "
-             f"A row that has no content at this config is *not applicable*. Each comparison gives its effect, standard error "
-             f"(SE), threshold and z = (effect - threshold) / SE signed towards *holds*: it holds at z >= {Z:g}, does not hold "
-             f"at z <= -{Z:g}; a trend is decided when its sign holds in {TREND_SHARE:.0%} of bootstrap resamples.", ""]
-    for n in notes:
-        lines += [n, ""]
-    lines += ["| claim | statement | figure | subject | verdict | effect | SE | threshold | z | evidence |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+def _table(verdicts: list[Verdict]) -> list[str]:
+    lines = ["| claim | statement | figure | subject | verdict | effect | SE | threshold | z | evidence |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for v in verdicts:
         lines.append(f"| {v.claim} | {_cell(v.statement)} | {v.figure} | {_cell(v.subject)} | {v.mark} | {_numbers(v)} | "
                      f"{_cell(_evidence(v))} |")
-    yes, no, na, off = counts(verdicts)
+    return lines
+
+
+def _tally(verdicts: list[Verdict], scope: str) -> str:
+    yes, no, na, off = counts(verdicts, scope)
+    return f"{yes} hold, {no} do not hold, {na} inconclusive, {off} not applicable"
+
+
+EXTENSION_HEAD = ("## Extensions: rows beyond the papers' claims",
+                  "Listed apart and never counted as a reproduction or a non-reproduction: findings the papers do not state "
+                  "(SPEC's \"beyond the paper\" items, or a comparison the paper makes no claim about on that target).")
+
+
+def render(title: str, verdicts: list[Verdict], notes: list[str]) -> str:
+    """Markdown report of one study: notes (scale, criteria), one table row per verdict of the papers' claims (and the
+    questions), then the extension rows in a table of their own."""
+    lines = [f"# {title}: claims at the scale that was run", "",
+             "Computed by the pipeline from the figure tables; not written by hand. A row *holds*, *does not hold* or is "
+             "*inconclusive*, with the reason: a net it rests on did not converge, a rate sits at a flagged edge of its grid, "
+             "every net is at chance, the seeds disagree beyond the stated margin, the net is outside the regime the claim "
+             "is about (*inconclusive: scale*), or the effect lies inside its error bars. "
+             f"A row that has no content at this config is *not applicable*. Each comparison gives its effect, standard error "
+             f"(SE), threshold and z = (effect - threshold) / SE signed towards *holds*: it holds at z >= {Z:g}, does not hold "
+             f"at z <= -{Z:g}; a trend is decided when an exact permutation test of its slope over the seeds gives one-sided "
+             f"p <= {1 - TREND_SHARE:.2g}. Each claim is judged where its paper makes it; rows beyond the papers' claims are "
+             "*extensions*, listed apart and not counted.", ""]
+    for n in notes:
+        lines += [n, ""]
+    paper = [v for v in verdicts if v.scope != "extension"]
+    ext = [v for v in verdicts if v.scope == "extension"]
+    lines += _table(paper)
     q = answered(verdicts)
-    lines += ["", f"{yes} hold, {no} do not hold, {na} inconclusive, {off} not applicable"
-              + (f"; {q} question(s) answered." if q else ".")]
+    lines += ["", _tally(verdicts, "paper") + (f"; {q} question(s) answered." if q else ".")]
+    if ext:
+        lines += ["", EXTENSION_HEAD[0], "", EXTENSION_HEAD[1], ""] + _table(ext) + ["", "Extensions: " + _tally(verdicts, "extension") + "."]
     return "\n".join(lines) + "\n"
 
 
 def render_index(studies: list[tuple[str, str, list[dict]]]) -> str:
-    """The index over all studies: (study, title, verdict dicts) -> markdown with per-study counts and every row."""
+    """The index over all studies: (study, title, verdict dicts) -> markdown with per-study counts of the papers' claims
+    and every row, then the extension rows apart with their own counts."""
     lines = ["# depthlab claims: every study", "",
-             "One row per verdict of every study built by this run, each labelled with its SPEC claim id.", "",
-             "| study | holds | does not hold | inconclusive | not applicable |", "|---|---|---|---|---|"]
-    for name, title, rows in studies:
-        yes, no, na, off = counts([Verdict.from_dict(r) for r in rows])
-        lines.append(f"| [{title}]({name}/claims.md) | {yes} | {no} | {na} | {off} |")
-    lines += ["", "| study | claim | figure | subject | verdict | effect | SE | threshold | z | evidence |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-    for name, _, rows in studies:
-        for r in rows:
-            v = Verdict.from_dict(r)
-            lines.append(f"| {name} | {v.claim} ({_cell(v.statement)}) | {v.figure} | {_cell(v.subject)} | {v.mark} | "
-                         f"{_numbers(v)} | {_cell(_evidence(v))} |")
+             "One row per verdict of every study built by this run, each labelled with its SPEC claim id. The counts are "
+             "of the papers' own claims, judged where the papers make them; rows beyond the papers' claims (*extensions*) "
+             "are listed apart at the end and not counted.", "",
+             "| study | holds | does not hold | inconclusive | not applicable | extensions |", "|---|---|---|---|---|---|"]
+    parsed = [(name, title, [Verdict.from_dict(r) for r in rows]) for name, title, rows in studies]
+    for name, title, vs in parsed:
+        yes, no, na, off = counts(vs)
+        lines.append(f"| [{title}]({name}/claims.md) | {yes} | {no} | {na} | {off} | {sum(v.scope == 'extension' for v in vs)} |")
+    head = ["| study | claim | figure | subject | verdict | effect | SE | threshold | z | evidence |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def row(name: str, v: Verdict) -> str:
+        return (f"| {name} | {v.claim} ({_cell(v.statement)}) | {v.figure} | {_cell(v.subject)} | {v.mark} | "
+                f"{_numbers(v)} | {_cell(_evidence(v))} |")
+
+    lines += [""] + head + [row(name, v) for name, _, vs in parsed for v in vs if v.scope != "extension"]
+    ext = [(name, v) for name, _, vs in parsed for v in vs if v.scope == "extension"]
+    if ext:
+        every = [v for _, v in ext]
+        lines += ["", EXTENSION_HEAD[0], "", EXTENSION_HEAD[1], "", f"Extensions: {_tally(every, 'extension')}.", ""]
+        lines += head + [row(name, v) for name, v in ext]
     return "\n".join(lines) + "\n"

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from depthlab.studies.separation.claims import radial_claims, sawtooth_claims
 from depthlab.studies.separation.sawtooth import crossing_bound, mse_bound, window_bound
@@ -109,8 +110,9 @@ def test_r2_an_overfitting_shallow_net_above_the_variance_is_inconclusive_not_ho
 
 def learner_table(learner, net, fixed=(0.9, 0.9, 0.9)):
     rows = []
-    for d, v, n, f in zip((2, 8, 32), learner, net, fixed):
-        base = {"dist": "shell", "d": d, "seed": 0, "lr": 0.5, "diverged": False}
+    for (d, v, n, f), seed in ((x, sd) for x in zip((2, 8, 32), learner, net, fixed) for sd in (0, 1)):
+        base = {"dist": "shell", "d": d, "seed": seed, "lr": 0.5, "diverged": False}
+        v, n, f = v * (1 + 0.01 * seed), n * (1 + 0.01 * seed), f * (1 + 0.01 * seed)  # two seeds: an error bar
         rows += [{**base, "model": "learner", "width": 4 * d, "width_rule": "4d", "n_params": 4 * d * d + 32, "test_nmse": v},
                  {**base, "model": "reduced", "width": 4 * d, "width_rule": "4d", "n_params": 4 * d * d + 32, "test_nmse": v},
                  {**base, "model": "learner", "width": 8, "width_rule": "8", "n_params": 8 * d + 32, "test_nmse": f},
@@ -127,25 +129,49 @@ def test_r3_holds_when_the_learner_is_small_at_every_d_and_the_shallow_net_is_no
     bad = learner_claims(learner_table([0.05, 0.1, 0.4], [0.3, 0.6, 0.9]), 0.2)
     assert [v.holds for v in bad] == [False, False], "the learner is not small at d = 32, so it does not win there either"
     assert [v.holds for v in learner_claims(learner_table([0.05, 0.1, 0.15], [0.1, 0.1, 0.1]), 0.2)] == [True, False]
+    # one seed: no error bar, so a part failing on its bare value leaves the row inconclusive (issue 67 item 5)
+    one = learner_table([0.05, 0.1, 0.4], [0.3, 0.6, 0.9])
+    assert [v.verdict for v in learner_claims(one[one.seed == 0], 0.2)] == ["inconclusive", "inconclusive"]
 
 
-def curves_table(dev_path, alpha, reduced):
+FLOW = (0.0625, 0.25)
+
+
+def flow_curves(dev_path, alpha=None, reduced=None, *, d=4, m=16, rule="4d", seeds=(0,), lrs=FLOW, test_nmse=0.1,
+                red_nmse=0.01, best=None, train=None, check=25):
+    """Learner curves at the flow rates ``lrs``, every rate on the same path in flow time (so they agree: in the flow
+    regime) unless ``train`` maps a rate to its own training-nMSE path; ``best``: (lr, deviation path) at the
+    best-training rate, beside."""
+    alpha = alpha or [1.0] * len(dev_path)
+    reduced = reduced or [1.0] * len(dev_path)
     rows = []
-    for d in (2, 8):
-        for step, dev, a, r in zip((0, 10, 20), dev_path, alpha, reduced):
-            rows.append({"dist": "shell", "d": d, "width": 4 * d, "width_rule": "4d", "seed": 0, "step": step,
-                         "alpha": a, "reduced_alpha": r, "deviation": dev, "test_nmse": 0.1, "reduced_test_nmse": 0.1})
+    for lr in lrs:
+        for sd in seeds:
+            for i, (dev, a, r) in enumerate(zip(dev_path, alpha, reduced)):
+                t = lr * check * i
+                tr = train[lr][i] if train else 0.5 * np.exp(-t / 40.0) + 0.05
+                rows.append({"dist": "shell", "d": d, "width": m, "width_rule": rule, "regime": "flow", "lr": lr, "seed": sd,
+                             "step": check * i, "alpha": a, "reduced_alpha": r, "deviation": dev,
+                             "test_nmse": test_nmse if np.isscalar(test_nmse) else test_nmse[sd], "reduced_test_nmse": red_nmse,
+                             "train_nmse": tr})
+    if best:
+        blr, path = best
+        rows += [{"dist": "shell", "d": d, "width": m, "width_rule": rule, "regime": "best", "lr": blr, "seed": 0,
+                  "step": check * i, "alpha": 1.0, "reduced_alpha": 1.0, "deviation": dev, "test_nmse": 0.01,
+                  "reduced_test_nmse": 0.01, "train_nmse": 0.01} for i, dev in enumerate(path)]
     return pd.DataFrame(rows)
 
 
 def test_r4_fails_when_the_deviation_compounds_or_alpha_leaves_the_reduced_model():
     from depthlab.studies.separation.claims import symmetrisation_claims
 
-    ok = symmetrisation_claims(curves_table([0.2, 0.25, 0.15], [1.0, 0.9, 0.8], [1.0, 0.92, 0.85]), 2.0, 0.1)
+    ok = symmetrisation_claims(flow_curves([0.2, 0.25, 0.15, 0.15, 0.15], [1.0, 0.9, 0.8, 0.8, 0.8],
+                                           [1.0, 0.92, 0.85, 0.82, 0.81]), 2.0, 0.1)
     assert [v.holds for v in ok] == [True, True]
-    grows = symmetrisation_claims(curves_table([0.2, 0.3, 0.5], [1.0, 0.9, 0.8], [1.0, 0.92, 0.85]), 2.0, 0.1)
+    grows = symmetrisation_claims(flow_curves([0.2, 0.3, 0.4, 0.45, 0.5]), 2.0, 0.1)
     assert [v.holds for v in grows] == [False, True]
-    drifts = symmetrisation_claims(curves_table([0.2, 0.25, 0.15], [1.0, 0.9, 0.6], [1.0, 0.92, 0.85]), 2.0, 0.1)
+    drifts = symmetrisation_claims(flow_curves([0.2, 0.25, 0.15, 0.15, 0.15], [1.0, 0.9, 0.6, 0.6, 0.6],
+                                               [1.0, 0.92, 0.85, 0.85, 0.85]), 2.0, 0.1)
     assert [v.holds for v in drifts] == [True, False]
 
 
@@ -154,11 +180,10 @@ def test_r4_a_deviation_that_starts_large_and_stays_large_does_not_stay_small():
     what raw Eldan-Shamir inputs at d = 64 gave.  With the absolute bound (0.25 along the whole run) it does not hold."""
     from depthlab.studies.separation.claims import symmetrisation_claims
 
-    large = curves_table([0.45, 0.46, 0.44], [1.0, 0.9, 0.8], [1.0, 0.92, 0.85])
-    assert symmetrisation_claims(large, 2.0, 0.1)[0].holds is True  # the old criterion alone
+    large = flow_curves([0.45, 0.46, 0.44, 0.44, 0.44], m=400)  # init sampling error sqrt(pi-1)/20 = 0.073
     v = symmetrisation_claims(large, 2.0, 0.1, 0.25)[0]
-    assert v.holds is False and "max 0.46" in v.evidence
-    assert symmetrisation_claims(curves_table([0.2, 0.22, 0.15], [1.0, 0.9, 0.8], [1.0, 0.92, 0.85]), 2.0, 0.1, 0.25)[0].holds is True
+    assert v.holds is False and "lasting max 0.44" in v.evidence
+    assert symmetrisation_claims(flow_curves([0.2, 0.22, 0.15, 0.15, 0.15], m=400), 2.0, 0.1, 0.25)[0].holds is True
 
 
 def test_s2_without_a_bound_is_not_applicable_and_says_what_makes_it_apply():
@@ -218,22 +243,83 @@ def test_r2_says_underfit_when_the_shallow_nets_learned_nothing():
     assert v.verdict == "inconclusive" and "underfit" in v.reason and "overfit" not in v.reason
 
 
-def test_r4_is_not_judged_at_step_0_a_one_check_spike_is_reported_and_an_untrained_reduced_model_is_no_reference():
+def test_r4_is_not_judged_at_step_0_a_one_check_spike_does_not_last_and_an_untrained_reduced_model_is_no_reference():
     """Issue 53: (a) 0.2855 -> 0.045 -> 0.032 at m = 16 failed 'stays small' at step 0, where the deviation is the
     sampling error of m random neurons (0.37 at m = 16); (b) 0.246 -> 0.662 (one check) -> 0.046 failed 'does not
     compound'; (c) the alpha gap 'failed' where the reduced model's own nMSE was 0.806 against the learner's 0.0098."""
     from depthlab.studies.separation.claims import symmetrisation_claims
 
-    def curves(path, m, red_nmse=0.01):
-        return pd.DataFrame([{"dist": "shell", "d": 4, "width": m, "width_rule": "4d", "seed": 0, "step": 25 * i, "alpha": 1.0,
-                              "reduced_alpha": 1.5, "deviation": dev, "test_nmse": 0.01, "reduced_test_nmse": red_nmse}
-                             for i, dev in enumerate(path)])
-
-    assert symmetrisation_claims(curves([0.2855, 0.045, 0.032], 16), 2.0, 0.1, 0.25)[0].holds is True
-    spike = symmetrisation_claims(curves([0.246, 0.662, 0.05, 0.046], 64), 2.0, 0.1, 0.25)[0]
-    assert spike.holds is True and "a one-check spike" in spike.evidence and "max 0.662" in spike.evidence
-    lasting = symmetrisation_claims(curves([0.246, 0.662, 0.6, 0.046], 64), 2.0, 0.1, 0.25)[0]
+    assert symmetrisation_claims(flow_curves([0.2855, 0.045, 0.032, 0.032, 0.031]), 2.0, 0.1, 0.25)[0].holds is True
+    spike = symmetrisation_claims(flow_curves([0.246, 0.662, 0.05, 0.046, 0.046], m=64), 2.0, 0.1, 0.25)[0]
+    assert spike.holds is True and "lasting max 0.05" in spike.evidence
+    lasting = symmetrisation_claims(flow_curves([0.246, 0.662, 0.6, 0.046, 0.046], m=64), 2.0, 0.1, 0.25)[0]
     assert lasting.holds is False  # a rise that lasts two checks compounds (and is not small)
-    gap = symmetrisation_claims(curves([0.2, 0.1, 0.05], 16, red_nmse=0.806), 2.0, 0.1, 0.25, small=0.2)[1]
+    gap = symmetrisation_claims(flow_curves([0.2, 0.1, 0.05, 0.05, 0.05], [1.0] * 5, [1.5] * 5, red_nmse=0.806),
+                                2.0, 0.1, 0.25, small=0.2)[1]
     assert gap.verdict == "inconclusive" and "the reduced model did not train" in gap.reason
-    assert symmetrisation_claims(curves([0.2, 0.1, 0.05], 16), 2.0, 0.1, 0.25, small=0.2)[1].holds is False
+    assert symmetrisation_claims(flow_curves([0.2, 0.1, 0.05, 0.05, 0.05], [1.0] * 5, [1.5] * 5), 2.0, 0.1, 0.25,
+                                 small=0.2)[1].holds is False
+
+
+def test_r4_is_judged_at_the_flow_rates_and_the_best_rates_jump_is_printed_beside():
+    """Issue 67 item 3: judged at lr 4, the learner's best-training rate, alpha collapsed in 25 steps and the deviation
+    jumped once 0.08 -> 0.68 before falling to 0.026; the old checker judged that.  R4 is about gradient flow: at the
+    flow rates the same cell stays small, so it holds, and the best rate's jump is printed beside, not judged."""
+    from depthlab.studies.separation.claims import symmetrisation_claims
+
+    t = flow_curves([0.08, 0.07, 0.06, 0.05, 0.05], m=1024, best=(4.0, [0.08, 0.68, 0.5, 0.1, 0.026]))
+    v = symmetrisation_claims(t, 2.0, 0.1, 0.25)[0]
+    assert v.holds is True and "beside, not judged" in v.evidence and "best-training rate 4" in v.evidence
+    # the old verdict on the best rate alone: the rise 0.08 -> 0.68 -> 0.5 lasts two checks and is far above the limit
+    best_only = t[t.regime == "best"].assign(regime="flow", lr=0.25)
+    assert symmetrisation_claims(pd.concat([best_only, best_only.assign(lr=0.0625)]), 2.0, 0.1, 0.25)[0].holds is False
+    # flow rates whose curves disagree in flow time: no rate is shown to be in the flow regime, so R4 is not judged
+    apart = flow_curves([0.08, 0.07, 0.06, 0.05, 0.05], train={0.0625: [0.5, 0.45, 0.4, 0.35, 0.3],
+                                                               0.25: [0.5, 0.2, 0.1, 0.05, 0.04]})
+    v = symmetrisation_claims(apart, 2.0, 0.1, 0.25)[0]
+    assert v.verdict == "inconclusive" and "no flow rate in the gradient-flow regime" in v.reason
+
+
+def test_r4_does_not_compound_within_its_noise_and_says_so_in_effect_threshold_and_z():
+    """Issue 67 item 3: 'compounds' was end > start (1 + 1e-9): a deviation 0.020 -> 0.0201 at m = 4096 failed, while the
+    row's effect read 0.164 against 1.  Now the rise must clear Z x the path's check-to-check noise, and the row's numbers
+    are the deciding part's."""
+    from depthlab.studies.separation.claims import symmetrisation_claims
+
+    rng = np.random.default_rng(0)
+    noisy = list(0.020 + 0.0004 * rng.standard_normal(12))
+    noisy[0], noisy[-1] = 0.020, 0.0201
+    v = symmetrisation_claims(flow_curves(noisy, m=4096), 2.0, 0.1, 0.25)[0]
+    assert v.holds is True
+    rising = [0.020 + 0.0025 * i for i in range(12)]  # a steady climb: no check-to-check noise to hide in
+    v = symmetrisation_claims(flow_curves(rising, m=4096), 2.0, 0.1, 0.25)[0]
+    assert v.holds is False and v.effect == pytest.approx(0.0275) and v.threshold == 0.0 and v.z is not None and v.z < -2
+
+
+def test_r4_alpha_gap_is_taken_at_the_end_not_where_the_reduced_alpha_passes_near_zero():
+    """Issue 67 item 3: the running gap was relative to a reduced alpha that passes near 0 early (gap 20.9); at the end
+    the gaps were 0.003-0.16.  Now the final gap, relative to max(|alpha_T^red|, 0.1 alpha_0)."""
+    from depthlab.studies.separation.claims import symmetrisation_claims
+
+    alpha = [1.0, 0.5, 0.2, 0.61] + [0.8] * 8
+    reduced = [1.0, 0.45, 0.01, 0.6] + [0.79] * 8  # passes near 0 at the third check
+    v = symmetrisation_claims(flow_curves([0.1] * 12, alpha, reduced), 2.0, 0.1, 0.25)[1]
+    assert v.holds is True and v.effect == pytest.approx(0.01 / 0.79)
+    far = symmetrisation_claims(flow_curves([0.1] * 12, alpha, [1.0, 0.45, 0.01] + [0.6] * 9), 2.0, 0.1, 0.25)[1]
+    assert far.holds is False
+
+
+def test_r4_a_seed_that_did_not_train_is_not_evidence_and_the_fixed_width_is_a_contrast():
+    """Issue 67 item 3: m = 8 (fixed) is the contrast, not the claim, and one of its seeds was a dead net (nMSE 1.26,
+    deviation frozen at 1.086)."""
+    from depthlab.claims import counts
+    from depthlab.studies.separation.claims import symmetrisation_claims
+
+    fixed = flow_curves([1.086] * 5, m=8, rule="8", seeds=(0, 1), test_nmse={0: 1.26, 1: 0.3})
+    rows = symmetrisation_claims(fixed, 2.0, 0.1, 0.25)
+    assert all(v.scope == "extension" and v.statement.startswith("contrast") for v in rows)
+    assert counts(rows) == (0, 0, 0, 0)
+    assert "left out, not trained (test nMSE >= 1, not evidence): d=4 lr 0.0625 seed 0 (test nMSE 1.26)" in rows[0].evidence
+    dead = flow_curves([0.1] * 5, seeds=(0,), test_nmse=1.3)
+    v = symmetrisation_claims(dead, 2.0, 0.1, 0.25)[0]
+    assert v.verdict == "inconclusive" and "not trained" in v.reason

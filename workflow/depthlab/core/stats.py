@@ -9,16 +9,21 @@ threshold into a verdict with its z):
 * :func:`bootstrap_mean`: the mean of per-point losses, SE from resampling the points.
 * :func:`window_noise`: a curve's check-to-check fluctuation over its last window (the SD of successive differences
   / sqrt 2, which a steady trend does not inflate).
+* :func:`robust_noise`: the same fluctuation, robust to a one-check spike (the median absolute deviation of the differences).
 * :func:`combine`: independent SEs added in quadrature.
 * :func:`difference`, :func:`ratio`: the SE of a - b, and of a / b by the delta method.
-* :func:`trend_sign`: the share of bootstrap resamples in which a curve's rank trend keeps its sign.
+* :func:`trend_test`: a trend in y against x over seeds, decided by an exact permutation test of the slope (its error
+  rate is what it says at 2-5 seeds, where a bootstrap of the means is over-confident); :func:`trend_sign` its
+  confidences in each sign.
 * :func:`loglog_slope`: the least-squares slope of log y against log x, with its SE.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy.stats import rankdata
@@ -72,6 +77,18 @@ def window_noise(curve) -> float:
     return float(np.diff(c).std(ddof=1) / math.sqrt(2))
 
 
+def robust_noise(curve) -> float:
+    """The check-to-check fluctuation of a curve, robust to a one-check spike and to a steady trend: the median absolute
+    deviation of its successive differences from their median, x 1.4826 (a normal's MAD to its SD) / sqrt 2; NaN for
+    fewer than 3 points.  For white noise of SD s it estimates s, as :func:`window_noise` does."""
+    c = np.asarray(curve, dtype=float)
+    c = c[np.isfinite(c)]
+    if len(c) < 3:
+        return float("nan")
+    d = np.diff(c)
+    return float(np.median(np.abs(d - np.median(d))) * 1.4826 / math.sqrt(2))
+
+
 def combine(*ses: float) -> float:
     """Independent standard errors in quadrature; NaN ones are skipped, NaN if all are."""
     fin = [s for s in ses if s is not None and math.isfinite(s)]
@@ -104,20 +121,141 @@ def spearman_rows(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
-def trend_sign(x, samples: list, resamples: int = 2000, seed: int = 0,
-               sem: list | None = None) -> tuple[float, float, float, float]:
-    """(rho, share of resamples with rho > 0, share with rho < 0, SD of rho over the resamples) of the rank trend of the
-    mean of y against x.
+@dataclass(frozen=True)
+class TrendTest:
+    """The outcome of :func:`trend_test`: a trend in y against x, with a test whose error rate is what it says."""
 
-    ``samples[i]`` holds the replicate values at ``x[i]`` (seeds).  Each resample draws, at every x, that many values
-    with replacement from its replicates and takes their mean; with one replicate at some x, that point is drawn from a
-    normal of its ``sem[i]`` (the test-sample SE of one net), or kept fixed when no SE is given.  A trend "holds its sign"
-    when the share in that sign is >= 0.95 (the checkers' rule)."""
+    slope: float  # least-squares slope of y against x over every replicate value
+    se: float  # its standard error (the regression's residuals over every replicate; the points' own SEs in the z law)
+    p_up: float  # one-sided p-value of "y rises with x" (small: the rise is decided)
+    p_down: float  # one-sided p-value of "y falls with x"
+    rho: float  # Spearman's rho of the group means with x (a descriptive number; the p-values decide)
+    rho_sd: float  # the SD of that rho under the test's null (its arrangements), so rho / rho_sd reads as a score
+    how: str  # the law the p-values come from: "exact permutation (K arrangements)", "permutation (R random)", "z"
+    n: int  # replicate values the test rests on
+
+
+EXACT_ARRANGEMENTS = 20_000  # up to this many distinct arrangements the permutation test enumerates them all
+
+
+@lru_cache(maxsize=64)
+def _arrangements(sizes: tuple[int, ...]) -> np.ndarray:
+    """Every distinct assignment of N = sum(sizes) pooled values to groups of these sizes: [K, N] group index per value
+    position (K = N! / prod(n_i!)), or an empty array when K exceeds EXACT_ARRANGEMENTS."""
+    n = sum(sizes)
+    k = math.factorial(n)
+    for s in sizes:
+        k //= math.factorial(s)
+    if k > EXACT_ARRANGEMENTS:
+        return np.empty((0, n), dtype=np.int8)
+    out = []
+
+    def fill(free: tuple[int, ...], g: int, row: list[int]) -> None:
+        if g == len(sizes) - 1:
+            for i in free:
+                row[i] = g
+            out.append(row.copy())
+            return
+        for pick in itertools.combinations(free, sizes[g]):
+            for i in pick:
+                row[i] = g
+            fill(tuple(i for i in free if i not in pick), g + 1, row)
+
+    fill(tuple(range(n)), 0, [0] * n)
+    return np.asarray(out, dtype=np.int8)
+
+
+def trend_test(x, samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None) -> TrendTest:
+    """Does y trend with x?  ``samples[i]`` holds the replicate values (seeds; NaN, a diverged seed, left out) at ``x[i]``.
+
+    The statistic is the least-squares slope of every replicate value against its x.  Its law under the flat null (the
+    values do not depend on x) is the permutation law: every distinct assignment of the pooled values to the groups
+    (their sizes fixed) is equally likely, so the one-sided p-value, the share of assignments whose slope is at least
+    (at most) the observed one, is exact at any number of seeds; it is enumerated up to EXACT_ARRANGEMENTS
+    arrangements, else estimated from ``resamples`` random permutations as (1 + hits) / (1 + resamples), which is also
+    valid.  (The slope is a monotone function of the t statistic of the pooled regression over permutations of a fixed
+    pool, so this is the permutation version of the t test on the slope.)  With 3 seeds at 3 depths there are 1 680
+    arrangements; with 2 seeds at 2 depths only 6, so no trend can be decided at 5 % there (p >= 1/6): it says so by
+    staying inconclusive.
+
+    A group of one replicate with its own SE given (``sem[i]``, one net's test-sample SE) cannot be permuted against
+    groups of seeds on a common footing: then the slope of the means is tested with a z law, its SE from each mean's SE
+    (the seeds' SE where a group has two or more, ``sem[i]`` otherwise) carried through the fit."""
     x = np.asarray(x, dtype=float)
     groups = [np.asarray(s, dtype=float)[np.isfinite(np.asarray(s, dtype=float))] for s in samples]
-    obs = float(spearman_rows(x, np.array([[g.mean() for g in groups]]))[0])
-    rhos = resampled_rhos(x, groups, resamples, seed, sem)
-    return obs, float((rhos > 0).mean()), float((rhos < 0).mean()), float(rhos.std(ddof=1))
+    keep = [i for i, g in enumerate(groups) if len(g)]
+    x, groups = x[keep], [groups[i] for i in keep]
+    sem = [sem[i] for i in keep] if sem is not None else None
+    means = np.array([g.mean() for g in groups])
+    nan = float("nan")
+    if len(groups) < 2 or np.ptp(x) == 0:
+        return TrendTest(nan, nan, 1.0, 1.0, nan, nan, "too few points", sum(len(g) for g in groups))
+    rho = float(spearman_rows(x, means[None, :])[0])
+    if sem is not None and any(len(g) < 2 for g in groups):
+        return _z_trend(x, groups, means, sem, rho)
+    pool = np.concatenate(groups)
+    xs = np.concatenate([np.full(len(g), xi) for g, xi in zip(groups, x)])
+    n = len(pool)
+    dx = xs - xs.mean()
+    sxx = float(dx @ dx)
+    slope_obs = float(dx @ pool) / sxx
+    resid = pool - pool.mean() - slope_obs * dx
+    se = math.sqrt(float(resid @ resid) / (n - 2) / sxx) if n > 2 else nan
+    sizes = tuple(len(g) for g in groups)
+    arr = _arrangements(sizes)
+    xg = x - xs.mean()
+    if len(arr):
+        how = f"exact permutation ({len(arr)} arrangements)"
+        # arrangement a puts value j in group arr[a, j]: its slope numerator is sum_j (x_group - mean) * value_j
+        stat = xg[arr] @ pool
+    else:
+        rng = np.random.default_rng(seed)
+        perm = np.argsort(rng.random((resamples, n)), axis=1)
+        stat = pool[perm] @ dx
+        how = f"permutation ({resamples} random)"
+    obs = float(dx @ pool)
+    tol = 1e-9 * max(1.0, float(np.abs(stat).max()))
+    if len(arr):
+        p_up, p_down = float((stat >= obs - tol).mean()), float((stat <= obs + tol).mean())
+    else:
+        p_up = (1 + float((stat >= obs - tol).sum())) / (1 + resamples)
+        p_down = (1 + float((stat <= obs + tol).sum())) / (1 + resamples)
+    # rho's spread under the same null: the group means of (at most 2000 of) its arrangements
+    sz = np.asarray(sizes, dtype=float)
+    if len(arr):
+        take = arr[:: max(1, len(arr) // 2000)]
+        gm = np.stack([(take == g) @ pool for g in range(len(groups))], axis=1) / sz
+    else:
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        gm = np.add.reduceat(pool[perm[:2000]], starts, axis=1) / sz
+    rho_sd = float(spearman_rows(x, gm).std(ddof=1)) if len(gm) > 1 else nan
+    return TrendTest(slope_obs, se, min(p_up, 1.0), min(p_down, 1.0), rho, rho_sd, how, n)
+
+
+def _z_trend(x: np.ndarray, groups: list, means: np.ndarray, sem: list, rho: float) -> TrendTest:
+    """The slope of the group means with SE carried from each mean's own SE; normal law (see :func:`trend_test`)."""
+    from scipy.stats import norm
+
+    v = np.array([g.std(ddof=1) ** 2 / len(g) if len(g) >= 2 else (sem[i] if sem[i] is not None else float("nan")) ** 2
+                  for i, g in enumerate(groups)])
+    dx = x - x.mean()
+    sxx = float(dx @ dx)
+    b = float(dx @ means) / sxx
+    se = math.sqrt(float((dx ** 2 * v).sum())) / sxx if np.isfinite(v).all() else float("nan")
+    if not (math.isfinite(se) and se > 0):
+        return TrendTest(b, se, 1.0, 1.0, rho, float("nan"), "z (no SE: undecided)", len(groups))
+    return TrendTest(b, se, float(norm.sf(b / se)), float(norm.cdf(b / se)), rho, float("nan"), "z (each mean's own SE)",
+                     sum(len(g) for g in groups))
+
+
+def trend_sign(x, samples: list, resamples: int = 2000, seed: int = 0,
+               sem: list | None = None) -> tuple[float, float, float, float]:
+    """(rho, confidence that y rises with x, confidence that it falls, SD of rho under the null) for the trend of y
+    against x: :func:`trend_test`, its one-sided p-values turned into confidences 1 - p.  A checker decides a sign at
+    confidence >= 0.95, i.e. p <= 0.05 one-sided, so under a flat null either sign is decided in at most 10 % of draws
+    at any number of seeds (tests/core/test_stats.py simulates it).  rho is Spearman's of the means (descriptive)."""
+    t = trend_test(x, samples, resamples=resamples, seed=seed, sem=sem)
+    return t.rho, 1.0 - t.p_up, 1.0 - t.p_down, t.rho_sd
 
 
 def resampled_means(samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None) -> list:

@@ -61,3 +61,24 @@ def linearized_prediction(params: list[tuple[torch.Tensor, torch.Tensor]], x_tra
     C, jit = cholesky_with_jitter(torch.as_tensor(K))
     alpha = torch.cholesky_solve(torch.as_tensor(y_train - f0_train).unsqueeze(1), C).squeeze(1).numpy()
     return f0_test + Kt @ alpha, jit
+
+
+def kernel_change(init: list[tuple[torch.Tensor, torch.Tensor]], final: list[tuple[torch.Tensor, torch.Tensor]],
+                  x: np.ndarray, seeds: int) -> np.ndarray:
+    """How far each trained net's tangent kernel moved from its init: |Theta_hat_T - Theta_hat_0|_F / |Theta_hat_0|_F on
+    the points ``x`` [n, d], for every model m of the ``final`` stack [M, ...] (CPU), whose init is model m % ``seeds`` of
+    ``init`` (the grid's order: model m = (lr m // S, seed m % S)).  Small in the lazy regime (Chizat, Oyallon & Bach),
+    of order one once the net learns features.  NaN for a model whose parameters are not finite (diverged).  [M]"""
+    base = {}
+    M = final[0][0].shape[0]
+    out = np.full(M, np.nan)
+    for m in range(M):
+        if not all(bool(torch.isfinite(W[m]).all() and torch.isfinite(b[m]).all()) for W, b in final):
+            continue
+        s = m % seeds
+        if s not in base:
+            base[s] = empirical_ntk(init, x, x, s)[0]
+        k0 = base[s]
+        kt = empirical_ntk(final, x, x, m)[0]
+        out[m] = float(np.linalg.norm(kt - k0) / np.linalg.norm(k0))
+    return out

@@ -4,8 +4,9 @@ Accuracy is the best test accuracy along the run (the paper's number) at each ne
 grid, chosen by its store), the mean over seeds; then the best over whatever the claim does not fix (widths, say).
 Criteria (fixed here, printed in the report):
 
-* M1 (coarse curve, fig4): (a) at every width that two or more depths have, the deepest net beats depth 1 and
-  accuracy rank-correlates positively with depth (Spearman > 0); (b) at equal parameter count, each
+* M1 (coarse curve, fig4): (a) at every width that two or more depths have, the deepest net beats the shallowest by
+  Z SE of the difference (with depths [1, 5], as the default and the paper's Fig. 4 ends, that is the whole trend; a
+  rank correlation over intermediate depths is not tested); (b) at equal parameter count, each
   depth > 1 beats depth 1 wherever their parameter ranges overlap (log-linear interpolation);
   (c) the best depth-5 (deepest) net is near-perfect: accuracy >= ``near_perfect``.
 * M2 (fig5): the best deep-net accuracy per curve (max over widths) falls as the curve gets finer: its Spearman

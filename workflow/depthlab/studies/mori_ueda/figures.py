@@ -57,6 +57,7 @@ def table(spec: "FigureSpec", inputs: list[StoreInput]) -> pd.DataFrame:
                     "ntk_test_error": kerr["ntk"], "nngp_test_error": kerr["nngp"],
                     "ntk_test_error_se": kse["ntk"], "nngp_test_error_se": kse["nngp"],
                     "entk_test_error": float(eerr.get(int(sd), np.nan)),
+                    "ntk_change": float(ds.ntk_change.values[i, j]) if "ntk_change" in ds else np.nan,
                 })
     return pd.DataFrame(rows)
 

@@ -19,7 +19,8 @@ import numpy as np
 import xarray as xr
 
 from depthlab.core.grid import train_grid
-from depthlab.core.mlp import init_params, predict
+from depthlab.core.mlp import init_params, predict, to
+from depthlab.core.tangent import kernel_change
 from depthlab.core.shapes import layer_sizes
 from depthlab.core.stopping import reason_names
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from .specs import TrainSpec
 
 HALVINGS = 3  # a depth sweep's final nets: the CV rate halved at most this often while some seed diverges
+KERNEL_POINTS = 256  # an lr sweep measures how far each net's tangent kernel moved on this many training points
 
 
 def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
@@ -79,6 +81,11 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
         # timings are left out of the store: identical runs give identical hashes
         attrs={"n_params": spec.shape.n_params, "lr_source": "lrsearch" if spec.lrs is None else "grid"},
     )
+    if spec.lrs is not None:  # an lr sweep (Fig. 3): how lazy each net was, for claim 5's regime test
+        xk = data.x_train.values[:KERNEL_POINTS]
+        ds["ntk_change"] = (("lr", "seed"), grid.grid(kernel_change(init, to(res.params, "cpu"), xk, len(seeds_cfg))),
+                            {"description": f"|Theta_hat_T - Theta_hat_0|_F / |Theta_hat_0|_F of the net's own tangent kernel "
+                                            f"on its first {len(xk)} training points: small in the lazy regime"})
     if spec.lrs is None:  # one rate, the job's own (its search chose it): a variable of the job, not a dimension
         ds = ds.squeeze("lr").reset_coords("lr")
         ds["lr"].attrs["description"] = (f"the rate the nets were trained at: the lrsearch store's choice (cv_lr), halved "

@@ -117,19 +117,28 @@ def learner_table(inputs: list[StoreInput]) -> pd.DataFrame:
 
 
 def learner_curves(inputs: list[StoreInput]) -> pd.DataFrame:
-    """alpha of the finite net and of the reduced model, the deviation and both test errors per recorded step."""
+    """alpha of the finite net and of the reduced model, the deviation, both test errors and the training error per recorded
+    step: at the chosen rate (``regime`` "best") and at each small flow rate of the store (``regime`` "flow"; R4)."""
     rows = []
     for inp in _by_job(inputs, "learner"):
         ds = inp.data
-        for j, sd in enumerate(ds.seed.values):
-            for c, step in enumerate(ds.check_step.values):
-                if not np.isfinite(ds.alpha.values[j, c]):  # after it stopped
-                    continue
-                rows.append({"dist": ds.attrs["dist"], "d": int(ds.attrs["d"]), "width": int(ds.attrs["width"]),
-                             "width_rule": ds.attrs["width_rule"], "seed": int(sd), "step": int(step),
-                             "alpha": float(ds.alpha.values[j, c]), "reduced_alpha": float(ds.reduced_alpha.values[j, c]),
-                             "deviation": float(ds.deviation.values[j, c]), "test_nmse": float(ds.test_nmse.values[j, c]),
-                             "reduced_test_nmse": float(ds.reduced_test_nmse.values[j, c])})
+        runs = [("best", float(ds.best_lr), {k: ds[k].values for k in ("alpha", "reduced_alpha", "deviation", "test_nmse",
+                                                                       "reduced_test_nmse", "train_nmse")})]
+        if "flow_lr" in ds.coords:
+            runs += [("flow", float(lr), {k: ds[f"flow_{k}"].values[i] for k in ("alpha", "reduced_alpha", "deviation",
+                                                                                "test_nmse", "reduced_test_nmse", "train_nmse")})
+                     for i, lr in enumerate(ds.flow_lr.values)]
+        for regime, lr, v in runs:
+            for j, sd in enumerate(ds.seed.values):
+                for c, step in enumerate(ds.check_step.values):
+                    if not np.isfinite(v["alpha"][j, c]):  # after it stopped
+                        continue
+                    rows.append({"dist": ds.attrs["dist"], "d": int(ds.attrs["d"]), "width": int(ds.attrs["width"]),
+                                 "width_rule": ds.attrs["width_rule"], "regime": regime, "lr": lr, "seed": int(sd),
+                                 "step": int(step), "alpha": float(v["alpha"][j, c]),
+                                 "reduced_alpha": float(v["reduced_alpha"][j, c]), "deviation": float(v["deviation"][j, c]),
+                                 "test_nmse": float(v["test_nmse"][j, c]), "reduced_test_nmse": float(v["reduced_test_nmse"][j, c]),
+                                 "train_nmse": float(v["train_nmse"][j, c])})
     return pd.DataFrame(rows)
 
 

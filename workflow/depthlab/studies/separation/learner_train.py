@@ -8,6 +8,10 @@ when its training loss (the learner's own (1/2) MSE) has not fallen below its be
 lowest mean final training loss over seeds (no test data in the choice); when it is the grid's smallest or largest the
 grid grows by ``factor`` on that side (depthlab.core.edges).  The reduced model steps beside its net, at the same rate,
 until the net stops.
+
+R4 is a statement about gradient flow, so beside the search the stage trains the ``flow_lrs`` (small rates, every seed,
+from the same starts, one batch) and keeps their whole curves (``flow_*``): the claims judge R4 at those of them whose
+training curve in flow time (lr x step) agrees with the next smaller rate's, as A3 does.
 """
 
 from __future__ import annotations
@@ -110,9 +114,25 @@ def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.D
                  + ", ".join(f"{lr:g}: {score(x)[0]:.4g}" for lr, x in zip(found.lrs, found.results))
                  + f"; chosen {c.lr:g}" + (f" ({c.edge} edge{', flagged' if c.flagged else ''})" if c.at_edge else "")
                  + f"; test nMSE " + ", ".join(f"{_last(row):.3g}" for row in at["rec"]["nmse"]))
+    flow = train(np.asarray(spec.flow_lrs, dtype=float), 0) if spec.flow_lrs else []
+    if flow:
+        ctx.progress(f"{spec.job.dist} d={d} m={m}: flow rates " + ", ".join(
+            f"{lr:g}: train nMSE {score(x)[0]:.4g}" for lr, x in zip(spec.flow_lrs, flow)))
     start_profile = _profile(torch.cat([starts[s][0] for s in range(S)]).to(dev), spec, d, dev)
     end_profile = _profile(torch.cat(at["final"]), spec, d, dev)
     grid_train = np.array([[_last(row) for row in x["rec"]["train_nmse"]] for x in found.results])
+    flow_vars = {} if not flow else {
+        f"flow_{k}": (("flow_lr", "seed", "check"), np.stack([x["rec"][src] for x in flow]),
+                      {"description": f"{what}, at each of the small (gradient-flow) rates flow_lr (NaN after it stopped)"})
+        for k, src, what in (("test_nmse", "nmse", "test MSE / Var(y) of the learner"),
+                             ("train_nmse", "train_nmse", "training MSE / Var(y_train) of the learner"),
+                             ("reduced_test_nmse", "reduced_nmse", "test MSE / Var(y) of the reduced model"),
+                             ("alpha", "alpha", "alpha = C_d mean |v_i|^2 of the finite first layer"),
+                             ("reduced_alpha", "reduced_alpha", "alpha of the reduced model"),
+                             ("deviation", "deviation", "|F/alpha - |x|| / ||x|| over the test inputs"))}
+    if flow:
+        flow_vars["flow_stop_reason"] = (("flow_lr", "seed"), np.stack([reason_names(x["reason"]) for x in flow]),
+                                         {"description": "why training stopped at each flow rate"})
     return xr.Dataset(
         {
             "test_nmse": (("seed", "check"), at["rec"]["nmse"], {"description": "test MSE / Var(y) of the learner (NaN after it stopped)"}),
@@ -131,8 +151,10 @@ def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.D
             "best_lr": ((), c.lr, {"description": "the rate with the lowest mean final training loss"}),
             "lr_edge": ((), c.edge, {"description": "'' (inside), 'lower' or 'upper': where best_lr lies in the grid of rates trained"}),
             "lr_flagged": ((), c.flagged, {"description": "best_lr is at an edge the grid could not grow past"}),
+            **flow_vars,
         },
         coords={"seed": list(spec.seeds), "check_step": (("check",), np.asarray(checks)), "lr": found.lrs,
+                **({"flow_lr": np.asarray(spec.flow_lrs, dtype=float)} if flow else {}),
                 "angle": np.linspace(0.0, 2 * np.pi, spec.profile_points)},
         attrs={"dist": spec.job.dist, "d": d, "width": m, "width_rule": spec.width_rule, "second_width": m2,
                "n_params": L.n_params(m, m2, d), "r0": r0, "input_scale": scale, "C_d": L.c_d(d)},

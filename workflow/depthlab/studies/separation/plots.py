@@ -166,8 +166,11 @@ def learner_error_figure(table: pd.DataFrame) -> plt.Figure:
 
 def learner_alpha_figure(table: pd.DataFrame) -> plt.Figure:
     """R4: alpha_t of the finite net (solid) and of the reduced model (dashed), and the deviation |F/alpha - |x|| / ||x||
-    over training (seed means); a column per (input law, width rule), colours by d."""
+    against flow time (lr x step; seed means); a column per (input law, width rule), colours by d.  Drawn at the largest
+    flow rate (R4 is judged in the flow regime); the deviation at the best-training rate is dotted beside it."""
     ps.theme()
+    if "regime" not in table:
+        table = table.assign(regime="best", lr=1.0)
     cols = [(q, rule) for q in sorted(table.dist.unique()) for rule in _rule_order(table[table.dist == q].width_rule.unique())]
     fig, axes = plt.subplots(2, len(cols), figsize=(3.6 * len(cols), 7.2), squeeze=False)
     dims = sorted(table.d.unique())
@@ -176,19 +179,30 @@ def learner_alpha_figure(table: pd.DataFrame) -> plt.Figure:
         part = table[(table.dist == q) & (table.width_rule == rule)]
         top, bottom = axes[0][c], axes[1][c]
         for d, g in part.groupby("d"):
-            mean = g.groupby("step")[["alpha", "reduced_alpha", "deviation"]].mean()
+            flow = g[g.regime == "flow"]
+            shown = flow[flow.lr == flow.lr.max()] if len(flow) else g[g.regime == "best"]
+            lr = float(shown.lr.iloc[0])
+            mean = shown.groupby("step")[["alpha", "reduced_alpha", "deviation"]].mean()
             m = int(g.width.iloc[0])
-            top.plot(mean.index, mean.alpha, "-", color=colors[d], label=f"d = {d} (m = {m})")
-            top.plot(mean.index, mean.reduced_alpha, "--", color=colors[d], lw=1)
-            bottom.plot(mean.index, mean.deviation, "-", color=colors[d], label=f"d = {d} (m = {m})")
+            t = np.maximum(mean.index.values * lr, lr)  # flow time, step 0 drawn at one step
+            top.plot(t, mean.alpha, "-", color=colors[d], label=f"d = {d} (m = {m}), lr {lr:g}")
+            top.plot(t, mean.reduced_alpha, "--", color=colors[d], lw=1)
+            bottom.plot(t, mean.deviation, "-", color=colors[d], label=f"d = {d} (m = {m}), lr {lr:g}")
+            best = g[g.regime == "best"]
+            if len(flow) and len(best):
+                b = best.groupby("step").deviation.mean()
+                blr = float(best.lr.iloc[0])
+                bottom.plot(np.maximum(b.index.values * blr, blr), b.values, ":", color=colors[d], lw=1)
         top.set_title(f"{q.replace('_', '-')}, {rule_label(rule)}", fontsize=9)
         top.set_ylabel("alpha_t: finite net (solid), reduced model (dashed)")
-        bottom.set_ylabel("|F/alpha - |x|| / ||x||")
+        bottom.set_ylabel("|F/alpha - |x|| / ||x|| (dotted: best-training rate)")
+        for ax in (top, bottom):
+            ax.set_xscale("log")
         bottom.set_yscale("log")
-        bottom.set_xlabel("gradient step")
+        bottom.set_xlabel("flow time lr x step")
         ps.legend_below(bottom, ncol=2)
-    return ps.finish(fig, "The first layer stays near its symmetrisation alpha |x|: alpha_t of the finite net against the reduced "
-                          "(infinite-width) model, and the deviation over training")
+    return ps.finish(fig, "The first layer stays near its symmetrisation alpha |x| in the gradient-flow regime: alpha_t of the "
+                          "finite net against the reduced (infinite-width) model, and the deviation over flow time")
 
 
 def first_layer_figure(table: pd.DataFrame) -> plt.Figure:

@@ -391,6 +391,7 @@ class LearnerSpec(Spec):
     width_rule: str  # "4d" (k d, poly(d)) or "8" (a fixed width that does not grow with d)
     second_width: int  # m2
     lrs: tuple[float, ...]  # the mean-field rates tried: each neuron moves by lr times its gradient times its layer's width
+    flow_lrs: tuple[float, ...]  # small rates trained beside, whole curves kept: R4 is judged in the gradient-flow regime
     lr_factor: float  # the grid's growth beyond an edge choice
     lr_rounds: int
     lr_limits: tuple[float, float]
@@ -420,7 +421,8 @@ class LearnerSpec(Spec):
         lr = r["learner"]
         return cls(job=job, data=RadialDataSpec.from_config(config, RadialDataJob("relu", job.dist, job.d)),
                    width_rule=learner_rule(r, job.d, job.width), second_width=lr["second_width"],
-                   lrs=tuple(float(v) for v in sorted(lr["lrs"])), lr_factor=float(lr["lr_growth"]["factor"]),
+                   lrs=tuple(float(v) for v in sorted(lr["lrs"])),
+                   flow_lrs=tuple(float(v) for v in sorted(lr.get("flow_lrs", []))), lr_factor=float(lr["lr_growth"]["factor"]),
                    lr_rounds=lr["lr_growth"]["rounds"], lr_limits=tuple(float(v) for v in lr["lr_growth"]["limits"]),
                    steps=lr["steps"], check_every=lr["check_every"], patience=lr["patience"], rel_tol=float(lr["rel_tol"]),
                    abs_tol=float(lr["abs_tol"]), plateau_growth=float(lr["plateau_growth"]), min_steps=int(lr["min_steps"]),
@@ -435,7 +437,7 @@ class LearnerSpec(Spec):
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         d, m = self.job.d, self.job.width
         n = min(self.n_train or self.data.n_train, self.data.n_train)
-        return 6.0 * len(self.seeds) * len(self.lrs) * self.steps * (n + self.data.n_test / max(1, self.check_every)) * m * (d + self.second_width)
+        return 6.0 * len(self.seeds) * (len(self.lrs) + len(self.flow_lrs)) * self.steps * (n + self.data.n_test / max(1, self.check_every)) * m * (d + self.second_width)
 
     def calls(self) -> float:
         """Full-batch steps at the budget (every rate x seed stacked), times the three layers (depthlab.plan.calls_of)."""
@@ -443,7 +445,7 @@ class LearnerSpec(Spec):
 
     def memory(self) -> dict[str, int]:
         n = max(self.data.n_train, self.data.n_test)
-        return {f"studies.{STUDY}.radial.learner.widths_per_d": 6 * len(self.seeds) * len(self.lrs) * n * self.job.width * mem.F32
+        return {f"studies.{STUDY}.radial.learner.widths_per_d": 6 * len(self.seeds) * max(len(self.lrs), len(self.flow_lrs)) * n * self.job.width * mem.F32
                 + self.data.memory()[f"studies.{STUDY}.radial.n_train"]}
 
 
@@ -489,6 +491,7 @@ class ClaimsSpec(Spec):
     deviation_growth: float  # R4: the deviation's maximum over training at most this multiple of its start
     deviation_max: float  # R4: ... and at most this, at every recorded step ("stays small")
     alpha_gap: float  # R4: alpha of the finite net within this relative gap of the reduced model's
+    flow_tolerance: float  # R4: a rate is in the flow regime when its curve in flow time is within this of the next smaller's
     scale_note: str
 
     @classmethod
@@ -500,11 +503,11 @@ class ClaimsSpec(Spec):
                   f"depths {sorted(es['depths'])}" if es else "")
                  + (f"; learner: m = {lr['widths_per_d']} x d and fixed {lr['fixed_widths']}, m2 = {lr['second_width']}, mean-field "
                     f"rates {sorted(lr['lrs'])} (growing by x{lr['lr_growth']['factor']:g} at an edge), a budget of {lr['steps']} "
-                    f"full-batch steps (stops on a plateau of the training loss: {lr['patience']} checks of {lr['check_every']} "
+                    f"full-batch steps, R4 at the flow rates {sorted(lr.get('flow_lrs', []))} (stops on a plateau of the training loss: {lr['patience']} checks of {lr['check_every']} "
                     f"steps without a {lr['rel_tol']:g} relative fall), inputs "
                     + ("divided by r0" if lr["scale_inputs"] == "r0" else "unscaled") + f", seeds {list(lr['seeds'])}" if lr else ""))
         return cls(job=job, found_mse=1e-3 / 12, near_variance=0.1, learner_small=0.2, deviation_growth=2.0, deviation_max=0.25,
-                   alpha_gap=0.1,
+                   alpha_gap=0.1, flow_tolerance=float(lr.get("flow_tolerance", 0.05)) if lr else 0.05,
                    scale_note=f"Scale: sawtooth L = {sorted(sw['levels'])}, deep widths {sorted(sw['deep_widths'])}, "
                               f"N = {sw['n_train']}, {sw['training']['optimizer']} {sw['training']['max_epochs']} epochs, "
                               f"lrs {sorted(sw['lrs'])} x seeds {list(sw['seeds'])}; radial d = {sorted(r['dims'])}, "
