@@ -8,10 +8,13 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import stat
 import subprocess
 import sys
 
 import yaml
+from pathlib import Path
 
 from helpers import BIN, smk
 
@@ -100,3 +103,119 @@ def test_a_changed_knob_leaves_its_stores_to_the_new_run_and_fork_refuses_a_busy
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 2 and say in p.stderr, p.stderr
     assert not (smoke_run.results / "inner").exists()
+
+
+def _stores_of(root):
+    """store path -> {file relative to the store: inode} of every store below ``root``."""
+    from depthlab.results import _stores
+
+    return {str(s.relative_to(root)): {str(f.relative_to(s)): f.stat().st_ino for f in s.rglob("*") if f.is_file()}
+            for s in _stores(root)}
+
+
+def _fork(base, new_cfg, kill=None):
+    env = {**os.environ, **({"DEPTHLAB_TEST_FORK_KILL_AFTER": str(kill)} if kill else {})}
+    env.pop("DEPTHLAB_TEST_FORK_KILL_AFTER", None) if not kill else None
+    return subprocess.run([str(BIN / "depthlab"), "fork", str(base), str(new_cfg)], capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def test_a_fork_killed_at_ten_points_leaves_only_whole_stores_and_resumes_to_the_bases(smoke_run, tmp_path):
+    """Issue 68 H1: the fork linked a store's zarr.json before its chunks, so a kill -9 part way left stores with some of
+    their files, which the next run took as finished (zarr returned fill values).  Now each store is linked into a
+    temporary folder and renamed into place, and the same command resumes.  Killed ten times (each resume killed again
+    further on), every store present is whole at every point, a dry run of NEW lists only what is missing, and the last
+    resume leaves every store identical to the base's (the same inodes) and the claims the same bytes."""
+    base = smoke_run.results
+    cfg = copy.deepcopy(smoke_run.config)
+    cfg["results"] = str(tmp_path / "new")
+    new_cfg = tmp_path / "new.yaml"
+    new_cfg.write_text(yaml.safe_dump(cfg))
+    want = _stores_of(base)
+    new = tmp_path / "new"
+    for i, kill in enumerate((1, 3, 7, 15, 31, 60, 120, 240, 480, 960)):
+        p = _fork(base, new_cfg, kill)
+        if p.returncode == 0:  # fewer files left than the kill point: it finished
+            break
+        assert p.returncode == -9, p.stdout + p.stderr
+        rec = json.loads((new / ".depthlab.fork.json").read_text())
+        assert rec["complete"] is False
+        got = _stores_of(new)
+        for s, files in got.items():  # every store present is whole: all its files, the base's inodes
+            assert files == want[s], f"kill {i} after {kill} files: {s} is partial"
+        if i == 2:  # NEW run without the resume: Snakemake plans exactly the stores not taken, never a partial one
+            dry = smk(tmp_path, "--configfile", str(new_cfg), "-n", env={"DEPTHLAB_VERBOSE": "1"})
+            planned = {str(Path(p) if p.startswith("/") else tmp_path / p)
+                       for p in re.findall(r"(?:^|\s)(\S+\.zarr)(?=\s|$)", dry.stdout + dry.stderr, re.M)}
+            missing = {str(new / s) for s in want} - {str(new / s) for s in got}
+            assert planned == missing, (sorted(planned - missing)[:3], sorted(missing - planned)[:3])
+    p = _fork(base, new_cfg)
+    assert p.returncode == 0 and "resumed the fork" in p.stdout, p.stdout + p.stderr
+    assert json.loads((new / ".depthlab.fork.json").read_text())["complete"] is True
+    assert _stores_of(new) == want
+    for study in cfg["studies"]:
+        assert (new / study / "claims.json").read_bytes() == (base / study / "claims.json").read_bytes()
+    assert not [p for p in new.rglob("*") if ".tmp-" in p.name], "a killed fork's temporaries were left behind"
+
+
+def test_a_fork_copies_small_files_makes_linked_chunks_read_only_and_refuses_a_store_with_a_symlink(smoke_run, tmp_path):
+    """Issue 68 H5: linked claims files shared their inode (an append to the fork's claims.md changed the base's, and
+    `snakemake --touch` in the fork moved the base's mtimes); H6: a store whose chunk is a symlink forked into a store
+    without that chunk yet counted as taken; H12: the fork's copies of the base's benchmark files were measured again by
+    plan --calibrate / --check."""
+    from depthlab import plan
+    from depthlab.results import _stores
+
+    base = tmp_path / "base"
+    shutil.copytree(smoke_run.results, base, copy_function=os.link)  # the shared run's inodes, this test's folder
+    victim = next(s for s in _stores(base) if "/spectra/" in str(s))
+    chunk = next(f for f in sorted(victim.rglob("*")) if f.is_file() and f.name != "zarr.json")
+    real = tmp_path / "annex-object"
+    shutil.copy2(chunk, real)
+    chunk.unlink()
+    chunk.symlink_to(real)  # a results tree restored from git-annex
+    cfg = copy.deepcopy(smoke_run.config)
+    cfg["results"] = str(tmp_path / "new")
+    new_cfg = tmp_path / "new.yaml"
+    new_cfg.write_text(yaml.safe_dump(cfg))
+    p = _fork(base, new_cfg)
+    assert p.returncode == 0 and "1 stores holding a symlink" in p.stdout, p.stdout + p.stderr
+    new = tmp_path / "new"
+    assert not (new / victim.relative_to(base)).exists()  # left to NEW's run
+    claims = new / "mori_ueda" / "claims.md"
+    assert os.stat(claims).st_ino != os.stat(base / "mori_ueda" / "claims.md").st_ino
+    before = (base / "mori_ueda" / "claims.md").read_bytes()
+    with open(claims, "a") as f:
+        f.write("note\n")
+    assert (base / "mori_ueda" / "claims.md").read_bytes() == before
+    some = next(f for f in (new / "mori_ueda").rglob("*.zarr/*") if f.is_file())
+    assert not os.stat(some).st_mode & 0o222, "a linked store file is writable"
+    assert plan.measurements(base) and not plan.measurements(new), "the fork's copied timings were measured as NEW's"
+    rec = json.loads((new / ".depthlab.fork.json").read_text())
+    assert rec["complete"] is True and rec["stores_refused"] == 1 and rec["benchmarks"]
+
+
+def test_diff_writes_its_files_only_where_it_may(smoke_run, tmp_path):
+    """Issue 68 H2: --markdown / --plot replaced whatever their path named (a symlink, /dev/stdout, a results file) and
+    created missing folders.  Now a symlink or a device is written in place, a missing folder or a path inside a
+    results folder is refused with one line, and nothing is created."""
+    a = smoke_run.results
+    run = lambda *extra: subprocess.run([str(BIN / "depthlab"), "diff", str(a), str(a), *extra], capture_output=True,  # noqa: E731
+                                        text=True, timeout=300)
+    target = tmp_path / "target.md"
+    target.write_text("old\n")
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    p = run("--markdown", str(link))
+    assert p.returncode == 0, p.stderr
+    assert link.is_symlink() and target.read_text().startswith("#") or "|" in target.read_text()
+    p = run("--markdown", "/dev/null")
+    assert p.returncode == 0 and stat.S_ISCHR(os.stat("/dev/null").st_mode), p.stderr
+    p = run("--plot", str(tmp_path / "nonexistent" / "dir" / "p.png"))
+    assert p.returncode == 2 and "does not exist" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not (tmp_path / "nonexistent").exists()
+    claims = a / "mori_ueda" / "claims.md"
+    before = claims.read_bytes()
+    p = run("--markdown", str(claims))
+    assert p.returncode == 2 and "inside the results folder" in p.stderr, p.stderr
+    assert claims.read_bytes() == before

@@ -324,14 +324,21 @@ def diff_runs(args: argparse.Namespace) -> None:
 
     try:
         d = compare.diff(compare.load(args.a), compare.load(args.b))
-    except compare.DiffError as e:
+        folders = (d.a.root, d.b.root)
+        for opt, path in (("--markdown", args.markdown), ("--plot", args.plot)):  # before any work: one line, no traceback
+            if path:
+                storage.check_user_file(path, protect=folders, what=opt)
+        if args.markdown:
+            storage.write_user_file(compare.markdown(d).encode(), args.markdown, protect=folders, what="--markdown")
+        if args.plot:
+            n = compare.plot(d, args.plot, every_row=args.plot_every_row)
+            print(f"wrote {args.plot} ({n} claim rows, both runs)", file=sys.stderr)
+    except (compare.DiffError, storage.OutputRefused) as e:
         print(f"depthlab diff: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    if args.markdown:
-        storage.write_text(compare.markdown(d), args.markdown)
-    if args.plot:
-        n = compare.plot(d, args.plot, every_row=args.plot_every_row)
-        print(f"wrote {args.plot} ({n} claim rows, both runs)", file=sys.stderr)
+    except OSError as e:  # a full disk, a read-only folder: one line naming the file
+        print(f"depthlab diff: cannot write {e.filename or args.markdown or args.plot}: {e.strerror or e}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(json.dumps(d.as_dict(), indent=1, sort_keys=True) if args.json else compare.terminal(d), end="")
     if args.fail_on_change and d.any_change:
         raise SystemExit(1)

@@ -204,7 +204,7 @@ def plot(d: Diff, path: str | Path, every_row: bool = False) -> int:
         what = "every row" + ("" if every_row else " (no verdict changed and no effect moved)")
     pairs = [(k, d.a.rows.get(k), d.b.rows.get(k)) for k in keys]
     fig = forest.diff_figure(f"depthlab diff: A = {d.a.root}, B = {d.b.root}; {what}", pairs)
-    storage.write_bytes(forest.png(fig), path)
+    storage.write_user_file(forest.png(fig), path, protect=(d.a.root, d.b.root), what="--plot")
     return len(pairs)
 
 

@@ -70,7 +70,7 @@ def claim(results: str | Path, config: dict, source: str | Path | None, force: b
     if rec is not None and not force:
         if rec.get("source") == src:
             if rec["config"] == values:
-                return f"depthlab: {results} belongs to {src}"
+                return f"depthlab: {results} belongs to {src}" + _fork_note(results)
         elif rec["config"] == values:
             return f"depthlab: {results} belongs to {rec.get('source')}; {src} has the same values"
         else:
@@ -83,7 +83,17 @@ def claim(results: str | Path, config: dict, source: str | Path | None, force: b
                 f"(make run CONTINUE=1)")
     results.mkdir(parents=True, exist_ok=True)
     storage.write_json({"source": src, "config": values}, path)
-    return f"depthlab: {results} now belongs to {src}"
+    return f"depthlab: {results} now belongs to {src}" + _fork_note(results)
+
+
+def _fork_note(results: Path) -> str:
+    """A note for a folder whose fork was interrupted (depthlab.fork: every store it took is whole, so the run computes
+    the rest; running the fork again first would take more of them)."""
+    from . import fork
+
+    base = fork.incomplete(results)
+    return (f"; its fork from {base} was interrupted: this run computes what it did not take (`depthlab fork` with the "
+            "same arguments takes the rest from its base first)") if base else ""
 
 
 def continuing() -> bool:

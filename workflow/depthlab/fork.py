@@ -15,27 +15,33 @@ whose input stores were all taken, a study's claims when all its figures were.  
 spec changed would not be rerun if it were there, so the fork, not Snakemake, decides.  The config snapshot and the
 claims index are always rebuilt (seconds).
 
-Hard links are safe only if no file of a linked store, figure or claims file is ever written in place.  Every writer
-of them replaces, never rewrites:
+What is shared, and what is not (issue 68, H5).  Only the chunks and metadata files inside stores are hard links, and
+they are made read-only: a store is never modified in place (the storage promise, ``depthlab.storage``: it is written
+into a new folder beside it and renamed into place, and Snakemake removes a job's output folder before the job runs), so
+BASE and NEW may share its inodes.  Everything small is copied: figures (PNG, PDF, CSV, provenance), claims files, a
+job's log (the shell's ``> log``) and its Snakemake benchmark file, so appending to NEW's claims.md or
+``snakemake --touch`` in NEW moves nothing of BASE's.  The benchmark files copied are listed in the fork record with
+their hashes: ``depthlab plan --calibrate`` and ``--check`` leave them out while they are unchanged (they are BASE's
+measurements, not NEW's; H12).
 
-- a store is written into a new folder beside it and renamed into place (``storage.write_store``); Snakemake removes a
-  job's output folder before the job runs;
-- figures, claims, the index and ``config.used.yaml`` go through ``storage.write_bytes``: a temporary file, then
-  ``os.replace``.
+Nothing half-made is ever visible (H1).  Each store is linked into a temporary folder beside its path
+(``<store>.tmp-<pid>-...``) and renamed into place when complete; each copied file is written to a temporary name
+and renamed.  The fork record ``<NEW>/.depthlab.fork.json`` says ``"complete": false`` until the last file is taken.
+A fork killed at any point leaves a folder in which every store, figure and claims file present is whole: the same
+command again resumes it (removing the killed fork's temporaries, taking what is not there yet), and a run of NEW
+without the resume computes what the fork did not take.  A store holding a symlink or anything but plain files (a
+results tree restored from git-annex, say) is not taken: its run rebuilds it (H6).
 
-Two kinds of file are written in place, and are copied, never linked: a job's log (the shell's ``> log``) and its
-Snakemake benchmark file.  ``tests/test_fork.py`` runs a fork with one depth added and checks every file of BASE for
-its bytes and mtime afterwards.
-
-NEW records its base in ``<NEW>/.depthlab.fork.json``.  Across file systems, where a hard link cannot be made, a file
-is copied (and the command says how many were).
+Across file systems, where a hard link cannot be made, a file is copied (and the command says how many were).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,12 +66,18 @@ class Forked:
     copied: int = 0
     skipped: int = 0
     cross_device: int = 0
+    refused: int = 0  # stores not taken because a file of theirs is a symlink or not a plain file (H6)
+    resumed: bool = False
+    benchmarks: dict | None = None  # the benchmark files copied: path relative to NEW -> sha256 (H12)
 
     def summary(self) -> str:
         extra = f"; {self.cross_device} copied because a hard link across file systems is impossible" if self.cross_device else ""
-        return (f"forked {self.base} -> {self.new}: {self.stores} stores, {self.figures} figures and {self.claims} studies' "
-                f"claims taken ({self.linked} files hard-linked, no bytes copied; {self.copied} log and benchmark files "
-                f"copied); {self.differ} stores at NEW's paths differ in spec or code and are left to NEW's run{extra}")
+        extra += (f"; {self.refused} stores holding a symlink or a special file not taken (NEW's run rebuilds them)"
+                  if self.refused else "")
+        return (f"{'resumed the fork' if self.resumed else 'forked'} {self.base} -> {self.new}: {self.stores} stores, "
+                f"{self.figures} figures and {self.claims} studies' claims taken ({self.linked} store files hard-linked and "
+                f"made read-only; {self.copied} figure, claims, log and benchmark files copied); {self.differ} stores at "
+                f"NEW's paths differ in spec or code and are left to NEW's run{extra}")
 
 
 def results_of(arg: str | Path) -> tuple[Path, dict | None]:
@@ -84,37 +96,139 @@ def results_of(arg: str | Path) -> tuple[Path, dict | None]:
     raise ForkError(f"{arg}: neither a config file nor a results folder")
 
 
-def _link_tree(src: Path, dst: Path, out: "Forked") -> None:
-    """Hard-link every file below ``src`` into ``dst`` (a copy across file systems)."""
+KILL_AFTER = "DEPTHLAB_TEST_FORK_KILL_AFTER"  # tests: SIGKILL this process after that many files taken
+
+
+def _tick(out: "Forked") -> None:
+    """A test hook: with ``DEPTHLAB_TEST_FORK_KILL_AFTER=N`` the fork kills itself (SIGKILL) once N files are taken."""
+    n = os.environ.get(KILL_AFTER)
+    if n and out.linked + out.copied + out.cross_device >= int(n):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _plain_tree(src: Path) -> bool:
+    """Every entry below ``src`` is a plain folder or a plain file (no symlink, FIFO, socket or device)."""
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+        for name in dirnames + filenames:
+            st = os.lstat(Path(dirpath) / name)
+            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                return False
+    return True
+
+
+def _link_store(src: Path, dst: Path, out: "Forked") -> bool:
+    """Take the store ``src`` as ``dst``: hard-link every file (read-only) into a temporary folder beside ``dst`` and
+    rename it into place when complete.  False (nothing taken) when ``src`` holds anything but plain files and folders."""
+    from . import storage
+
+    if dst.is_dir():  # a resumed fork: taken whole before the kill (a store appears only by its rename)
+        return True
+    if not _plain_tree(src):
+        out.refused += 1
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    storage.remove_stale(dst)  # a killed fork's temporary of this store (its process is gone)
+    tmp = storage.own(dst)
+    if tmp.exists():
+        shutil.rmtree(tmp)
     for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
         d = Path(dirpath)
-        dirnames[:] = [x for x in sorted(dirnames) if not (d / x).is_symlink()]
-        (dst / d.relative_to(src)).mkdir(parents=True, exist_ok=True)
+        dirnames.sort()
+        (tmp / d.relative_to(src)).mkdir(parents=True, exist_ok=True)
         for f in sorted(filenames):
-            _link(d / f, dst / d.relative_to(src) / f, out)
+            _link(d / f, tmp / d.relative_to(src) / f, out)
+            _tick(out)
+    os.rename(tmp, dst)
+    return True
 
 
 def _link(src: Path, dst: Path, out: "Forked") -> None:
-    if src.is_symlink() or not src.is_file():
-        out.skipped += 1
-        return
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    """One store file: a hard link made read-only (the storage promise: no store file is written in place), or a copy
+    across file systems."""
     try:
         os.link(src, dst)
         out.linked += 1
     except OSError:  # another file system, or links not allowed: a copy with its mtime
         shutil.copy2(src, dst)
         out.cross_device += 1
+    mode = os.stat(dst).st_mode
+    if mode & 0o222:
+        os.chmod(dst, mode & ~0o222)
+
+
+def _copy(src: Path, dst: Path, out: "Forked") -> bool:
+    """A small file (figure, claims, log, benchmark) copied with its mtime into a temporary name and renamed into place;
+    False when ``src`` is not a plain file (a symlink is never followed)."""
+    from . import storage
+
+    try:
+        if not stat.S_ISREG(os.lstat(src).st_mode):
+            out.skipped += 1
+            return False
+    except OSError:
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    storage.remove_stale(dst)  # a killed fork's temporary of this file (its process is gone)
+    tmp = storage.own(dst)
+    shutil.copy2(src, tmp)
+    os.replace(tmp, dst)
+    out.copied += 1
+    _tick(out)
+    return True
 
 
 def _copy_beside(base: Path, new: Path, rel: Path, out: "Forked") -> None:
-    """A job's log and benchmark files (written in place, so copied): ``logs/<rel>.log``, ``benchmarks/<rel>.tsv``."""
+    """A job's log and benchmark files (written in place, so copied): ``logs/<rel>.log``, ``benchmarks/<rel>.tsv``; the
+    benchmark's hash goes into the fork record (:data:`Forked.benchmarks`)."""
     for kind, suffix in (("logs", ".log"), ("benchmarks", ".tsv")):
         src = base / kind / rel.with_suffix(suffix)
-        if src.is_file() and not src.is_symlink():
-            (new / kind / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, new / kind / rel.with_suffix(suffix))
-            out.copied += 1
+        dst = new / kind / rel.with_suffix(suffix)
+        if _copy(src, dst, out) and kind == "benchmarks":
+            out.benchmarks[str(dst.relative_to(new))] = hashlib.sha256(dst.read_bytes()).hexdigest()
+
+
+def forked_benchmarks(results: Path) -> dict[str, str]:
+    """The benchmark files a fork copied into ``results`` from its base and that are still unchanged (their sha256 as
+    recorded): path relative to ``results`` -> sha256.  Empty for a folder that is no fork (or an unreadable record)."""
+    from . import safeio
+
+    try:
+        rec = safeio.read_json(Path(results) / RECORD)
+    except (OSError, ValueError):
+        return {}
+    bench = rec.get("benchmarks") if isinstance(rec, dict) else None
+    if not isinstance(bench, dict):
+        return {}
+    out = {}
+    for rel, digest in bench.items():
+        p = Path(results) / str(rel)
+        try:
+            if isinstance(digest, str) and p.is_file() and hashlib.sha256(p.read_bytes()).hexdigest() == digest:
+                out[str(rel)] = digest
+        except OSError:
+            continue
+    return out
+
+
+def incomplete(results: Path) -> str:
+    """'' unless ``results`` holds a fork record that says the fork did not finish: then its base."""
+    from . import safeio
+
+    try:
+        rec = safeio.read_json(Path(results) / RECORD)
+    except (OSError, ValueError):
+        return ""
+    if isinstance(rec, dict) and rec.get("complete") is False:
+        return str(rec.get("base", "?"))
+    return ""
+
+
+def _write_record(new: Path, record: dict) -> None:
+    from . import storage
+
+    storage.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", new / RECORD)
 
 
 def _same(record: dict | None, spec: Any, code: str) -> bool:
@@ -144,11 +258,26 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
     if rn == rb or rb in rn.parents or rn in rb.parents:
         raise ForkError(f"{new}: NEW's results folder must lie outside BASE's {base}, and BASE outside NEW's (give NEW's "
                         "config a `results:` of its own)")
-    if new.exists() and (not new.is_dir() or any(new.iterdir())):
+    resuming = new.is_dir() and incomplete(new)
+    if resuming and Path(resuming) != rb:
+        raise ForkError(f"{new}: an interrupted fork from {resuming} is in NEW's folder, not one from {rb}; remove the folder "
+                        "to start afresh")
+    if not resuming and new.exists() and (not new.is_dir() or any(new.iterdir())):
         raise ForkError(f"{new}: NEW's results folder exists and is not empty; a fork starts a new folder (remove it, or "
                         "give NEW's config another `results:`)")
-    out = Forked(base, new)
+    out = Forked(base, new, resumed=bool(resuming), benchmarks={})
     new.mkdir(parents=True, exist_ok=True)
+    record = {"base": str(rb), "base_argument": str(base_arg), "new_config": str(Path(new_arg).resolve()),
+              "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "complete": False}
+    if resuming:
+        try:
+            from . import safeio
+
+            old = safeio.read_json(new / RECORD)
+            out.benchmarks.update({str(k): str(v) for k, v in (old.get("benchmarks") or {}).items()})
+        except (OSError, ValueError, AttributeError):
+            pass
+    _write_record(new, {**record, "benchmarks": out.benchmarks})
     for name in sorted(cfg["studies"]):
         study = get_study(name)
         taken: set[str] = set()
@@ -167,7 +296,8 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
                 if not _same(rec, study.spec(cfg, st.name, job), code):
                     out.differ += 1
                     continue
-                _link_tree(src, new / rel, out)
+                if not _link_store(src, new / rel, out):
+                    continue
                 _copy_beside(base, new, rel.with_suffix(""), out)
                 taken.add(study.path(Ref(st.name, job)))
                 out.stores += 1
@@ -183,8 +313,9 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
                 continue
             if not _same(rec, spec, fcode) or not all(study.path(r) in taken for r in spec.inputs().values()):
                 continue
+            # the provenance record last: a figure whose record is there is whole (its run would remake a partial one)
             for suffix in (".png", ".pdf", ".csv", ".provenance.json"):
-                _link(stem.with_suffix(suffix), new / name / "figures" / (fig + suffix), out)
+                _copy(stem.with_suffix(suffix), new / name / "figures" / (fig + suffix), out)
             _copy_beside(base, new, Path(name) / "figures" / fig, out)
             figures_taken += 1
             out.figures += 1
@@ -197,11 +328,11 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
         if figures_taken == len(study.figures(cfg)) and _same(crec, cspec, prov.code_fingerprint(cstage.fingerprint_modules)):
             for f in ("claims.md", "claims.json", "claims.forest.png", "claims.provenance.json"):
                 if f != "claims.forest.png" or (base / name / f).is_file():  # a run older than the forest plots has none
-                    _link(base / name / f, new / name / f, out)
+                    _copy(base / name / f, new / name / f, out)
             _copy_beside(base, new, Path(name) / "claims", out)
             out.claims += 1
-    record = {"base": str(rb), "base_argument": str(base_arg), "new_config": str(Path(new_arg).resolve()),
-              "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "stores_taken": out.stores, "stores_differing": out.differ,
-              "figures_taken": out.figures, "claims_taken": out.claims, "files_linked": out.linked}
-    (new / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    _write_record(new, {**record, "complete": True, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "stores_taken": out.stores,
+                        "stores_differing": out.differ, "stores_refused": out.refused, "figures_taken": out.figures,
+                        "claims_taken": out.claims, "files_linked": out.linked, "files_copied": out.copied,
+                        "benchmarks": out.benchmarks})
     return out

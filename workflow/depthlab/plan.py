@@ -106,10 +106,16 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
     the devices the stores record are added to ``devices`` when given."""
     from .studies import get_study
 
+    from .fork import forked_benchmarks
+
     results = Path(results)
+    forked = forked_benchmarks(results)  # a fork's copies of its base's timings: the base measured them, not this run
     out: dict[str, list[tuple[float, float]]] = {}
     for rel, rec in _stores(results):
-        secs = _seconds(results / "benchmarks" / Path(*rel.parts).with_suffix(".tsv"))
+        tsv = results / "benchmarks" / Path(*rel.parts).with_suffix(".tsv")
+        if str(tsv.relative_to(results)) in forked:
+            continue
+        secs = _seconds(tsv)
         if secs is None:
             continue
         try:
@@ -122,6 +128,8 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
                                                                      calls_of(spec)))
     for kind in ("figures", "claims"):
         for tsv in results.glob(f"benchmarks/*/{kind}/*.tsv" if kind == "figures" else "benchmarks/*/claims.tsv"):
+            if str(tsv.relative_to(results)) in forked:
+                continue
             secs = _seconds(tsv)
             if secs is not None:
                 work = _figure_inputs(results, tsv) if kind == "figures" else 0.0
@@ -649,9 +657,12 @@ def check_studies(results: str | Path, rows: list[Check], costs: dict[str, Stage
                   speed: float = 1.0) -> list[Check]:
     """:func:`check`'s rows summed per study, each study's figures and claims counted with it (their benchmark files lie
     under ``benchmarks/<study>/``): issue 55 asks for every study within 15 %."""
+    from .fork import forked_benchmarks
+
     costs = load_costs() if costs is None else costs
     fallback = fallback_rate(costs)
     results = Path(results)
+    forked = forked_benchmarks(results)
     out: dict[str, list[float]] = {}
     for r in rows:
         study = r.stage.split("/")[0]
@@ -663,6 +674,8 @@ def check_studies(results: str | Path, rows: list[Check], costs: dict[str, Stage
     for kind, key in (("figures/*.tsv", "*/figure"), ("claims.tsv", "*/claims")):
         c = stage_cost(costs, key)
         for tsv in sorted(results.glob(f"benchmarks/*/{kind}")):
+            if str(tsv.relative_to(results)) in forked:
+                continue
             secs = _seconds(tsv)
             study = tsv.relative_to(results / "benchmarks").parts[0]
             if secs is None or study not in out:

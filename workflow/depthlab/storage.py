@@ -404,6 +404,63 @@ def write_text(text: str, path: str | Path) -> str:
     return write_bytes(text.encode(), path)
 
 
+class OutputRefused(Exception):
+    """A file a user named for a command's output would land somewhere it must not (issue 68, H2)."""
+
+
+RESULTS_MARKERS = (".depthlab.config.json", ".depthlab.fork.json")  # a folder holding one of these is a run's results
+
+
+def results_folder_of(path: str | Path, extra: tuple = ()) -> Path | None:
+    """The results folder that ``path`` (resolved, links followed) lies in or is, if any: a folder holding a run's owner
+    or fork record, or one of ``extra`` (the folders a command reads)."""
+    p = Path(path).resolve()
+    roots = {Path(e).resolve() for e in extra}
+    for q in (p, *p.parents):
+        if q in roots or any((q / m).is_file() for m in RESULTS_MARKERS):
+            return q
+    return None
+
+
+def write_user_file(data: bytes, path: str | Path, *, protect: tuple = (), what: str = "the output") -> str:
+    """Write a file a user named for a command's output (``diff --markdown`` / ``--plot``); returns the bytes' SHA-256.
+
+    Unlike :func:`write_bytes`, which owns the results folders it writes into:
+
+    * a path inside a results folder (:func:`results_folder_of`, ``protect`` included) is refused: the audit would then
+      fail on a file the run did not write;
+    * its folder must exist: nothing is created outside a results folder;
+    * an existing symlink or special file (a terminal, ``/dev/stdout``, a FIFO) is written in place, never replaced by
+      a regular file; an existing regular file, or a new one, is written atomically (a temporary file, renamed).
+
+    Raises :class:`OutputRefused` with one line naming the path."""
+    path = check_user_file(path, protect=protect, what=what)
+    try:
+        st = os.stat(path) if path.is_symlink() or path.exists() else None
+    except OSError:
+        st = None
+    if path.is_symlink() or (st is not None and not stat.S_ISREG(st.st_mode)):
+        with open(path, "wb") as f:  # in place: a device or FIFO is written to, a symlink keeps pointing where it did
+            f.write(data)
+        return hashlib.sha256(data).hexdigest()
+    return write_bytes(data, path)
+
+
+def check_user_file(path: str | Path, *, protect: tuple = (), what: str = "the output") -> Path:
+    """The checks of :func:`write_user_file`, before any work: raises :class:`OutputRefused`; returns the path."""
+    path = Path(path)
+    inside = results_folder_of(path, protect)
+    if inside is not None:
+        raise OutputRefused(f"{what} {path}: lies inside the results folder {inside}; write it elsewhere (a run's folder "
+                            "holds only what its run wrote, and its audit checks that)")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputRefused(f"{what} {path}: its folder {parent} does not exist (nothing is created outside a results folder)")
+    if path.is_dir():
+        raise OutputRefused(f"{what} {path}: is a folder; name a file")
+    return path
+
+
 def write_json(obj: Any, path: str | Path) -> str:
     return write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n", path)
 

@@ -232,7 +232,13 @@ def run(sw: Sweep, extra: list[str], say=print, execute: bool = True) -> None:
     before: dict[str, int] = _store_inodes(sw.base) if sw.base else {}
     for i, v in enumerate(sw.values):
         head = f"[sweep {i + 1}/{len(sw.values)}] {sw.key} = {v.written}"
-        if v.results.is_dir() and any(v.results.iterdir()):
+        if v.results.is_dir() and fork.incomplete(v.results) and previous is not None and previous.is_dir():
+            try:  # a fork killed part way: take the rest first (each store it took is whole; see depthlab.fork)
+                done = fork.fork(previous, v.config_path)
+            except fork.ForkError as e:
+                raise SweepError(f"{head}: {e}") from None
+            say(f"{head}: {done.summary()}")
+        elif v.results.is_dir() and any(v.results.iterdir()):
             say(f"{head}: {v.results} has begun; its run goes on from there")
         elif previous is not None and previous.is_dir() and any(previous.iterdir()):
             try:
