@@ -219,3 +219,32 @@ def test_diff_writes_its_files_only_where_it_may(smoke_run, tmp_path):
     p = run("--markdown", str(claims))
     assert p.returncode == 2 and "inside the results folder" in p.stderr, p.stderr
     assert claims.read_bytes() == before
+
+
+def test_a_sweep_killed_while_forking_resumes_its_forks(smoke_run, tmp_path):
+    """Issue 68 H1: a sweep killed part way through a value's fork went on with 'has begun; its run goes on from there'
+    on half-linked stores.  Killed at four points, each resume takes the rest; every store present is whole."""
+    cfg = copy.deepcopy(smoke_run.config)
+    cfg["results"] = str(smoke_run.results)
+    base_cfg = tmp_path / "base.yaml"
+    base_cfg.write_text(yaml.safe_dump(cfg))
+    before = cfg["studies"]["spectra"]["krr"]["threshold"]
+    out = tmp_path / "sweep"
+    args = [sys.executable, "-m", "depthlab", "sweep", str(base_cfg), "--set", f"studies.spectra.krr.threshold={before},0.5",
+            "--out", str(out), "--no-run"]
+    want = _stores_of(smoke_run.results)
+    for kill in (5, 40, 300, 700):
+        env = {**os.environ, "DEPTHLAB_TEST_FORK_KILL_AFTER": str(kill)}
+        p = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+        if p.returncode == 0:
+            break
+        assert p.returncode == -9, p.stdout + p.stderr
+        for v in (out / f"v1-{before}", out / "v2-0.5"):
+            for s, files in _stores_of(v).items():
+                assert files == want[s], f"{v.name}: {s} is partial after a kill at {kill} files"
+    env = {k: v for k, v in os.environ.items() if k != "DEPTHLAB_TEST_FORK_KILL_AFTER"}
+    p = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    v1 = out / f"v1-{before}"
+    assert json.loads((v1 / ".depthlab.fork.json").read_text())["complete"] is True
+    assert _stores_of(v1) == want

@@ -287,6 +287,7 @@ def test_a_silent_stretch_of_a_long_job_gets_a_line_on_what_runs_and_the_eta(tmp
     After DEPTHLAB_HEARTBEAT_S seconds without a line it says what runs, for how long, and the ETA; never after the
     run's end, and 0 turns it off."""
     monkeypatch.setattr(progress, "width", lambda: 120)
+    monkeypatch.setattr(progress, "HEARTBEAT_MIN_S", 0.1)  # the floor (10 s) lowered for the test's sake
     monkeypatch.setenv("DEPTHLAB_HEARTBEAT_S", "0.2")
     term, out = terminal(tmp_path)
     term.start(progress.Plan({1: ("fractals/cantor/n5/pdeg5/depth5/w100", 2400.0, "fractals/train"),
@@ -315,6 +316,17 @@ def test_a_silent_stretch_of_a_long_job_gets_a_line_on_what_runs_and_the_eta(tmp
     assert "running" not in out.getvalue()
     monkeypatch.setenv("DEPTHLAB_HEARTBEAT_S", "nan")
     assert progress.heartbeat_s() == progress.HEARTBEAT_S
+
+
+def test_a_tiny_heartbeat_is_raised_to_its_floor(monkeypatch):
+    """Issue 68 H10: DEPTHLAB_HEARTBEAT_S=0.001 printed 7 383 lines in 10 s, and 1e-300 printed 21 933."""
+    for v in ("0.001", "1e-300", "9.99"):
+        monkeypatch.setenv("DEPTHLAB_HEARTBEAT_S", v)
+        assert progress.heartbeat_s() == progress.HEARTBEAT_MIN_S == 10.0
+    monkeypatch.setenv("DEPTHLAB_HEARTBEAT_S", "0")
+    assert progress.heartbeat_s() == 0.0
+    monkeypatch.setenv("DEPTHLAB_HEARTBEAT_S", "42")
+    assert progress.heartbeat_s() == 42.0
 
 
 def test_a_stage_whose_few_long_jobs_finish_first_does_not_set_the_pace_of_its_many_short_ones():

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import logging
 import os
 import shutil
@@ -318,6 +319,25 @@ def _count(text: str) -> int:
     return n
 
 
+def _cores(text: str) -> int:
+    """--cores: a whole number of at least 1 (0 made a sweep's Snakemake wait forever; issue 68, H9)."""
+    n = _count(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: give at least 1 core")
+    return n
+
+
+def _minutes(text: str) -> float:
+    """--max-minutes: a finite number of minutes, 0 or more."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a finite number of minutes, 0 or more")
+    return v
+
+
 def diff_runs(args: argparse.Namespace) -> None:
     """depthlab diff A B: config keys, stores and claim rows that differ between two runs (depthlab.compare)."""
     from . import compare
@@ -394,6 +414,9 @@ def paper_check(args: argparse.Namespace) -> None:
     except (dlc.ConfigError, sweep.SweepError) as e:  # SweepError: no checkout's Snakefile to run
         print(f"depthlab paper-check: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+    except OSError as e:  # --out on a read-only file system, a full disk: one line naming the path (issue 68, H11)
+        print(f"depthlab paper-check: cannot write {e.filename or args.out}: {e.strerror or e}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(papercheck.render(checks, args.config, memory.machine_bytes() / memory.GIB), end="")
     if any(c.status in ("failed", "not run", "over plan") for c in checks):
         raise SystemExit(1)
@@ -441,6 +464,11 @@ def audit(args: argparse.Namespace) -> None:
 def plan(args: argparse.Namespace) -> None:
     from . import plan as pl
 
+    for opt, folder in (("--measure", args.measure), ("--check", args.check)):  # a results folder, or one line (H11)
+        if folder and not Path(folder).is_dir():
+            print(f"depthlab plan {opt}: {folder} is not a results folder (a finished run's folder, with its "
+                  "benchmarks/)", file=sys.stderr)
+            raise SystemExit(2)
     if args.measure:
         print(json.dumps(pl.measure(args.measure), indent=1))
         return
@@ -569,7 +597,7 @@ def main(argv: list[str] | None = None) -> None:
     sw.add_argument("--set", dest="set_arg", required=True, metavar="KEY=V1,V2,...",
                     help="a dotted config key and its values, as YAML: e.g. studies.mori_ueda.figures.fig2.depths=[1,2],[1,2,3]")
     sw.add_argument("--out", help="the sweep's folder (default: results/<config's results name>-sweep-<key>)")
-    sw.add_argument("--cores", type=_count, help="cores for each run (default: the profile's, all)")
+    sw.add_argument("--cores", type=_cores, help="cores for each run (default: the profile's, all)")
     sw.add_argument("--no-run", action="store_true", help="write and fork every value's config, run nothing; print the commands")
     sw.add_argument("--table-only", action="store_true", help="run nothing; rewrite the table from the values' folders")
     sw.set_defaults(func=sweep_runs)
@@ -577,8 +605,8 @@ def main(argv: list[str] | None = None) -> None:
                         "capped: no crash, and peak memory within the plan (depthlab.papercheck)")
     pc.add_argument("config", nargs="?", default="config/paper.yaml")
     pc.add_argument("--out", default="results/paper-check", help="its own folder (default: results/paper-check)")
-    pc.add_argument("--cores", type=_count, default=1, help="jobs at once (default 1: the largest jobs need most of the memory)")
-    pc.add_argument("--max-minutes", type=float, default=20.0, help="skip a job planned longer than this on one core (default 20)")
+    pc.add_argument("--cores", type=_cores, default=1, help="jobs at once (default 1: the largest jobs need most of the memory)")
+    pc.add_argument("--max-minutes", type=_minutes, default=20.0, help="skip a job planned longer than this on one core (default 20)")
     pc.set_defaults(func=paper_check)
     ls_ = sub.add_parser("ls", help="per study and stage: jobs, their coordinates, size on disk; whether each figure is up to date")
     ls_.add_argument("results", nargs="?", help="a results folder (default: the --config's)")
@@ -608,10 +636,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.func is not stage:  # a stage job turns it on once its modules are loaded
         start_gc()
     from .lock import OutputInUse
+    from .plan import CostsError
     from .studies import StudyPathError
 
     try:
         args.func(args)
+    except CostsError as e:  # a cost file off its schema (issue 68, H7): one line naming the file and the key
+        print(f"depthlab: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     except BrokenPipeError:  # `depthlab targets | head`: the reader is gone, nothing to say
         sys.stderr.close()
         raise SystemExit(0) from None

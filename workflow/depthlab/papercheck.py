@@ -158,12 +158,15 @@ def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_
         + ", ".join(f"{k}: {a} -> {b}" for k, a, b in changes[:4]) + f"); {len(checks)} stages, "
         f"{sum(c.status == 'skipped' for c in checks)} skipped (memory or time); into {out}")
     targets = [f"{full['results']}/{c.study}/{c.job}" for c in checks if c.status != "skipped"]
-    from .sweep import snakemake_command
+    from .sweep import child_env, snakemake_command
 
-    cmd = snakemake_command(cfg_file, ["--keep-going", *(["--cores", str(cores)] if cores else []), *targets])
-    t0 = time.monotonic()
-    p = subprocess.run(cmd)
-    say(f"paper-check: Snakemake ended with {p.returncode} after {time.monotonic() - t0:.0f} s")
+    if not targets:  # no target would make Snakemake build `all`: the whole config (issue 68, H4)
+        say("paper-check: nothing to run: every stage skipped (memory or time); the table says why")
+    else:
+        cmd = snakemake_command(cfg_file, ["--keep-going", *(["--cores", str(cores)] if cores else []), *targets])
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, env=child_env())
+        say(f"paper-check: Snakemake ended with {p.returncode} after {time.monotonic() - t0:.0f} s")
     collect(checks, Path(full["results"]))
     storage.write_text(render(checks, str(config_path), machine), out / "paper-check.md")
     storage.write_text(json.dumps([asdict(c) for c in checks], indent=1) + "\n", out / "paper-check.json")

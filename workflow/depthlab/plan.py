@@ -396,12 +396,62 @@ def calibration_probe(path: str | Path = COSTS) -> float | None:
     return v if v is not None and math.isfinite(v) and v > 0 else None
 
 
+class CostsError(ValueError):
+    """A cost file that does not follow its schema (issue 68, H7): one line naming the file and the key."""
+
+
+MIN_RATE = 1e-3  # work units per second below which a rate is damage (1e-300 planned 'inf' core-hours)
+_FIELDS = {  # StageCost's fields: (kind, lower bound, upper bound) of a value; kind "rate" may be null
+    "overhead_s": ("num", 0.0, 1e6), "rate": ("rate", MIN_RATE, 1e30), "jobs": ("int", 0, 10**9),
+    "calibrated": ("bool", None, None), "max_work": ("num", 0.0, 1e30), "fraction": ("num", 0.0, 1.0),
+    "call_s": ("num", 0.0, 1e3), "call_fraction": ("num", 0.0, 1.0)}
+
+
+def validate_costs(doc: Any, path: str | Path) -> dict[str, StageCost]:
+    """The stages of a cost file, checked: a mapping with a non-empty ``stages`` mapping of stage -> fields, each field
+    known (``StageCost``'s), a finite number in its range (a rate positive and at least ``MIN_RATE``, or null; shares in
+    [0, 1]; no negative times), ``overhead_s``, ``rate`` and ``jobs`` present.  Raises :class:`CostsError`."""
+    where = str(path)
+    if not isinstance(doc, dict):
+        raise CostsError(f"{where}: not a JSON object with a `stages` mapping")
+    stages = doc.get("stages")
+    if not isinstance(stages, dict) or not stages:
+        raise CostsError(f"{where}: no `stages` mapping (or an empty one): nothing to plan with")
+    out = {}
+    for name, fields in stages.items():
+        if not isinstance(fields, dict):
+            raise CostsError(f"{where}: stages.{name}: not a mapping of fields")
+        for key in ("overhead_s", "rate", "jobs"):
+            if key not in fields:
+                raise CostsError(f"{where}: stages.{name}: `{key}` is missing")
+        for key, v in fields.items():
+            if key not in _FIELDS:
+                raise CostsError(f"{where}: stages.{name}.{key}: not a field of a stage's cost (known: {', '.join(_FIELDS)})")
+            kind, lo, hi = _FIELDS[key]
+            if kind == "bool":
+                ok = isinstance(v, bool)
+            elif kind == "rate" and v is None:
+                ok = True
+            elif kind == "int":
+                ok = isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+            else:
+                ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
+            if not ok:
+                want = {"bool": "true or false", "int": f"a whole number in [{lo}, {hi}]",
+                        "rate": f"null or a finite number in [{lo:g}, {hi:g}]"}.get(kind, f"a finite number in [{lo:g}, {hi:g}]")
+                raise CostsError(f"{where}: stages.{name}.{key} = {v!r}: must be {want}")
+        out[str(name)] = StageCost(**fields)
+    return out
+
+
 def load_costs(path: str | Path = COSTS) -> dict[str, StageCost]:
+    """A cost file's stages, validated (:func:`validate_costs`); a file that cannot be read or parsed is a
+    :class:`CostsError` too, naming it."""
     try:
         doc = safeio.read_json(path)
-    except (OSError, ValueError):
-        return {}
-    return {k: StageCost(**v) for k, v in doc.get("stages", {}).items()}
+    except (OSError, ValueError) as e:
+        raise CostsError(f"{path}: cannot be read as JSON ({e})") from None
+    return validate_costs(doc, path)
 
 
 def stage_cost(costs: dict[str, StageCost], key: str) -> StageCost:

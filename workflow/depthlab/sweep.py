@@ -177,7 +177,34 @@ def prepare(config: str | Path, set_arg: str, out: str | Path | None = None) -> 
         except dlc.ConfigError as e:
             raise SweepError(f"--set {key}={w}: {e}") from None
         sw.values.append(Value(w, v, folder / "configs" / f"{name}.yaml", Path(cfg["results"]), cfg))
+    check_folder(sw)
     return sw
+
+
+def check_folder(sw: Sweep) -> None:
+    """The sweep's folder must be its own (issue 68, H14): not the file system's root nor a run's results folder, and,
+    if it exists with anything in it, a folder of this same sweep (its configs/ holds only this sweep's value
+    configs); a folder of another sweep with other values is refused rather than mixed into one table."""
+    from . import storage
+
+    folder = sw.folder.resolve()
+    if folder == Path(folder.anchor):
+        raise SweepError(f"--out {sw.folder}: the file system's root; give the sweep a folder of its own")
+    inside = storage.results_folder_of(folder)
+    if inside is not None:
+        raise SweepError(f"--out {sw.folder}: lies in the results folder {inside}; give the sweep a folder of its own")
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    mine = {v.config_path.name for v in sw.values}
+    configs = folder / "configs"
+    there = {p.name for p in configs.iterdir()} if configs.is_dir() else set()
+    if not there:
+        raise SweepError(f"--out {sw.folder}: exists and is not a sweep's folder (no configs/); give the sweep an empty "
+                         "or new folder")
+    if not there <= mine:  # a sweep killed while writing its configs has some of them: its own
+        other = sorted(there - mine)[:3]
+        raise SweepError(f"--out {sw.folder}: belongs to another sweep (its configs {', '.join(other) or sorted(there)[:3]} "
+                         f"are not this one's {sorted(mine)[:3]}); give --out another folder, or remove it")
 
 
 def write_configs(sw: Sweep) -> None:
@@ -205,6 +232,16 @@ def snakemake_command(config_path: Path, extra: list[str]) -> list[str]:
     exe = Path(sys.executable).parent / "snakemake"
     return [str(exe), "-s", str(snakefile), "--directory", os.getcwd(), "--workflow-profile",
             str(prov.REPO / "workflow" / "profiles" / "default"), *extra, "--configfile", str(config_path)]
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a Snakemake run started from depthlab (a sweep's values, paper-check): its jobs' shells call
+    ``depthlab``, so PATH starts with this interpreter's bin folder (the venv's), as ``make run`` sets it; without
+    it every job fails with 'depthlab: command not found' unless the venv was activated (issue 68, H3)."""
+    env = dict(os.environ)
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "") if env.get("PATH") else bindir
+    return env
 
 
 def _store_inodes(root: Path) -> dict[str, int]:
@@ -253,7 +290,7 @@ def run(sw: Sweep, extra: list[str], say=print, execute: bool = True) -> None:
             cmd = snakemake_command(v.config_path, extra)
             say(f"{head}: running {' '.join(cmd)}")
             t0 = time.monotonic()
-            p = subprocess.run(cmd)
+            p = subprocess.run(cmd, env=child_env())
             v.seconds = time.monotonic() - t0
             if p.returncode != 0:
                 raise SweepError(f"{head}: the run failed (exit {p.returncode}); its log is in {v.results}/logs. Run the "

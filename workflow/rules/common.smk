@@ -19,6 +19,10 @@ from depthlab.study import ClaimsJob, FigureJob, Ref
 for _configfile in workflow.configfiles:
     dlc.read_yaml(_configfile)
 config = dlc.validate(config, source=workflow.configfiles[-1] if workflow.configfiles else None)
+try:  # the package's calibration, checked before any job (a damaged costs.json: one line naming the file and key)
+    dlplan._shipped_costs()
+except dlplan.CostsError as e:
+    sys.exit(f"depthlab: {e}")
 R = config["results"].rstrip("/")  # results root: every output lands below it (quoted wherever it reaches a shell)
 STUDIES = sorted(config["studies"])
 CONDA_ENV = "../../envs/depthlab.yaml"

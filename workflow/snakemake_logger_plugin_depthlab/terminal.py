@@ -8,8 +8,8 @@ profile selects the logger plugin ``depthlab`` (the module ``snakemake_logger_pl
   the full log's path;
 - per finished job, one line no wider than the terminal (at most 200 characters): jobs done / total, the job,
   planned core-time done / planned in all, and the ETA;
-- while jobs run and nothing else was printed for ``DEPTHLAB_HEARTBEAT_S`` seconds (default 300; 0 turns it off), a
-  line saying how many jobs are running, the longest-running one and for how long, and the ETA (a fractal net runs
+- while jobs run and nothing else was printed for ``DEPTHLAB_HEARTBEAT_S`` seconds (default 300, at least 10; 0 turns
+  it off), a line saying how many jobs are running, the longest-running one and for how long, and the ETA (a fractal net runs
   for most of an hour: the terminal no longer sits silent that long);
 - every warning and error in full (a failed job with its log, as Snakemake shows it), and Snakemake's
   "Nothing to be done";
@@ -46,16 +46,19 @@ from typing import Any, Callable, TextIO
 ENV_VERBOSE = "DEPTHLAB_VERBOSE"
 ENV_HEARTBEAT = "DEPTHLAB_HEARTBEAT_S"
 HEARTBEAT_S = 300.0  # a "still running" line after this long without a line (DEPTHLAB_HEARTBEAT_S; 0: never)
+HEARTBEAT_MIN_S = 10.0  # ... and never more often than this (0.001 printed 7 383 lines in 10 s: issue 68, H10)
 
 
 def heartbeat_s() -> float:
-    """Seconds of silence before a "still running" line: ``$DEPTHLAB_HEARTBEAT_S`` (a number >= 0; 0 turns it off),
-    else ``HEARTBEAT_S``; a value that is not a number >= 0 is ignored."""
+    """Seconds of silence before a "still running" line: ``$DEPTHLAB_HEARTBEAT_S`` (0 turns it off; a positive value
+    below ``HEARTBEAT_MIN_S`` is raised to it), else ``HEARTBEAT_S``; a value that is not a number >= 0 is ignored."""
     try:
         v = float(os.environ.get(ENV_HEARTBEAT, HEARTBEAT_S))
     except ValueError:
         return HEARTBEAT_S
-    return v if math.isfinite(v) and v >= 0 else HEARTBEAT_S
+    if not (math.isfinite(v) and v >= 0):
+        return HEARTBEAT_S
+    return 0.0 if v == 0 else max(v, HEARTBEAT_MIN_S)
 MAX_WIDTH = 200
 # Snakemake's info lines a user still wants on the quiet terminal (the rest is in the log file).
 KEEP = ("Nothing to be done", "Will exit after finishing currently running jobs", "Shutting down, this might take")
