@@ -55,3 +55,38 @@ def test_diff_names_the_changed_config_key_the_missing_store_and_the_moved_rows(
     p = subprocess.run([sys.executable, "-m", "depthlab", "diff", str(a), str(tmp_path / "nowhere")], capture_output=True,
                        text=True, timeout=300)
     assert p.returncode == 2 and "neither a results folder nor a config file" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_foreign_claims_file_cannot_drive_the_terminal_or_the_table_and_an_odd_verdict_is_not_holds(smoke_run, tmp_path):
+    """Issue 68 H13: raw ANSI escapes from a foreign claims.json reached the terminal; its markdown escaped | but not
+    newlines; "verdict": ["x"] read as holds; a fork that had not run showed every config key as '(absent)'."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for f in (a, b):
+        shutil.copytree(smoke_run.results, f, ignore=shutil.ignore_patterns("logs", "benchmarks"))
+    rows = json.loads((b / "mori_ueda" / "claims.json").read_text())
+    rows[0]["subject"] = "evil\x1b[2J\x1b]0;pwned\x07\nline two | cell"
+    rows[0]["verdict"] = ["x"]
+    rows[0]["holds"] = True
+    (b / "mori_ueda" / "claims.json").write_text(json.dumps(rows))
+    d = compare.diff(compare.load(str(a)), compare.load(str(b)))
+    changed = [r for r in d.changed if "evil" in r["subject"]]
+    assert changed and changed[0]["verdict_b"] == "(not a verdict)"
+    out = compare.terminal(d)
+    assert "\x1b" not in out and "\x07" not in out and "\\x1b[2J" in out
+    md = compare.markdown(d)
+    line = [ln for ln in md.splitlines() if "evil" in ln][0]
+    assert "\\x0aline two \\| cell" in line and line.count(" | ") >= 6  # one row, the newline and the bar escaped
+    # a fork that has not run: its config is the one its fork record names, not every key '(absent)'
+    cfg = dict(smoke_run.config)
+    cfg["results"] = str(tmp_path / "fork")
+    cfg_path = tmp_path / "fork.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    p = subprocess.run([sys.executable, "-m", "depthlab", "fork", str(smoke_run.results), str(cfg_path)], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    d = compare.diff(compare.load(str(smoke_run.results)), compare.load(str(tmp_path / "fork")))
+    assert d.config == [] and not d.unrecorded
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    d = compare.diff(compare.load(str(smoke_run.results)), compare.load(str(bare)))
+    assert d.unrecorded == [str(bare)] and "records no config" in compare.terminal(d)

@@ -49,3 +49,33 @@ def test_conda_env_matches_pip_pins():
             seen.add(name)
     reqs = {r.strip().lower() for r in (ROOT / "envs" / "requirements.txt").read_text().splitlines() if r.strip() and not r.startswith("#")}
     assert reqs <= seen, f"missing from envs/depthlab.yaml: {sorted(reqs - seen)}"
+
+
+def test_a_wheel_installed_elsewhere_validates_and_audits(smoke_run, tmp_path):
+    """Issue 68 item 0b: `pip install .` (not editable) or a wheel gave a working `depthlab stage`, but `validate` and
+    `audit` failed with FileNotFoundError on '<site-packages>/schemas/config.schema.yaml': the schema lay beside the
+    package.  It is package data now, read with importlib.resources.  The wheel is built from this checkout, installed
+    into a fresh target (no editable link back to it) and run from another folder."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    whl = tmp_path / "wheel"
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(root), "-w",
+                        str(whl)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    target = tmp_path / "site"
+    wheel = next(whl.glob("depthlab-*.whl"))
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert (target / "depthlab" / "schemas" / "config.schema.yaml").is_file()
+    env = {**__import__("os").environ, "PYTHONPATH": str(target)}
+    where = subprocess.run([sys.executable, "-c", "import depthlab; print(depthlab.__file__)"], capture_output=True,
+                           text=True, env=env, cwd=tmp_path)
+    assert where.stdout.strip() == str(target / "depthlab" / "__init__.py"), where.stdout + where.stderr
+    for args in (["validate", str(root / "config" / "smoke.yaml")], ["audit", str(smoke_run.results / "claims.md")]):
+        p = subprocess.run([sys.executable, "-m", "depthlab", *args], capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=900)
+        assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-3000:])

@@ -99,3 +99,15 @@ def test_the_audit_names_a_replaced_forest_plot(smoke_run, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(copy / "spectra" / "claims.md")],
                          capture_output=True, text=True, timeout=600)
     assert bad.returncode != 0 and "the forest plot differs" in bad.stdout + bad.stderr, bad.stdout[-2000:]
+
+
+def test_huge_effects_are_drawn_at_the_edge_not_a_traceback():
+    """Issue 68 H8: diff --plot with effects of +-1e308 ended in 'Axis limits cannot be NaN or Inf'."""
+    from depthlab import forest
+
+    rows = [{"claim": "1", "statement": "s", "figure": "f", "subject": "a", "verdict": "holds", "effect": 1e308,
+             "stderr": 1e308, "threshold": -1e308},
+            {"claim": "1", "statement": "s", "figure": "f", "subject": "b", "verdict": "does not hold", "effect": -1e308,
+             "stderr": None, "threshold": 0.0}]
+    assert forest.png(forest.run_figure("t", rows)).startswith(b"\x89PNG")
+    assert forest.png(forest.diff_figure("t", [(("x", "1", "s", "f", "a"), rows[0], rows[1])])).startswith(b"\x89PNG")

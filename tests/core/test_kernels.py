@@ -359,3 +359,60 @@ def test_trained_net_approaches_its_linearised_model_as_lr_falls_and_width_grows
         assert gap[0] > gap[1] and gap[1] >= gap[2] - 0.01, gap
         floors.append(gap[2])
     assert floors[1] < floors[0] - 0.05, floors
+
+
+def test_the_large_cholesky_runs_on_one_openblas_thread_and_gives_the_same_fit(monkeypatch):
+    """Issue 68 item 0a: scipy's OpenBLAS 0.3.30 segfaults in dpotrf at N = 20 000 on 2 threads (fine on 1).  From
+    ONE_THREAD_CHOLESKY_N rows on the factorisation runs with scipy's pool at one thread, restored after; the fit is the
+    same as on one thread throughout.  (The N = 20 000 call itself: the slow set.)"""
+    from scipy.linalg import lapack
+    from threadpoolctl import ThreadpoolController
+
+    from depthlab.core import kernel_regression as kr
+
+    seen = []
+    real = lapack.dpotrf
+
+    def spy(*a, **k):
+        libs = ThreadpoolController().select(user_api="blas").lib_controllers
+        seen.append({str(c.filepath): c.num_threads for c in libs})
+        return real(*a, **k)
+
+    monkeypatch.setattr(kr, "ONE_THREAD_CHOLESKY_N", 300)
+    monkeypatch.setattr(lapack, "dpotrf", spy)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((320, 5))
+    y, xt = rng.standard_normal(320), rng.standard_normal((40, 5))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with __import__("threadpoolctl").threadpool_limits(limits=2, user_api="blas"):
+            two = kr.kernel_regression(x, y, xt, [1, 2], device="cpu")
+            after = {str(c.filepath): c.num_threads for c in ThreadpoolController().select(user_api="blas").lib_controllers}
+    finally:
+        torch.set_num_threads(threads)
+    scipy_lib = [p for p in seen[0] if "scipy.libs" in p]
+    assert scipy_lib and all(s[scipy_lib[0]] == 1 for s in seen), seen
+    assert after[scipy_lib[0]] == 2  # restored
+    one = kr.kernel_regression(x, y, xt, [1, 2], device="cpu")
+    np.testing.assert_allclose(two.prediction, one.prediction, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.slow  # minutes: N = 20 000 as the issue's probe ran it
+def test_the_ntk_at_n_20000_on_two_threads_does_not_crash_through_the_public_api(tmp_path):
+    """Issue 68 item 0a, the probe: kernel_regression(x, y, xt, [1, 2, 3], device='cpu') in a plain Python process on 2
+    threads, x of 20 000 x 100 on the sphere of radius 10, 1 000 test points: it died in lapack.dpotrf, 2 of 2 tries."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, torch\\n"
+            "from depthlab.core.kernel_regression import kernel_regression\\n"
+            "torch.set_num_threads(2)\\n"
+            "r = np.random.default_rng(0)\\n"
+            "x = r.standard_normal((20000, 100)); x *= 10 / np.linalg.norm(x, axis=1, keepdims=True)\\n"
+            "t = r.standard_normal((1000, 100)); t *= 10 / np.linalg.norm(t, axis=1, keepdims=True)\\n"
+            "fit = kernel_regression(x, r.standard_normal(20000), t, [1, 2, 3], device='cpu')\\n"
+            "print('ok', np.isfinite(fit.prediction).all())\\n")
+    env = {k: v for k, v in __import__("os").environ.items() if not k.endswith("_NUM_THREADS")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3000, env=env)
+    assert p.returncode == 0 and "ok True" in p.stdout, (p.returncode, p.stdout[-2000:], p.stderr[-3000:])

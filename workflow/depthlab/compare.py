@@ -33,38 +33,56 @@ class DiffError(ValueError):
 class Side:
     label: str
     root: Path
-    config: dict
+    config: dict | None  # None: the folder records no config (not run, and no fork record naming one)
     stores: dict[str, tuple[str, str]]  # relative path -> (study/stage, content hash)
     rows: dict[tuple, dict]  # (study, claim, statement, figure, subject) -> claims.json row
 
 
-def _root(arg: str) -> Path:
+def _root(arg: str) -> tuple[Path, dict | None]:
+    """A side's results folder, and its validated config when ``arg`` is a config file."""
     p = Path(arg)
     if p.is_dir():
-        return p
+        return p, None
     if p.is_file():
         from . import config as dlc
 
         try:
-            return Path(dlc.validate(dlc.read_yaml(p), memory=False, source=p)["results"])
+            cfg = dlc.validate(dlc.read_yaml(p), memory=False, source=p)
         except dlc.ConfigError as e:
             raise DiffError(f"{arg}: {e}") from None
+        return Path(cfg["results"]), cfg
     raise DiffError(f"{arg}: neither a results folder nor a config file")
 
 
-def load(arg: str) -> Side:
-    root = _root(arg)
-    if not root.is_dir():
-        raise DiffError(f"{arg}: its results folder {root} does not exist (has it run?)")
-    cfg: dict = {}
+def _recorded_config(root: Path) -> dict | None:
+    """The config a folder records: its run's ``config.used.yaml``; for a fork that has not run yet, the config file its
+    fork record names (validated); None when there is neither (then the config part says so instead of listing every
+    key as absent: issue 68, H13)."""
+    from . import config as dlc
+
     used = root / "config.used.yaml"
     if used.is_file():
-        from . import config as dlc
-
         try:
             cfg = dlc.read_yaml(used) or {}
         except dlc.ConfigError as e:
             raise DiffError(f"{used}: {e}") from None
+        return cfg if isinstance(cfg, dict) else {}
+    try:
+        rec = safeio.read_json(root / ".depthlab.fork.json")
+        src = Path(str(rec["new_config"])) if isinstance(rec, dict) and "new_config" in rec else None
+        if src is not None and src.is_file():
+            return dlc.validate(dlc.read_yaml(src), memory=False, source=src)
+    except (OSError, ValueError, KeyError, dlc.ConfigError):
+        pass
+    return None
+
+
+def load(arg: str) -> Side:
+    root, given = _root(arg)
+    if not root.is_dir():
+        raise DiffError(f"{arg}: its results folder {root} does not exist (has it run?)")
+    recorded = _recorded_config(root)
+    cfg = recorded if recorded is not None else given
     from .results import _record, _stores
 
     stores: dict[str, tuple[str, str]] = {}
@@ -87,7 +105,7 @@ def load(arg: str) -> Side:
             if isinstance(r, dict):
                 key = (f.parent.name, str(r.get("claim")), str(r.get("statement")), str(r.get("figure")), str(r.get("subject")))
                 rows[key] = r
-    return Side(arg, root, cfg if isinstance(cfg, dict) else {}, stores, rows)
+    return Side(arg, root, cfg if isinstance(cfg, dict) else None, stores, rows)
 
 
 def _verdict(r: dict | None) -> str:
@@ -114,6 +132,7 @@ class Diff:
     changed: list[dict] = field(default_factory=list)  # verdict changed
     moved: list[dict] = field(default_factory=list)  # same verdict, effect moved beyond the combined SE
     same: int = 0
+    unrecorded: list[str] = field(default_factory=list)  # sides that record no config: the keys cannot be compared
 
     @property
     def any_change(self) -> bool:
@@ -122,6 +141,7 @@ class Diff:
     def as_dict(self) -> dict:
         return {"a": str(self.a.root), "b": str(self.b.root),
                 "config": [{"key": k, "a": va, "b": vb} for k, va, vb in self.config],
+                "config_not_recorded": self.unrecorded,
                 "stores": self.stores, "verdict_changed": self.changed, "effect_moved": self.moved, "rows_unchanged": self.same}
 
 
@@ -136,8 +156,12 @@ def _get(cfg: Any, dotted: str) -> Any:
 
 def diff(a: Side, b: Side) -> Diff:
     d = Diff(a, b)
-    keys = folder.differences(a.config, b.config)
-    d.config = [(k, _get(a.config, k), _get(b.config, k)) for k in keys if k != "results"]
+    if a.config is None or b.config is None:
+        d.unrecorded = [s.label for s in (a, b) if s.config is None]
+    else:
+        ca, cb = ({"device_by_study": {}, **c} for c in (a.config, b.config))  # a snapshot leaves an empty mapping out
+        keys = folder.differences(ca, cb)
+        d.config = [(k, _get(ca, k), _get(cb, k)) for k in keys if k != "results"]
     for rel in sorted(set(a.stores) | set(b.stores)):
         sa, sb = a.stores.get(rel), b.stores.get(rel)
         stage = (sa or sb)[0]
@@ -168,19 +192,32 @@ def diff(a: Side, b: Side) -> Diff:
     return d
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0))}
+
+
+def clean(x: Any) -> str:
+    """Text from a folder, made inert for a terminal: every control character (an ANSI escape's ESC, a newline, a
+    carriage return) shown as its \\x escape (issue 68, H13).  Claims files are untrusted input."""
+    return str(x).translate(_CONTROL)
+
+
 def _cell(x: Any) -> str:
-    return str(x).replace("|", "\\|")
+    """A markdown table cell: control characters escaped (a newline would end the row), and the bar."""
+    return clean(x).replace("|", "\\|")
 
 
 def markdown(d: Diff) -> str:
-    lines = [f"# depthlab diff: {d.a.root} -> {d.b.root}", "", "## Config", ""]
-    if d.config:
+    lines = [f"# depthlab diff: {_cell(d.a.root)} -> {_cell(d.b.root)}", "", "## Config", ""]
+    if d.unrecorded:
+        lines.append(f"Not compared: {', '.join(_cell(u) for u in d.unrecorded)} records no config (not run yet).")
+    elif d.config:
         lines += ["| key | A | B |", "|---|---|---|"]
-        lines += [f"| {k} | {_cell(json.dumps(va, sort_keys=True))} | {_cell(json.dumps(vb, sort_keys=True))} |" for k, va, vb in d.config]
+        lines += [f"| {_cell(k)} | {_cell(json.dumps(va, sort_keys=True))} | {_cell(json.dumps(vb, sort_keys=True))} |"
+                  for k, va, vb in d.config]
     else:
         lines.append("The same values (results folder aside).")
     lines += ["", "## Stores (content hash)", "", "| study/stage | same | different | only in A | only in B |", "|---|---|---|---|---|"]
-    lines += [f"| {s} | {c['same']} | {c['different']} | {c['only_a']} | {c['only_b']} |" for s, c in sorted(d.stores.items())]
+    lines += [f"| {_cell(s)} | {c['same']} | {c['different']} | {c['only_a']} | {c['only_b']} |" for s, c in sorted(d.stores.items())]
     lines += ["", f"## Claims: {len(d.changed)} verdict(s) changed, {len(d.moved)} effect(s) moved beyond their combined SE, "
                   f"{d.same} row(s) unchanged", ""]
     if d.changed or d.moved:
@@ -188,8 +225,8 @@ def markdown(d: Diff) -> str:
         for r in d.changed + d.moved:
             ea = _effect({"effect": r["effect_a"], "stderr": r["stderr_a"]})
             eb = _effect({"effect": r["effect_b"], "stderr": r["stderr_b"]})
-            lines.append(f"| {r['study']} | {r['claim']} | {_cell(r['statement'])} | {r['figure']} | {_cell(r['subject'])} | "
-                         f"{r['verdict_a']} -> {r['verdict_b']} | {ea or '-'} -> {eb or '-'} |")
+            lines.append(f"| {_cell(r['study'])} | {_cell(r['claim'])} | {_cell(r['statement'])} | {_cell(r['figure'])} | "
+                         f"{_cell(r['subject'])} | {_cell(r['verdict_a'])} -> {_cell(r['verdict_b'])} | {ea or '-'} -> {eb or '-'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -209,17 +246,22 @@ def plot(d: Diff, path: str | Path, every_row: bool = False) -> int:
 
 
 def terminal(d: Diff) -> str:
-    out = [f"A: {d.a.root}", f"B: {d.b.root}", ""]
-    out.append(f"config: {len(d.config)} key(s) differ" + (":" if d.config else ""))
-    out += [f"  {k}: {json.dumps(va, sort_keys=True)} -> {json.dumps(vb, sort_keys=True)}" for k, va, vb in d.config]
+    out = [f"A: {clean(d.a.root)}", f"B: {clean(d.b.root)}", ""]
+    if d.unrecorded:
+        out.append(f"config: not compared: {', '.join(clean(u) for u in d.unrecorded)} records no config (not run yet)")
+    else:
+        out.append(f"config: {len(d.config)} key(s) differ" + (":" if d.config else ""))
+    out += [f"  {clean(k)}: {clean(json.dumps(va, sort_keys=True))} -> {clean(json.dumps(vb, sort_keys=True))}"
+            for k, va, vb in d.config]
     out += ["", "stores (same / different / only A / only B):"]
-    out += [f"  {s:<34} {c['same']:>5} {c['different']:>5} {c['only_a']:>5} {c['only_b']:>5}" for s, c in sorted(d.stores.items())]
+    out += [f"  {clean(s):<34} {c['same']:>5} {c['different']:>5} {c['only_a']:>5} {c['only_b']:>5}" for s, c in sorted(d.stores.items())]
     out += ["", f"claims: {len(d.changed)} verdict(s) changed, {len(d.moved)} effect(s) moved beyond the combined SE, "
                 f"{d.same} unchanged"]
     for title, rows in (("verdict changed", d.changed), ("effect moved", d.moved)):
         for r in rows:
             ea = _effect({"effect": r["effect_a"], "stderr": r["stderr_a"]})
             eb = _effect({"effect": r["effect_b"], "stderr": r["stderr_b"]})
-            out.append(f"  [{title}] {r['study']} {r['claim']} {r['figure']} {r['subject']}: {r['verdict_a']} -> "
-                       f"{r['verdict_b']}" + (f"; effect {ea or '-'} -> {eb or '-'}" if ea or eb else "") + f"  ({r['statement']})")
+            out.append(clean(f"  [{title}] {r['study']} {r['claim']} {r['figure']} {r['subject']}: {r['verdict_a']} -> "
+                             f"{r['verdict_b']}") + (f"; effect {ea or '-'} -> {eb or '-'}" if ea or eb else "")
+                       + f"  ({clean(r['statement'])})")
     return "\n".join(out) + "\n"

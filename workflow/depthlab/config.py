@@ -15,7 +15,7 @@ is not built.  Validation, in order, stops at the first problem and raises
    of); keys are text (a target named ``1`` or ``true`` must be quoted); no key longer than a file name may be (255 bytes).
    ``results`` must not start with ``-``, hold braces (Snakemake wildcards), name an
    existing file, or make paths longer than the file system allows.
-3. JSON schema (``workflow/schemas/config.schema.yaml`` for the top level, and each study's
+3. JSON schema (``depthlab/schemas/config.schema.yaml``, package data, for the top level, and each study's
    ``schema.yaml`` in its folder for its section; the top level's ``studies`` keys are the studies
    the registry finds), with a strict type checker: an ``integer`` is an int (``2.0`` is refused:
    JSON-schema alone accepts it), a ``number`` is a finite int or float (``.inf`` and ``.nan`` are
@@ -46,7 +46,7 @@ import yaml
 from . import safeio
 from .provenance import canonical_json, spec_hash  # noqa: F401  (re-exported: specs use them)
 
-SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
+SCHEMA_FILE = "schemas/config.schema.yaml"  # package data of depthlab (importlib.resources): a wheel has it too
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Characters that can break out of the quoting a cluster executor gives a value on a job's command line: Snakemake's
 # executor interface quotes --config values, paths and targets with Python's repr, which is not shell quoting (a value
@@ -221,7 +221,9 @@ def _parsed_schema(name: str) -> dict:
 
     if name != "config":
         return yaml.safe_load(get_study(name).schema_path.read_text())
-    schema = yaml.safe_load((SCHEMA_DIR / "config.schema.yaml").read_text())
+    from importlib.resources import files
+
+    schema = yaml.safe_load(files("depthlab").joinpath(SCHEMA_FILE).read_text())
     schema["properties"]["studies"]["properties"] = {
         s: {"type": "object", "description": f"The {s} study's section (its schema: the study folder's schema.yaml)."}
         for s in names()}

@@ -35,11 +35,19 @@ def _num(row: dict, key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
+MAX_DRAWN = 1e300  # a number drawn beyond this (a forged 1e308, say) sits at it: matplotlib's limits must stay finite
+
+
+def _clip(x: float | None) -> float | None:
+    return None if x is None else max(-MAX_DRAWN, min(MAX_DRAWN, x))
+
+
 def verdict(row: dict) -> str:
-    """A claims.json row's verdict, also for an older run's row without the field."""
-    v = row.get("verdict")
-    if isinstance(v, str):
-        return v
+    """A claims.json row's verdict, also for an older run's row without the field (then from ``holds``); a ``verdict``
+    that is not one of the four states (or "answer") is "(not a verdict)" (issue 68, H13: ["x"] read as holds)."""
+    if "verdict" in row:  # a run's row: its verdict must be one of the states (["x"] or "great" is not a verdict)
+        v = row.get("verdict")
+        return v if isinstance(v, str) and v in (*STATES, "answer") else "(not a verdict)"
     if row.get("kind") == "question":
         return "answer"
     return {True: "holds", False: "does not hold"}.get(row.get("holds"), "inconclusive")
@@ -111,7 +119,7 @@ def _draw(plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[di
                 colour = COLOURS.get(v, "#555555")
                 if v in counts:
                     counts[v] += 1
-                e, se, th = _num(r, "effect"), _num(r, "stderr"), _num(r, "threshold")
+                e, se, th = (_clip(_num(r, k)) for k in ("effect", "stderr", "threshold"))
                 if e is not None:
                     ax.errorbar([e], [y], xerr=[[se or 0.0], [se or 0.0]], fmt=markers[k % 2], ms=4.5, capsize=2.5,
                                 color=colour, mfc=colour if se is not None else "white", mec=colour, lw=1.2)
@@ -125,8 +133,9 @@ def _draw(plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[di
         ax.set_ylim(y - 0.7, 0.3)
         ax.set_yticks(ys)
         ax.set_yticklabels(labels, fontsize=6.5)
+        xs = [_clip(x) for x in xs]
         lo, hi = (min(xs), max(xs)) if xs else (0.0, 1.0)
-        pad = (hi - lo) * 0.08 or max(abs(hi), 1.0) * 0.1
+        pad = (hi / 2 - lo / 2) * 0.16 or max(abs(hi), 1.0) * 0.1  # halves first: a span of +-1e308 must not overflow
         ax.set_xlim(lo - pad, hi + pad)
         ax.tick_params(axis="x", labelsize=6.5, pad=1)
         if not xs:  # nothing compared in this panel: no scale to read

@@ -129,6 +129,41 @@ def _regression_cpu(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[in
         numba.set_num_threads(before)
 
 
+ONE_THREAD_CHOLESKY_N = 4096  # from this size scipy's dpotrf runs on one BLAS thread (see _potrf)
+
+
+def _potrf(F: np.ndarray, lower: bool):
+    """scipy's ``dpotrf`` of F in place, on one OpenBLAS thread from ``ONE_THREAD_CHOLESKY_N`` rows on.
+
+    scipy's bundled OpenBLAS (0.3.30) segfaults in ``dpotrf`` at N = 20 000 with 2 threads (issue 68 item 0a; upstream
+    OpenMathLib/OpenBLAS#2562, dpotrf crashing at exactly 2 threads for large N, and #2821, in ``dsyrk_thread`` under
+    ``dpotrf_parallel``), and it is fine on one.  A ``depthlab stage`` process runs on one thread anyway; a notebook or a
+    benchmark calling :func:`kernel_regression` on more gets the factorisation on one and everything else (the fused
+    recursion, the test rows) on its threads.  Only scipy's LAPACK library is limited (threadpoolctl by its file), and
+    only when its pool has more than one thread, so a one-thread process switches nothing.  The cost: the Cholesky is
+    n^3 / 3 flops, about 53 s at N = 20 000 on one core (against the recursion's minutes)."""
+    from scipy.linalg import lapack
+
+    if F.shape[0] < ONE_THREAD_CHOLESKY_N:
+        return lapack.dpotrf(F, lower=lower, clean=0, overwrite_a=1)
+    from threadpoolctl import ThreadpoolController
+
+    ctl = ThreadpoolController()  # scipy.linalg is imported above, so its OpenBLAS is loaded and found
+    mine = ctl.select(user_api="blas").lib_controllers
+    scipy_libs = [c for c in mine if "scipy_openblas" in str(c.filepath) and "numpy" not in str(c.filepath)]
+    many = [c for c in (scipy_libs or mine) if (c.num_threads or 1) > 1]
+    if not many:
+        return lapack.dpotrf(F, lower=lower, clean=0, overwrite_a=1)
+    before = [c.num_threads for c in many]
+    for c in many:
+        c.set_num_threads(1)
+    try:
+        return lapack.dpotrf(F, lower=lower, clean=0, overwrite_a=1)
+    finally:
+        for c, n in zip(many, before):
+            c.set_num_threads(n)
+
+
 def _regression_cpu_threads(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[int], beta: float, block: int,
                             kinds: tuple[str, ...]) -> KernelFit:
     from scipy.linalg import blas, lapack
@@ -159,7 +194,7 @@ def _regression_cpu_threads(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths:
             for j in [None, *range(-12, -1)]:
                 jitter[i, col[L]] = 0.0 if j is None else float(diag.mean()) * 10.0**j
                 fused.fill_factor(F, A, diag, lower, jitter[i, col[L]])
-                c, info = lapack.dpotrf(F, lower=lower, clean=0, overwrite_a=1)
+                c, info = _potrf(F, lower)
                 if info == 0:
                     break
             else:
