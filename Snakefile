@@ -27,6 +27,8 @@ include: "workflow/rules/report.smk"
 # is kept by the job that reruns it, not computed again.
 import depthlab.lock
 
+# A dry run (-n): at parse time the executor is not set yet, so workflow.dryrun reads False; the flag is in output_settings.
+DRY_RUN = bool(getattr(workflow.output_settings, "dryrun", False) or workflow.dryrun)
 if workflow.remote_exec:
     _superseded = depthlab.lock.superseded(R)
     if _superseded:
@@ -35,7 +37,7 @@ if workflow.remote_exec:
     depthlab.lock.register_cluster_job(R)
 elif not workflow.subprocess_exec:
     depthlab.lock.start_run()
-    if not workflow.dryrun and depthlab.lock.killed_before() and depthlab.lock.try_acquire(R):
+    if not DRY_RUN and depthlab.lock.killed_before() and depthlab.lock.try_acquire(R):
         # a restart after a kill: the lock file now names this run, so a job of the killed run that starts from now on
         # does nothing; those still queued are cancelled, those running waited for, and the stores they finished kept
         depthlab.lock.settle_orphans(say=logger.warning, results=R)
@@ -43,6 +45,19 @@ elif not workflow.subprocess_exec:
             logger.info(
                 f"depthlab: {_store} was finished by a job of the killed run after its Snakemake died: its job will keep it"
             )
+
+
+# A dry run says what the real run would (issue 68, N4): a folder that belongs to another config with other values
+# stops it too, naming the keys (the real run checks under the folder's lock, in onstart, and records the owner).
+if DRY_RUN and not workflow.remote_exec and not workflow.subprocess_exec:
+    import depthlab.folder
+
+    try:
+        depthlab.folder.check(
+            R, config, workflow.configfiles[-1] if workflow.configfiles else None, depthlab.folder.continuing()
+        )
+    except depthlab.folder.FolderTaken as e:
+        sys.exit(f"depthlab: {e}")
 
 
 # One run per results folder, whatever the working directory (depthlab.lock): taken when jobs start, held until exit.

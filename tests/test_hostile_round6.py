@@ -118,3 +118,25 @@ def test_a_sweep_out_folder_must_be_its_own(tmp_path):
     assert sweep.prepare(cfg, "seed=1,2", out).values  # the same sweep again: resumed
     with pytest.raises(sweep.SweepError, match="another sweep"):
         sweep.prepare(cfg, "seed=3,4", out)
+
+
+def test_a_dry_run_into_a_folder_of_another_config_stops_as_the_real_run_does(tmp_path):
+    """N4: a dry run of a second smoke.yaml (other values) into the first one's folder listed 11 jobs and said nothing;
+    the real run stops, naming the differing keys.  Now the dry run stops the same way."""
+    import yaml
+
+    from depthlab import config as dlc
+    from depthlab import folder
+    from helpers import smk
+
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    res = tmp_path / "results" / "smoke"
+    cfg["results"] = str(res)
+    a, b = tmp_path / "a" / "smoke.yaml", tmp_path / "b" / "smoke.yaml"
+    a.parent.mkdir()
+    b.parent.mkdir()
+    a.write_text(yaml.safe_dump(cfg))
+    folder.claim(res, dlc.validate(yaml.safe_load(a.read_text()), memory=False, source=a), a)
+    b.write_text(yaml.safe_dump({**cfg, "seed": 5}))
+    p = smk(tmp_path, "--configfile", str(b), "-n", check=False)
+    assert p.returncode != 0 and "differs from it at: seed" in p.stdout + p.stderr, (p.stdout + p.stderr)[-3000:]

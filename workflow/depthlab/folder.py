@@ -57,6 +57,30 @@ def _read(path: Path) -> dict | None:
     return rec if isinstance(rec, dict) and isinstance(rec.get("config"), dict) else None
 
 
+def check(results: str | Path, config: dict, source: str | Path | None, force: bool = False) -> None:
+    """What :func:`claim` would refuse, without recording anything (a dry run: issue 68, N4).  Raises
+    :class:`FolderTaken`."""
+    results = Path(results)
+    rec = _read(results / OWNER)
+    if rec is None or force:
+        return
+    src = str(Path(source).resolve()) if source else "(no config file)"
+    values = _values(config)
+    if rec.get("source") == src or rec["config"] == values:
+        return
+    _refuse(results, rec, src, values)
+
+
+def _refuse(results: Path, rec: dict, src: str, values: dict) -> None:
+    keys = differences(rec["config"], values)
+    shown = ", ".join(keys[:12]) + (f" and {len(keys) - 12} more" if len(keys) > 12 else "")
+    raise FolderTaken(
+        f"results folder {results} belongs to the config {rec.get('source')}, and {src} differs from it at: {shown}. "
+        f"Give this config a folder of its own (a `results:` key), or, to make {results} this config's (its "
+        f"stores are reused where their jobs are unchanged), run again with DEPTHLAB_CONTINUE=1 "
+        f"(make run CONTINUE=1)")
+
+
 def claim(results: str | Path, config: dict, source: str | Path | None, force: bool = False) -> str:
     """Check that ``results`` belongs to this config (module docstring) and record it; returns a line for the log.
     Raises :class:`FolderTaken` naming both files and the differing keys."""
@@ -74,13 +98,7 @@ def claim(results: str | Path, config: dict, source: str | Path | None, force: b
         elif rec["config"] == values:
             return f"depthlab: {results} belongs to {rec.get('source')}; {src} has the same values"
         else:
-            keys = differences(rec["config"], values)
-            shown = ", ".join(keys[:12]) + (f" and {len(keys) - 12} more" if len(keys) > 12 else "")
-            raise FolderTaken(
-                f"results folder {results} belongs to the config {rec.get('source')}, and {src} differs from it at: {shown}. "
-                f"Give this config a folder of its own (a `results:` key), or, to make {results} this config's (its "
-                f"stores are reused where their jobs are unchanged), run again with DEPTHLAB_CONTINUE=1 "
-                f"(make run CONTINUE=1)")
+            _refuse(results, rec, src, values)
     results.mkdir(parents=True, exist_ok=True)
     storage.write_json({"source": src, "config": values}, path)
     return f"depthlab: {results} now belongs to {src}" + _fork_note(results)

@@ -200,13 +200,14 @@ def git_version(folder: str | Path, roots: tuple = ()) -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def study_source(folder: str | Path) -> dict[str, str] | None:
-    """Where a study's code comes from when it is not built in (a folder on $DEPTHLAB_STUDY_PATH): the folder and its
-    git version; None for a built-in study (the checkout's code_version covers it)."""
-    from .studies import BUILTIN
+BUILTIN_STUDIES = PACKAGE_DIR / "studies"  # the built-in studies' folder (named here: provenance knows no registry)
 
+
+def study_source(folder: str | Path, builtin: Path = BUILTIN_STUDIES) -> dict[str, str] | None:
+    """Where a study's code comes from when it is not built in (a folder on $DEPTHLAB_STUDY_PATH): the folder and its
+    git version; None for a built-in study, one in ``builtin`` (the checkout's code_version covers it)."""
     folder = Path(folder).resolve()
-    if folder.parent == BUILTIN:
+    if folder.parent == Path(builtin).resolve():
         return None
     return {"folder": str(folder), "version": git_version(folder, roots=(folder, folder.parent))}
 

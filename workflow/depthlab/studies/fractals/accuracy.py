@@ -3,20 +3,27 @@ of test accuracies (the best along the run, the last it reached)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from depthlab.core.stopping import StopRule
 
-if TYPE_CHECKING:
-    from .specs import Training
+from .chance import CHANCE
 
 
-CHANCE = 0.5  # the fractal sets are balanced: half of each class (depthlab/studies/fractals/specs.py checks n_train, n_test)
+class StopSettings(Protocol):
+    """What :func:`stop_rule` reads of a training's settings (the fractal nets' and the CNNs' ``Training`` of
+    ``specs``; named structurally, so this module imports nothing of the specs, which import it)."""
+
+    patience: int
+    abs_tol: float
+    plateau_growth: float
+    onset_checks: int | None
+    onset_margin: float | None
 
 
-def stop_rule(t: "Training") -> StopRule:
+def stop_rule(t: StopSettings) -> StopRule:
     """The plateau rule on the test error; with ``onset_checks`` (fractal nets), a net whose test accuracy has not yet risen
     above chance + ``onset_margin`` (a slow start: the pdeg-12 net at rate 1e-5 sits at 0.50-0.51 for 100 epochs, then
     climbs) is not stopped before that many checks.  The CNNs' Training has none (onset_checks None).  The window grows

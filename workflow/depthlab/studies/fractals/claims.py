@@ -42,7 +42,7 @@ from depthlab.core.stats import Estimate
 if TYPE_CHECKING:
     from .specs import ClaimsSpec
 
-from .accuracy import CHANCE
+from .chance import CHANCE
 from .plots import best, curve_table
 
 NOTES = ["Criteria: see the docstring of `depthlab/studies/fractals/claims.py`.",

@@ -24,7 +24,7 @@ from depthlab.core.shapes import layer_sizes
 from depthlab.plan import batches
 from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
-from .accuracy import CHANCE
+from .chance import CHANCE
 from .distributions import level_weights
 
 STUDY = "fractals"
