@@ -164,6 +164,37 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     print(f"SLURM chaos schedule (DEPTHLAB_CHAOS_SEED={seed}): {faults}, then kill -9 of the submit host's Snakemake")
     first_log, again_log = open(tmp_path / "first.log", "w"), open(tmp_path / "restart.log", "w")  # files: a full pipe blocks
     p = subprocess.Popen(slurm, env=held_env, stdout=first_log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:  # whatever happens below (issue 68): the holds are released, both Snakemakes stopped, SLURM's queue emptied
+        _chaos(p, slurm, hold, held_env, rng, faults, again_log, tmp_path, work, local)
+    finally:
+        (hold / "release").touch()
+        for proc in (p,):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        subprocess.run(["pkill", "-KILL", "-f", str(work)], capture_output=True)  # a restart's Snakemake, if one is left
+        subprocess.run(["scancel", "--user", "root"], capture_output=True)
+        first_log.close()
+        again_log.close()
+
+
+CHAOS_WAIT_S = 600  # the most any one wait of the chaos test may take before it fails, saying what it waited for
+
+
+def _wait(what: str, done, t0: float, timeout: float = CHAOS_WAIT_S, proc=None) -> None:
+    """Wait until ``done()``; fail naming ``what`` after ``timeout`` seconds, or when ``proc`` (the submit host) ended."""
+    start = time.time()
+    while not done():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the run ended (exit {proc.returncode}) while waiting for {what} (t={time.time() - t0:.0f} s)")
+        if time.time() - start > timeout:
+            raise AssertionError(f"waited {timeout:.0f} s for {what} (t={time.time() - t0:.0f} s); SLURM's queue: {_queue()}")
+        time.sleep(1)
+
+
+def _chaos(p, slurm, hold, held_env, rng, faults, again_log, tmp_path, work, local):
+    """The chaos test's faults, kill and restart (see the test), every wait bounded by ``CHAOS_WAIT_S``."""
+    import signal
+
     done, t0, hit, timed = [], time.time(), set(), None
 
     def say(what: str) -> None:
@@ -187,16 +218,17 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
                 timed = job
         time.sleep(1)
     assert not faults, f"the run ended before every fault was dealt: {done}"
-    # the time limit must really end the job (TIMEOUT), and the profile's retry start before the submit host dies
-    while p.poll() is None and _job_state(timed) not in ("TIMEOUT", ""):
-        time.sleep(2)
+    # the time limit must really end the job (TIMEOUT), and the profile's retry be submitted before the submit host dies
+    _wait(f"job {timed} to reach its time limit", lambda: _job_state(timed) in ("TIMEOUT", ""), t0, proc=p)
     state = _job_state(timed)
     assert state == "TIMEOUT", f"job {timed} ended {state or 'unseen'}, not at its time limit (it was held: see its log)"
     say(f"job {timed} ended at its time limit (TIMEOUT)")
-    while p.poll() is None and not any(s == "RUNNING" and int(j) > int(timed) for j, s, _ in _queue()):
-        time.sleep(1)
-    assert p.poll() is None, "the run ended before the submit host could be killed"
+    # its retry: submitted, running, or pending while held jobs fill the node's cores (DEPTHLAB_CHAOS_SEED=3: the
+    # requeued job, held at its checkpoint, and the others held too; waiting for a RUNNING retry never ended there)
+    _wait(f"the profile's retry of job {timed} to be submitted",
+          lambda: any(s in ("RUNNING", "PENDING") and int(j) > int(timed) for j, s, _ in _queue()), t0, proc=p)
     time.sleep(rng.uniform(20, 30))  # into the retry's training: the restart must wait for it and keep what it writes
+    assert p.poll() is None, "the run ended before the submit host could be killed"
     os.killpg(p.pid, signal.SIGKILL)  # the submit host dies; its SLURM jobs go on
     p.wait()
     (hold / "release").touch()  # the held jobs train on; the restart holds nothing
@@ -210,15 +242,18 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     unlock = subprocess.run([*slurm, "--unlock"], env=held_env, capture_output=True, text=True)
     assert unlock.returncode == 0, unlock.stderr[-3000:]
     print("".join(f"    {line}\n" for line in (unlock.stdout + unlock.stderr).splitlines() if "depthlab:" in line), end="")
-    again = subprocess.Popen(slurm, env=held_env, stdout=again_log, stderr=subprocess.STDOUT, text=True)
+    again = subprocess.Popen(slurm, env=held_env, stdout=again_log, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
     seen: dict[str, set] = {}
     while again.poll() is None or any(s in ("RUNNING", "PENDING", "REQUEUED") for _, s, _ in _queue()):
         # every version of every store from the restart on, until the restart is done and SLURM's queue is empty
         for k, v in store_versions(results).items():
             seen.setdefault(k, set()).add(v)
-        assert time.time() - t0 < 3600, "the restart and the jobs left in SLURM did not finish within the hour"
+        if time.time() - t0 > 3600:
+            os.killpg(again.pid, signal.SIGKILL)
+            raise AssertionError(f"the restart and the jobs left in SLURM did not finish within the hour: {_queue()}")
         time.sleep(0.5)
-    again_log.close()
+    again_log.flush()
     out = unlock.stdout + unlock.stderr + (tmp_path / "restart.log").read_text(errors="replace")
     out += "".join(q.read_text(errors="replace") for q in sorted((results / "logs" / "snakemake").glob("*.log")))
     assert again.returncode == 0, out[-6000:]

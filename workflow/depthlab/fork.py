@@ -271,8 +271,6 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
               "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "complete": False}
     if resuming:
         try:
-            from . import safeio
-
             old = safeio.read_json(new / RECORD)
             out.benchmarks.update({str(k): str(v) for k, v in (old.get("benchmarks") or {}).items()})
         except (OSError, ValueError, AttributeError):
