@@ -26,18 +26,21 @@ def rows(text: str, study: str = "", extensions: bool = False) -> list[tuple[str
     (``| study | ID (statement) | figure | subject | verdict | evidence |``) or one study's
     (``| claim | statement | figure | subject | verdict | evidence |``, its study given as ``study``).  Cells are split
     at unescaped bars (a statement may hold ``\\|``)."""
-    out, combined, ext = [], False, False
+    out, combined, ext, in_table = [], False, False, False
     for line in text.splitlines():
         if line.startswith("## "):  # "## Extensions: rows beyond the papers' claims" starts the rows counted apart
             ext = line.startswith("## Extensions")
+            continue
+        if not line.strip().startswith("|"):  # a table ends at its first line that is not a row
+            in_table = False
             continue
         if ext != extensions:
             continue
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
         if cells[:2] in (["study", "claim"], ["claim", "statement"]):
-            combined = cells[0] == "study"
+            combined, in_table = cells[0] == "study", True  # a verdict table's header (not the counts' table)
             continue
-        if len(cells) < 6 or cells[4] not in VERDICTS:
+        if not in_table or len(cells) < 6 or cells[4] not in VERDICTS:
             continue
         if combined:
             m = re.match(r"(.+?) \((.*)\)$", cells[1])

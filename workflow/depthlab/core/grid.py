@@ -43,6 +43,7 @@ def train_grid(
     eval_set: tuple[np.ndarray, np.ndarray] | None = None,
     progress: Callable[[str], None] | None = None,
     checkpoint: Checkpoint | None = None,
+    prune=None,
 ) -> GridResult:
     """Train C = len(lrs) rates x S = len(order_seeds) seeds as one batch of C S models.
 
@@ -56,5 +57,5 @@ def train_grid(
         raise ValueError(f"init holds {init[0][0].shape[0]} models for {S} seeds")
     rows = np.tile(np.arange(len(y)), (S, 1)) if rows is None else np.asarray(rows)
     res = train(x, y, np.tile(rows, (C, 1)), np.repeat(lrs, S), [(W.repeat(C, 1, 1), b.repeat(C, 1, 1)) for W, b in init],
-                np.tile(order_seeds, C), settings, eval_set=eval_set, progress=progress, checkpoint=checkpoint)
+                np.tile(order_seeds, C), settings, eval_set=eval_set, progress=progress, checkpoint=checkpoint, prune=prune)
     return GridResult(lrs=lrs, seeds=S, result=res)

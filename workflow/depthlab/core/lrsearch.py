@@ -10,8 +10,16 @@ in :func:`depthlab.core.grid.train_grid` (the folds as its seeds).  The score ma
 ``use_folds`` < K trains only the first folds: ``folds = 5, use_folds = 1`` is a
 single 80/20 validation split.
 
-The chosen rate is the evaluated one with the lowest mean validation error among those where no fold diverged
-(:func:`depthlab.core.edges.choose`).  When it is the smallest or the largest rate evaluated, the search grows: one
+Successive halving (``halving_eta`` > 1; Jamieson & Talwalkar 2016, the rungs of Hyperband, Li et al. 2018): a round's
+candidates x folds train as one batch up to a first rung (``max_epochs / eta^R`` epochs, R = ``halving_rungs``), where
+each candidate's mean validation error over its folds ranks it; the best ceil(n / eta) go on to the next rung, the
+others leave the batch (stop reason ``pruned``, their error at the rung recorded and fed to the optimiser as it is);
+at the last rung the survivors train to the budget.  Only a candidate trained to the end of its budget (or stopped by
+its own rule before) can be chosen.  The trainer retires pruned models from its stack, so they cost nothing after their
+rung (:func:`depthlab.core.trainer.train`'s ``prune``).
+
+The chosen rate is the evaluated one with the lowest mean validation error among those where no fold diverged (and
+none was pruned) (:func:`depthlab.core.edges.choose`; a pruned rate counts as tried, so it can make a choice inside).  When it is the smallest or the largest rate evaluated, the search grows: one
 round of ``candidates_per_round`` rates spread evenly over the next decade beyond it (inside ``log10_lr_limits``), at
 most ``grow_rounds`` times; a choice still at an edge after that is *flagged*.
 """
@@ -28,7 +36,7 @@ import torch
 
 from .edges import choose
 from .grid import train_grid
-from .mlp import init_params, predict, select
+from .mlp import forward, init_params, predict, select
 from .seeds import rng, seed, seeds
 from .trainer import Checkpoint, TrainSettings, fingerprint
 
@@ -47,6 +55,8 @@ class SearchSettings:
     use_folds: int | None = None  # train only the first use_folds folds (None: all K)
     grow_rounds: int = 0  # rounds that extend the search a decade beyond a choice at an edge of what was evaluated
     log10_lr_limits: tuple[float, float] | None = None  # how far growth may go (None: the box itself)
+    halving_eta: int = 0  # successive halving within each round: keep the best 1/eta at each rung (0 or 1: off)
+    halving_rungs: int = 2  # rungs below the budget: at max_epochs / eta^R, ..., max_epochs / eta
 
 
 @dataclass
@@ -62,6 +72,7 @@ class SearchResult:
     fold_of: np.ndarray  # [N] fold id of each training row (-1: never validated)
     edge: str = ""  # "", "lower" or "upper": where the choice lies among the rates evaluated (depthlab.core.edges)
     flagged: bool = False  # still at an edge when the search could grow no further
+    pruned: np.ndarray | None = None  # [E, K'] bool: cut at a rung of successive halving (None: no halving)
 
 
 class SearchCheckpoint(Checkpoint, Protocol):
@@ -87,18 +98,100 @@ def fold_indices(n: int, folds: int, fold_seed: int) -> tuple[np.ndarray, np.nda
     return np.stack(tr), np.stack(va), fold_of
 
 
+def rung_epochs(max_epochs: int, check_every: int, eta: int, rungs: int) -> tuple[int, ...]:
+    """The rungs of successive halving: max_epochs / eta^r for r = rungs ... 1, each rounded up to a check epoch (the
+    trainer prunes at checks), those below the budget, increasing and distinct."""
+    if eta <= 1 or rungs < 1:
+        return ()
+    E, c = max_epochs, check_every
+    out = sorted({min(E, c * int(np.ceil(E / eta**r / c))) for r in range(rungs, 0, -1)})
+    return tuple(int(e) for e in out if e < E)
+
+
+@dataclass
+class Halving:
+    """The pruning rule of one round (module docstring): at each rung epoch, every candidate still in the race is
+    ranked by its mean validation error over its K folds (models still training by their parameters now, stopped ones
+    by their final parameters, a diverged fold as ``diverged_error``); the best ceil(n / eta) stay, the active folds of
+    the others leave.  Model m = (candidate m // K, fold m % K); ``va`` [K, nv] the folds' validation rows."""
+
+    epochs: tuple[int, ...]
+    eta: int
+    x: np.ndarray
+    y: np.ndarray
+    va: np.ndarray
+    candidates: int
+    loss: object
+    diverged_error: float
+    chunk: int = 2048
+    log: list = None  # (epoch, candidates in the race, kept) per rung
+
+    def __repr__(self) -> str:  # the checkpoint key: what decides the cuts (the data and rows are in the key already)
+        return f"Halving(epochs={self.epochs}, eta={self.eta}, diverged_error={self.diverged_error!r})"
+
+    def __post_init__(self) -> None:
+        self.log = []
+        self.out = np.zeros(self.candidates, dtype=bool)  # candidates cut at an earlier rung
+
+    def errors(self, active: np.ndarray, params, final, reason: np.ndarray) -> np.ndarray:
+        """Validation error of every model [M] (float64)."""
+        from .stopping import DIVERGED
+
+        K = self.va.shape[0]
+        M = self.candidates * K
+        err = np.full(M, self.diverged_error)
+        W0 = params[0][0] if len(active) else final[0][0]
+        X = torch.as_tensor(self.x, dtype=W0.dtype, device=W0.device)
+        Y = self.y
+        pos = {int(m): i for i, m in enumerate(active)}
+        for group, stack in (("active", params), ("final", final)):
+            ids = [m for m in range(M) if (m in pos) == (group == "active") and reason[m] != DIVERGED]
+            if not ids:
+                continue
+            sel = torch.as_tensor([pos[m] for m in ids] if group == "active" else ids, device=stack[0][0].device)
+            sub = [(W.index_select(0, sel).to(W0.device), b.index_select(0, sel).to(W0.device)) for W, b in stack]
+            rows = self.va[np.asarray(ids) % K]  # [n_ids, nv]
+            outs = []
+            for s in range(0, rows.shape[1], self.chunk):
+                j = torch.as_tensor(rows[:, s : s + self.chunk], device=X.device)
+                outs.append(forward(sub, X[j]))
+            out = torch.cat(outs, 1).double().cpu().numpy()
+            e = np.asarray(self.loss.error(out, Y[rows]), dtype=np.float64)
+            err[ids] = np.where(np.isfinite(e), e, self.diverged_error)
+        return err
+
+    def __call__(self, epoch: int, active: np.ndarray, params, final, reason: np.ndarray) -> np.ndarray:
+        K = self.va.shape[0]
+        with torch.no_grad():
+            err = self.errors(active, params, final, reason).reshape(self.candidates, K).mean(1)
+        race = np.flatnonzero(~self.out)
+        keep_n = int(np.ceil(len(race) / self.eta))
+        order = race[np.argsort(err[race], kind="stable")]
+        cut = order[keep_n:]
+        self.out[cut] = True
+        self.log.append((int(epoch), len(race), keep_n))
+        return np.flatnonzero(np.isin(np.asarray(active) // K, cut))
+
+
 def validation_errors(
     x: np.ndarray, y: np.ndarray, lrs: np.ndarray, sizes: list[int], init_scheme: str,
     tr: np.ndarray, va: np.ndarray, settings: TrainSettings, search_seed: int, diverged_error: float,
-    progress: Callable[[str], None] | None = None, checkpoint: Checkpoint | None = None,
+    progress: Callable[[str], None] | None = None, checkpoint: Checkpoint | None = None, halving: tuple[int, int] = (0, 0),
 ) -> dict[str, np.ndarray]:
-    """Train len(lrs) x K models as one batch; return per-(lr, fold) validation error etc., each [C, K]."""
+    """Train len(lrs) x K models as one batch; return per-(lr, fold) validation error etc., each [C, K].  ``halving``
+    (eta, rungs): successive halving of the candidates (:class:`Halving`); ``pruned`` says which models it cut."""
+    from .stopping import PRUNED
+
     C, K = len(lrs), tr.shape[0]
     loss = settings.loss
+    epochs = rung_epochs(settings.max_epochs, settings.check_every, *halving)
+    prune = Halving(epochs, halving[0], x, y, va, C, loss, diverged_error) if epochs and C > 1 else None
     # common random numbers across candidates: fold k always starts from the same init and data order
     fold_init = init_params(sizes, seeds(search_seed, "init", K), init_scheme)
     res = train_grid(x, y, lrs, fold_init, seeds(search_seed, "order", K), settings, rows=tr, progress=progress,
-                     checkpoint=checkpoint).result  # model m = (candidate m // K, fold m % K)
+                     checkpoint=checkpoint, prune=prune).result  # model m = (candidate m // K, fold m % K)
+    if prune is not None and progress is not None:
+        progress("successive halving: " + "; ".join(f"epoch {e}: kept {k} of {n}" for e, n, k in prune.log))
     va_m = np.tile(va, (C, 1))
     err = np.full(C * K, diverged_error)
     for m in np.flatnonzero(~res.diverged):
@@ -107,7 +200,8 @@ def validation_errors(
         err[m] = e if np.isfinite(e) else diverged_error
     shape = (C, K)
     return {"val_error": err.reshape(shape), "diverged": res.diverged.reshape(shape),
-            "converged": res.converged.reshape(shape), "epochs": res.epochs.reshape(shape)}
+            "converged": res.converged.reshape(shape), "epochs": res.epochs.reshape(shape),
+            "pruned": (res.stop_reason == PRUNED).reshape(shape)}
 
 
 def propose(opt, seen: np.ndarray, q: int, lo: float, hi: float) -> np.ndarray:
@@ -176,7 +270,8 @@ def search_lr(
     # a diverged fold scores as predicting far worse than the constant 0 would
     diverged_error = 10.0 * float(np.mean(y**2)) if settings.loss.task == "regression" else 1.0
     depth = len(sizes) - 2
-    keys = ("val_error", "diverged", "converged", "epochs")
+    keys = ("val_error", "diverged", "converged", "epochs", "pruned")
+    halving = (search.halving_eta, search.halving_rungs)
     key = fingerprint(x, y, sizes, init_scheme, repr(search), repr(settings))
     done: list[dict[str, np.ndarray]] = []
     if checkpoint is not None:
@@ -192,8 +287,9 @@ def search_lr(
         if r > search.rounds:  # the design and the BO rounds are done: grow while the choice sits at an edge
             val = np.concatenate([o["val_error"] for o in rows])
             failed = np.concatenate([o["diverged"] for o in rows]).any(1)
+            cut = np.concatenate([o["pruned"] for o in rows]).any(1)
             seen = np.concatenate(us)
-            choice = choose(10.0**seen, val.mean(1), failed)
+            choice = choose(10.0**seen, np.where(cut, np.inf, val.mean(1)), failed)
             if not choice.at_edge or r > search.rounds + search.grow_rounds:
                 break
             u = _beyond(seen, choice.edge, search.candidates_per_round, limits)
@@ -214,7 +310,8 @@ def search_lr(
             what = f"round {r}/{search.rounds}" if r <= search.rounds else f"growth {r - search.rounds} ({choice.edge} edge)"
             say(f"lr search depth {depth} {what}: training {len(lrs)} lr x {used} folds, lr = " + ", ".join(f"{v:.3g}" for v in lrs))
             sub = checkpoint.child(f"round{r}") if checkpoint is not None else None
-            out = validation_errors(x, y, lrs, sizes, init_scheme, tr, va, settings, search.seed, diverged_error, progress, sub)
+            out = validation_errors(x, y, lrs, sizes, init_scheme, tr, va, settings, search.seed, diverged_error, progress, sub,
+                                    halving=halving)
             if checkpoint is not None:
                 done.append({"u": u, **out})
                 checkpoint.save(key, {f"{i}/{k}": torch.as_tensor(np.asarray(v)) for i, row in enumerate(done) for k, v in row.items()})
@@ -233,6 +330,7 @@ def search_lr(
         diverged=np.concatenate([o["diverged"] for o in rows]), converged=np.concatenate([o["converged"] for o in rows]),
         epochs=np.concatenate([o["epochs"] for o in rows]), score=score, best_lr=float(lr_all[best]), fold_of=fold_of,
         edge=choice.edge, flagged=choice.at_edge,
+        pruned=np.concatenate([o["pruned"] for o in rows]) if search.halving_eta > 1 else None,
     )
 
 

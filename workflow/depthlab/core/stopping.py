@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-RUNNING, TARGET, PLATEAU, BUDGET, DIVERGED = 0, 1, 2, 3, 4
-REASONS = ("running", "target", "plateau", "budget", "diverged")  # a reason code's name: REASONS[code]
+RUNNING, TARGET, PLATEAU, BUDGET, DIVERGED, PRUNED = 0, 1, 2, 3, 4, 5
+REASONS = ("running", "target", "plateau", "budget", "diverged", "pruned")  # a reason code's name: REASONS[code]
+# pruned: a successive-halving rate search stopped it at a rung, its candidate being among the worse (core.lrsearch)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,14 @@ class StopRule:
         ids = np.asarray(ids)
         ids = ids[state.reason[ids] == RUNNING]
         state.reason[ids] = BUDGET
+        state.stopped_at[ids] = at
+
+    @staticmethod
+    def prune(state: "StopState", ids: np.ndarray, at: int) -> None:
+        """Models ``ids`` (still running) were cut at a rung of a successive-halving search: not converged, not diverged."""
+        ids = np.asarray(ids)
+        ids = ids[state.reason[ids] == RUNNING]
+        state.reason[ids] = PRUNED
         state.stopped_at[ids] = at
 
     @staticmethod

@@ -89,6 +89,15 @@ class TrainResult:
     seconds: float = 0.0
 
 
+class Pruner(Protocol):
+    """A successive-halving rule (depthlab.core.lrsearch.Halving): at its rung epochs (check epochs), which of the models
+    still training leave the batch (positions among ``active``), from their current parameters."""
+
+    epochs: tuple[int, ...]
+
+    def __call__(self, epoch: int, active: np.ndarray, params: Params, final: Params, reason: np.ndarray) -> np.ndarray: ...
+
+
 class Checkpoint(Protocol):
     """Where a run's state survives a kill: load once at the start, save at every check."""
 
@@ -285,6 +294,7 @@ def train(
     eval_set: tuple[np.ndarray, np.ndarray] | None = None,
     progress: Callable[[str], None] | None = None,
     checkpoint: Checkpoint | None = None,
+    prune: Pruner | None = None,
 ) -> TrainResult:
     """Train M models until each meets its loss' stop rule, diverges or hits max_epochs.
 
@@ -294,7 +304,8 @@ def train(
     scored at every check.  With ``checkpoint``, a saved state of this very call
     (same data, rows, rates, init, seeds and settings) is resumed, and the result
     equals an uninterrupted run's exactly (data order is a pure function of
-    (seed, epoch)).
+    (seed, epoch)).  ``prune``: at its rung epochs (checks), after the stop rule, the models it names leave the batch
+    with reason ``pruned`` (a successive-halving search; their parameters at the rung are their final ones).
     """
     t0 = time.perf_counter()
     s = settings
@@ -326,7 +337,8 @@ def train(
     saved = None
     if checkpoint is not None:
         key = fingerprint(x, y, train_idx, lr, *[t for layer in init for t in layer], order_seeds, repr(s),
-                          None if eval_set is None else eval_set[0], None if eval_set is None else eval_set[1])
+                          None if eval_set is None else eval_set[0], None if eval_set is None else eval_set[1],
+                          *(() if prune is None else (repr(prune),)))
         saved = checkpoint.load(key)
     if saved is not None:
         st = TrainState.from_tensors(saved, dev)
@@ -378,6 +390,11 @@ def train(
             stop = bad | done | (st.epoch == s.max_epochs)
             if stop.any():
                 st.retire(np.flatnonzero(stop))
+            if is_check and prune is not None and st.epoch in prune.epochs and len(st.active):
+                cut = np.asarray(prune(st.epoch, st.active, st.params, st.final, st.stopping.reason), dtype=np.int64)
+                if len(cut):
+                    rule.prune(st.stopping, st.active[cut], st.epoch)
+                    st.retire(cut)
             if is_check:
                 finite = st.train_loss[np.isfinite(st.train_loss)]
                 say(f"epoch {st.epoch}/{s.max_epochs}: {len(st.active)} of {M} models still training, "

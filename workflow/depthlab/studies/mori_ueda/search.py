@@ -21,7 +21,8 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     s = spec.search
     search = SearchSettings(folds=s.folds, log10_lr_bounds=s.log10_lr_bounds, init_points=s.init_points,
                             rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed,
-                            grow_rounds=s.grow_rounds, log10_lr_limits=s.log10_lr_limits)
+                            grow_rounds=s.grow_rounds, log10_lr_limits=s.log10_lr_limits,
+                            halving_eta=s.halving_eta, halving_rungs=s.halving_rungs)
     sizes = layer_sizes(data.sizes["feature"], spec.shape.width, spec.shape.depth)
     res = search_lr(data.x_train.values, data.y_train.values, sizes, "glorot_uniform", search,
                     settings(spec.training, ctx.device), ctx.progress, ctx.checkpoint)
@@ -38,7 +39,12 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
             "lr_edge": ((), res.edge, {"description": "where best_lr lies among the rates evaluated: '', 'lower' or 'upper'"}),
             "lr_flagged": ((), res.flagged, {"description": "best_lr is at an edge the search could not grow past"}),
             "fold_of": (("train_sample",), res.fold_of),
+            **({} if res.pruned is None else {"pruned": (("eval", "fold"), res.pruned, {
+                "description": f"cut at a rung of successive halving (eta {s.halving_eta}, {s.halving_rungs} rungs): its "
+                               "val_error is the one at its rung, and it could not be chosen"})}),
         },
         coords={"fold": np.arange(search.folds), "depth": spec.shape.depth, "width": spec.shape.width},
-        attrs={"n_params": spec.shape.n_params},
+        attrs={"n_params": spec.shape.n_params,
+               "search": (f"successive halving, eta {s.halving_eta}, {s.halving_rungs} rungs" if s.halving_eta > 1
+                          else "full: every candidate trained to its budget")},
     )

@@ -190,6 +190,23 @@ class Search:
     seed: int  # the search's own master seed (folds, proposals, the CV nets)
     grow_rounds: int  # rounds that extend the search a decade beyond a choice at an edge
     log10_lr_limits: tuple[float, float]  # how far it may grow
+    halving_eta: int = 0  # successive halving within each round: keep the best 1/eta at each rung (0: the full search)
+    halving_rungs: int = 2  # rungs below the budget
+
+    def trained_epochs(self, max_epochs: int, check_every: int, per_round: int) -> float:
+        """Candidate-epochs one round of ``per_round`` candidates trains at most (each x its folds): the full search
+        ``per_round x max_epochs``; with halving, each rung's survivors up to the next rung (core.lrsearch)."""
+        from depthlab.core.lrsearch import rung_epochs
+
+        if self.halving_eta <= 1 or per_round <= 1:
+            return float(per_round * max_epochs)
+        rungs = list(rung_epochs(max_epochs, check_every, self.halving_eta, self.halving_rungs)) + [max_epochs]
+        n, done, total = per_round, 0, 0.0
+        for e in rungs:
+            total += n * (e - done)
+            done = e
+            n = int(-(-n // self.halving_eta))
+        return total
 
 
 def _data(config: dict, job: DepthJob) -> DataSpec:
@@ -220,7 +237,8 @@ class LrSearchSpec(Spec):
         search = Search(folds=ls["folds"], log10_lr_bounds=tuple(float(v) for v in ls["log10_lr_bounds"]),
                         init_points=ls["init_points"], rounds=ls["rounds"], candidates_per_round=ls["candidates_per_round"],
                         seed=seed(config["seed"], "search", job.depth, ls["seed"]), grow_rounds=ls["grow_rounds"],
-                        log10_lr_limits=tuple(float(v) for v in ls["log10_lr_limits"]))
+                        log10_lr_limits=tuple(float(v) for v in ls["log10_lr_limits"]),
+                        halving_eta=int(ls["halving"]["eta"]), halving_rungs=int(ls["halving"]["rungs"]))
         return cls(job=job, data=_data(config, job), shape=Shape.of(config, job),
                    training=_training(config, job.figure, ls["max_epochs"]), search=search)
 
@@ -229,17 +247,20 @@ class LrSearchSpec(Spec):
 
     def work(self) -> float:
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
-        s, n = self.search, self.data.target.n_train
-        evals = s.init_points + s.rounds * s.candidates_per_round  # each trains `folds` nets on (folds - 1)/folds of n
-        # (growth rounds, when the choice sits at an edge, are absorbed by the fitted rate)
-        return 6.0 * self.shape.n_params * n * (s.folds - 1) * evals * self.training.max_epochs
+        s, n, t = self.search, self.data.target.n_train, self.training
+        # candidate-epochs of the initial design and of each round (successive halving cuts them), each trains `folds`
+        # nets on (folds - 1)/folds of n; growth rounds, when the choice sits at an edge, are absorbed by the fitted rate
+        epochs = (s.trained_epochs(t.max_epochs, t.check_every, s.init_points)
+                  + s.rounds * s.trained_epochs(t.max_epochs, t.check_every, s.candidates_per_round))
+        return 6.0 * self.shape.n_params * n * (s.folds - 1) * epochs
 
     def calls(self) -> float:
         """Optimiser steps at the epoch budget, times the layers (depthlab.plan.calls_of): each round (the initial points, then
         each round of candidates) trains its candidates x folds stacked on (folds - 1)/folds of the data."""
-        s, n = self.search, self.data.target.n_train
-        per_round = batches(n * (s.folds - 1) // s.folds, self.training.batch_size) * self.training.max_epochs
-        return float((1 + s.rounds) * per_round * (self.shape.depth + 1))
+        s, n, t = self.search, self.data.target.n_train, self.training
+        steps = batches(n * (s.folds - 1) // s.folds, t.batch_size)  # per epoch of the stack
+        # with halving the stack runs to the budget still (its last survivors): the calls are those of the full search
+        return float((1 + s.rounds) * steps * t.max_epochs * (self.shape.depth + 1))
 
     def memory(self) -> dict[str, int]:
         M = max(self.search.init_points, self.search.candidates_per_round) * self.search.folds

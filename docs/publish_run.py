@@ -1,0 +1,77 @@
+"""Publish a finished default run's claims in the repository, as the run wrote them (issue 67 item 6):
+``python docs/publish_run.py results/default [CONFIG] [OUT]`` writes ``docs/default-claims.md`` (CONFIG: the run's config,
+default ``config/config.yaml``; OUT: where to write).
+
+The file is the run's ``claims.md`` byte for byte below a header that says what ran: the code version the claims index
+records, when it was made, the run's speed probe(s) (``logs/probe.json``), the jobs and core-minutes its benchmark files
+measured per study, and whether ``depthlab audit --strict`` passed on it (run here, before anything is written).  Nothing
+is edited by hand: rerun the script after a new clean run.  Everything read is untrusted input (the safe JSON reader, no
+code from the folder).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "workflow"))
+
+from depthlab import safeio, storage  # noqa: E402
+
+
+def _seconds(tsv: Path) -> float | None:
+    try:
+        head, row = tsv.read_text().splitlines()[:2]
+        return float(dict(zip(head.split("\t"), row.split("\t")))["s"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def header(results: Path, audit_line: str, config: Path) -> str:
+    rec = safeio.read_json(results / "claims.provenance.json")
+    probes = safeio.read_json(results / "logs" / "probe.json") if (results / "logs" / "probe.json").is_file() else []
+    per: dict[str, list[float]] = defaultdict(list)
+    for tsv in (results / "benchmarks").rglob("*.tsv"):
+        s = _seconds(tsv)
+        if s is not None:
+            per[tsv.relative_to(results / "benchmarks").parts[0]].append(s)
+    cost = ", ".join(f"{k} {len(v)} jobs, {sum(v) / 60:.1f} core-min" for k, v in sorted(per.items()))
+    total = sum(sum(v) for v in per.values()) / 60
+    probe = ", ".join(f"{p['probe_s']:.3f} s ({p['time']})" for p in probes if isinstance(p, dict) and "probe_s" in p)
+    return "\n".join([
+        "# The clean default run's claims, as the run wrote them",
+        "",
+        f"Copied from `{results.name}/claims.md` by `python docs/publish_run.py` (not by hand). Code version "
+        f"`{rec.get('code_version', '?')}`; the claims index made {rec.get('created', '?')}; speed probe "
+        f"{probe or 'not recorded'} (the cost model's calibration machine: 0.066 s, lower is faster).",
+        f"Job time per study (benchmark files, one core per job): {cost}; {total:.1f} core-minutes in all.",
+        f"`depthlab audit {results.name}/claims.md --configfile {config.name} --strict`: {audit_line}",
+        "",
+        "---",
+        "",
+    ]) + "\n"
+
+
+def main(argv: list[str]) -> None:
+    if not 2 <= len(argv) <= 4:
+        sys.exit("usage: python docs/publish_run.py RESULTS [CONFIG] [OUT]  (a finished default run's folder)")
+    results = Path(argv[1])
+    config = Path(argv[2]) if len(argv) > 2 else HERE.parent / "config" / "config.yaml"
+    out = Path(argv[3]) if len(argv) > 3 else HERE / "default-claims.md"
+    claims = results / "claims.md"
+    if not claims.is_file():
+        sys.exit(f"{claims}: no claims index (has the run finished?)")
+    audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(claims), "--configfile", str(config), "--strict"],
+                           capture_output=True, text=True)
+    last = (audit.stdout.strip().splitlines() or ["(no output)"])[-1]
+    if audit.returncode != 0:
+        sys.exit(f"audit --strict failed on {results}; nothing published:\n{audit.stdout[-2000:]}{audit.stderr[-2000:]}")
+    storage.write_text(header(results, last, config) + claims.read_text(), out)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

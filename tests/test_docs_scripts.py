@@ -1,0 +1,45 @@
+"""The scripts under docs/ that publish and count a run's claims (issue 67 item 6)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_publish_copies_the_runs_claims_below_a_header_that_says_what_ran(smoke_run, tmp_path):
+    out = tmp_path / "claims.md"
+    p = subprocess.run([sys.executable, str(ROOT / "docs" / "publish_run.py"), str(smoke_run.results),
+                        str(smoke_run.config_path), str(out)], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    text = out.read_text()
+    head, body = text.split("---\n\n", 1)
+    assert body == (smoke_run.results / "claims.md").read_text()  # byte for byte
+    assert "Code version `" in head and "speed probe" in head and "core-minutes in all" in head and "audit OK" in head
+    # a folder whose audit fails is not published
+    bad = tmp_path / "bad"
+    import shutil
+
+    shutil.copytree(smoke_run.results, bad)
+    claims = bad / "mori_ueda" / "claims.md"
+    claims.write_text(claims.read_text() + "tampered\n")
+    p = subprocess.run([sys.executable, str(ROOT / "docs" / "publish_run.py"), str(bad), str(smoke_run.config_path),
+                        str(tmp_path / "no.md")], capture_output=True, text=True, timeout=900)
+    assert p.returncode != 0 and "nothing published" in p.stderr and not (tmp_path / "no.md").exists()
+
+
+def test_the_verdict_table_counts_extensions_apart(smoke_run):
+    sys.path.insert(0, str(ROOT / "docs"))
+    import verdict_table
+
+    text = (smoke_run.results / "claims.md").read_text()
+    main = verdict_table.rows(text)
+    ext = verdict_table.rows(text, extensions=True)
+    head, tail = text.split("## Extensions")
+    assert len(ext) == sum(1 for ln in tail.splitlines() if ln.startswith("| ") and not ln.startswith("| study |"))
+    assert len(main) == sum(1 for ln in head.split("| study | claim |", 1)[1].splitlines()
+                            if ln.startswith("| ") and "| answer |" not in ln)  # questions are answered, not counted
+    assert all(study for study, *_ in main)  # no header row counted
+    assert "all extensions" in verdict_table.table(text, extensions=True)
