@@ -303,6 +303,18 @@ def test_empirical_ntk_equals_autograd_jacobian_products(depth):
     np.testing.assert_allclose(f1, predict(p, x1)[1], rtol=1e-12)
 
 
+def test_the_blocked_kernel_product_equals_the_whole_kernel_times_the_vector():
+    """Issue 69: the lazy limit's test rows go through in blocks (no n_test x n kernel held): Theta_hat(x1, x2) @ v by
+    blocks of 3 rows against the whole kernel from empirical_ntk."""
+    p = init_params(layer_sizes(3, 7, 2), np.array([0, 1]), "glorot_uniform", torch.float64)
+    x1, x2 = dl.sample_inputs(10, 3, seed=1), dl.sample_inputs(6, 3, seed=2)
+    v = np.random.default_rng(0).standard_normal(6)
+    K, f1, _ = T.empirical_ntk(p, x1, x2, m=1)
+    kv, g1 = T.empirical_ntk_apply(p, x1, x2, v, m=1, block=3)
+    np.testing.assert_allclose(kv, K @ v, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(g1, f1, rtol=1e-14)
+
+
 def test_kernel_change_is_the_relative_frobenius_distance_of_autograd_kernels():
     """Claim 5's laziness measure against an independent estimate: Theta_hat from autograd Jacobians at init and after a
     perturbation of every parameter, |K_T - K_0|_F / |K_0|_F; 0 for an untouched net, NaN for a diverged one."""

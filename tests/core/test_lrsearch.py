@@ -165,3 +165,33 @@ def test_successive_halving_chooses_among_fully_trained_candidates_and_trains_fe
     assert 1 <= cut.sum() <= 3
     for i in r0[~cut]:
         assert (res.diverged[i] | res.converged[i] | (res.epochs[i] == SETTINGS.max_epochs)).all()
+
+
+def test_a_grid_in_parts_gives_the_bits_of_one_stack(problem):
+    """Issue 69: an lr sweep that outgrows a node trains in parts of whole rates (all their seeds); each model's
+    arithmetic never depends on the others', so the parts give one stack's result to the bit."""
+    import torch
+
+    from depthlab.core.grid import train_grid
+
+    x, y = problem
+    lrs = np.array([0.01, 0.03, 0.1, 0.3, 1.0])
+    init = init_params(SIZES, np.array([0, 1]))
+    one = train_grid(x, y, lrs, init, np.array([5, 6]), SETTINGS).result
+    parts = train_grid(x, y, lrs, init, np.array([5, 6]), SETTINGS, stack_lrs=2).result
+    for f in ("train_loss", "epochs", "converged", "diverged", "stop_reason", "history"):
+        np.testing.assert_array_equal(getattr(parts, f), getattr(one, f))
+    for (W, b), (Wo, bo) in zip(parts.params, one.params):  # a diverged model's NaNs compare equal too
+        torch.testing.assert_close(W, Wo, rtol=0, atol=0, equal_nan=True)
+        torch.testing.assert_close(b, bo, rtol=0, atol=0, equal_nan=True)
+
+
+def test_a_round_in_parts_is_halved_part_by_part(problem):
+    """Issue 69: a round with more candidates than a stack holds trains in parts; without halving the result is the
+    one stack's to the bit (each candidate's folds share its stack)."""
+    import dataclasses
+
+    whole = search_lr(*problem, SIZES, "glorot_uniform", dataclasses.replace(SEARCH, rounds=0), SETTINGS)
+    split = search_lr(*problem, SIZES, "glorot_uniform", dataclasses.replace(SEARCH, rounds=0, max_candidates=3), SETTINGS)
+    np.testing.assert_array_equal(split.val_error, whole.val_error)
+    assert split.best_lr == whole.best_lr

@@ -114,3 +114,61 @@ def test_a_krr_jobs_gram_matrices_and_their_temporaries_are_counted(kernel, dept
     planned = sum(spec.memory().values()) - memory.data(N + Nt, d)
     old = (4 * N * N + 3 * Nt * N) * memory.F64
     assert old < delta <= planned and delta > 0.67 * planned, (delta / 2**20, planned / 2**20, old / 2**20)
+
+
+ENTK_CHILD = PEAK + r"""
+import json, sys, numpy as np, torch
+torch.set_num_threads(1)
+from depthlab.core.mlp import init_params
+from depthlab.core.shapes import layer_sizes
+from depthlab.core.tangent import linearized_prediction
+n, nt, d, h, L = (int(a) for a in sys.argv[1:6])
+rng = np.random.default_rng(0)
+x, y, xt = rng.standard_normal((n, d)), rng.standard_normal(n), rng.standard_normal((nt, d))
+params = init_params(layer_sizes(d, h, L), np.array([0]))
+before = reset_peak()
+linearized_prediction(params, x, y, xt, 0)
+print(json.dumps({"delta": peak() - before}))
+"""
+
+LEARNER_CHILD = PEAK + r"""
+import json, sys, torch
+torch.set_num_threads(1)
+from depthlab.studies.separation import learner as L
+M, m, d, n, block = (int(a) for a in sys.argv[1:6])
+L.BLOCK_ELEMENTS = block
+g = torch.Generator().manual_seed(0)
+V, w, b = L.init(M, m, 16, d, g)
+X = torch.randn(n, d, generator=g)
+y = torch.relu(1 - X.norm(dim=1))
+before = reset_peak()
+L.net_step(V, w, b, X, y, 0.1)
+print(json.dumps({"delta": peak() - before}))
+"""
+
+
+def test_the_lazy_limits_test_rows_go_through_in_blocks_within_the_plan():
+    """Issue 69: entk planned 77.8 GiB at the paper's shapes, 16 GB of it the n_test x n kernel of the test rows, which
+    now go through in blocks of 4096.  At N = 1 500, N_test = 12 000 (width 64, depth 2) the peak rise stays within the
+    stage's plan of its own arrays and below what the whole test kernel alone would take."""
+    from depthlab import memory
+
+    n, nt, d, h, depth = 1500, 40000, 10, 64, 2
+    delta = _child(ENTK_CHILD, *map(str, (n, nt, d, h, depth)))["delta"]
+    rows = min(4096, max(n, nt))
+    planned = (n + rows) * h * (depth + 1) * 2 * memory.F64 + 3 * n * n * memory.F64 + 4 * rows * n * memory.F64
+    whole_test_kernel = nt * n * memory.F64
+    assert delta <= planned and delta < whole_test_kernel, (delta / 2**20, planned / 2**20, whole_test_kernel / 2**20)
+
+
+def test_the_learners_step_in_row_blocks_stays_within_its_block_budget():
+    """Issue 69: the paper's m = 8 192, d = 128 learner planned 82.6 GiB with every point at once.  A step at M = 4,
+    m = 1 024, n = 20 000 (82 M pre-activations: 328 MB a copy) with blocks of 2^22 elements peaks below one
+    unblocked copy of them, and within the spec's plan (twelve block-sized arrays plus six copies of the parameters)."""
+    from depthlab import memory
+
+    M, m, d, n, block = 4, 1024, 32, 20000, 1 << 22
+    delta = _child(LEARNER_CHILD, *map(str, (M, m, d, n, block)))["delta"]
+    planned = 12 * block * memory.F32 + 6 * M * m * (d + 16) * memory.F32
+    unblocked = M * n * m * memory.F32
+    assert delta <= planned < unblocked, (delta / 2**20, planned / 2**20, unblocked / 2**20)

@@ -33,6 +33,24 @@ def nets(models: int, sizes: list[int], batch: int, n_eval: int, adam: bool = Fa
     return models * (state + acts) + evals
 
 
+STACK_GIB = 48.0  # a stack of models is split to stay under this (issue 69: every paper job under a 64 GiB node)
+
+
+def stack_budget(config: dict) -> float:
+    """Bytes one stack of models may take: ``STACK_GIB``, or 3/4 of the config's ``max_memory_gib`` when that is lower."""
+    limit = config.get("max_memory_gib", "auto")
+    cap = STACK_GIB if limit == "auto" else min(STACK_GIB, 0.75 * float(limit))
+    return cap * GIB
+
+
+def per_stack(units: int, unit_bytes: int, budget: float) -> int:
+    """How many of ``units`` (candidates with their folds, rates with their seeds) one stack takes within ``budget``
+    bytes: all of them (0) when they fit, else as many as fit (at least 1)."""
+    if units * unit_bytes <= budget:
+        return 0
+    return max(1, int(budget // max(1, unit_bytes)))
+
+
 def data(n: int, d: int) -> int:
     return 3 * n * (d + 2) * F64
 

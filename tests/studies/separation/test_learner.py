@@ -113,3 +113,30 @@ def test_mean_field_steps_move_each_neuron_by_an_amount_independent_of_width():
         L.net_step(V, w, b, X, y, 0.1)
         steps.append(float((V - V0).norm(dim=2).mean()))
     assert steps[1] == pytest.approx(steps[0], rel=0.5) and steps[0] > 1e-4
+
+
+def test_the_learners_sums_over_points_in_row_blocks_equal_the_whole_batch(monkeypatch):
+    """Issue 69: the paper's m = 8192, d = 128 learner planned 82.6 GiB with every point at once.  Its first layer and
+    closed-form gradients are sums over the points, so row blocks give the same values (to rounding), the blocked
+    gradient against torch.autograd of the loss as the independent estimate."""
+    import torch
+
+    from depthlab.studies.separation import learner as L
+
+    g = torch.Generator().manual_seed(0)
+    V, w, b = L.init(3, 16, 4, 5, g, dtype=torch.float64)
+    X = torch.randn(37, 5, generator=g, dtype=torch.float64)
+    y = torch.relu(1 - X.norm(dim=1))
+    whole = L.net_grads(V, w, b, X, y)
+    F_whole = L.first_layer(V, X)
+    monkeypatch.setattr(L, "BLOCK_ELEMENTS", 3 * 16 * 5)  # blocks of 5 rows: 8 blocks
+    assert len(L.row_blocks(37, 3, 16)) == 8
+    blocked = L.net_grads(V, w, b, X, y)
+    for a_, b_ in zip(whole, blocked):
+        torch.testing.assert_close(a_, b_, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(L.first_layer(V, X), F_whole, rtol=1e-12, atol=1e-14)
+    Vg, wg, bg = (t.clone().requires_grad_(True) for t in (V, w, b))
+    loss = L.loss(L.second_layer(L.first_layer(Vg, X), wg, bg), y).sum()
+    loss.backward()
+    torch.testing.assert_close(blocked[1], Vg.grad, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(blocked[2], wg.grad, rtol=1e-9, atol=1e-12)

@@ -18,6 +18,10 @@ at the last rung the survivors train to the budget.  Only a candidate trained to
 its own rule before) can be chosen.  The trainer retires pruned models from its stack, so they cost nothing after their
 rung (:func:`depthlab.core.trainer.train`'s ``prune``).
 
+``max_candidates``: a round with more candidates than one stack holds (issue 69: Fig. 1's P = 1e8 nets, 5 candidates x
+10 folds, planned 80.8 GiB) trains in parts of at most that many candidates, one after another, each part halved on
+its own; the folds of a candidate always share its stack.
+
 The chosen rate is the evaluated one with the lowest mean validation error among those where no fold diverged (and
 none was pruned) (:func:`depthlab.core.edges.choose`; a pruned rate counts as tried, so it can make a choice inside).  When it is the smallest or the largest rate evaluated, the search grows: one
 round of ``candidates_per_round`` rates spread evenly over the next decade beyond it (inside ``log10_lr_limits``), at
@@ -57,6 +61,7 @@ class SearchSettings:
     log10_lr_limits: tuple[float, float] | None = None  # how far growth may go (None: the box itself)
     halving_eta: int = 0  # successive halving within each round: keep the best 1/eta at each rung (0 or 1: off)
     halving_rungs: int = 2  # rungs below the budget: at max_epochs / eta^R, ..., max_epochs / eta
+    max_candidates: int = 0  # candidates (x folds) per stack: a round with more trains in parts, each halved on its own
 
 
 @dataclass
@@ -310,8 +315,11 @@ def search_lr(
             what = f"round {r}/{search.rounds}" if r <= search.rounds else f"growth {r - search.rounds} ({choice.edge} edge)"
             say(f"lr search depth {depth} {what}: training {len(lrs)} lr x {used} folds, lr = " + ", ".join(f"{v:.3g}" for v in lrs))
             sub = checkpoint.child(f"round{r}") if checkpoint is not None else None
-            out = validation_errors(x, y, lrs, sizes, init_scheme, tr, va, settings, search.seed, diverged_error, progress, sub,
-                                    halving=halving)
+            step = search.max_candidates or len(lrs)
+            parts = [validation_errors(x, y, lrs[a : a + step], sizes, init_scheme, tr, va, settings, search.seed,
+                                       diverged_error, progress, sub if step >= len(lrs) or sub is None else sub.child(f"part{a // step}"),
+                                       halving=halving) for a in range(0, len(lrs), step)]
+            out = {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]}
             if checkpoint is not None:
                 done.append({"u": u, **out})
                 checkpoint.save(key, {f"{i}/{k}": torch.as_tensor(np.asarray(v)) for i, row in enumerate(done) for k, v in row.items()})

@@ -22,7 +22,7 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     search = SearchSettings(folds=s.folds, log10_lr_bounds=s.log10_lr_bounds, init_points=s.init_points,
                             rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed,
                             grow_rounds=s.grow_rounds, log10_lr_limits=s.log10_lr_limits,
-                            halving_eta=s.halving_eta, halving_rungs=s.halving_rungs)
+                            halving_eta=s.halving_eta, halving_rungs=s.halving_rungs, max_candidates=s.stack_candidates)
     sizes = layer_sizes(data.sizes["feature"], spec.shape.width, spec.shape.depth)
     res = search_lr(data.x_train.values, data.y_train.values, sizes, "glorot_uniform", search,
                     settings(spec.training, ctx.device), ctx.progress, ctx.checkpoint)

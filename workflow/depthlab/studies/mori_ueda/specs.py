@@ -15,7 +15,7 @@ travels in the spec.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from depthlab import memory as mem
 from depthlab.config import ConfigError
@@ -192,6 +192,7 @@ class Search:
     log10_lr_limits: tuple[float, float]  # how far it may grow
     halving_eta: int = 0  # successive halving within each round: keep the best 1/eta at each rung (0: the full search)
     halving_rungs: int = 2  # rungs below the budget
+    stack_candidates: int = 0  # candidates (x folds) per stack: a round larger than this trains in parts (0: all at once)
 
     def trained_epochs(self, max_epochs: int, check_every: int, per_round: int) -> float:
         """Candidate-epochs one round of ``per_round`` candidates trains at most (each x its folds): the full search
@@ -239,8 +240,11 @@ class LrSearchSpec(Spec):
                         seed=seed(config["seed"], "search", job.depth, ls["seed"]), grow_rounds=ls["grow_rounds"],
                         log10_lr_limits=tuple(float(v) for v in ls["log10_lr_limits"]),
                         halving_eta=int(ls["halving"]["eta"]), halving_rungs=int(ls["halving"]["rungs"]))
-        return cls(job=job, data=_data(config, job), shape=Shape.of(config, job),
-                   training=_training(config, job.figure, ls["max_epochs"]), search=search)
+        shape, training, data = Shape.of(config, job), _training(config, job.figure, ls["max_epochs"]), _data(config, job)
+        per = mem.nets(search.folds, shape.sizes(data.target.d), training.batch_size, data.target.n_train)
+        search = replace(search, stack_candidates=mem.per_stack(max(search.init_points, search.candidates_per_round), per,
+                                                                 mem.stack_budget(config)))
+        return cls(job=job, data=data, shape=shape, training=training, search=search)
 
     def inputs(self) -> dict[str, Ref]:
         return _data_ref(self.job)
@@ -263,7 +267,8 @@ class LrSearchSpec(Spec):
         return float((1 + s.rounds) * steps * t.max_epochs * (self.shape.depth + 1))
 
     def memory(self) -> dict[str, int]:
-        M = max(self.search.init_points, self.search.candidates_per_round) * self.search.folds
+        C = max(self.search.init_points, self.search.candidates_per_round)
+        M = min(C, self.search.stack_candidates or C) * self.search.folds  # a round in parts when it outgrows a stack
         nets = mem.nets(M, self.shape.sizes(self.data.target.d), self.training.batch_size, self.data.target.n_train)
         return {**self.data.memory(), self.shape.width_key(self.job.figure): nets}
 
@@ -278,6 +283,7 @@ class TrainSpec(Spec):
     lrs: tuple[float, ...] | None  # the grid of an lr sweep; None: the one rate the lrsearch input chose
     training: Training
     seeds: tuple[int, ...]
+    stack_lrs: int = 0  # rates (x seeds) per stack: an lr sweep larger than this trains in parts (0: all at once)
 
     @classmethod
     def jobs(cls, config: dict) -> list[DepthJob]:
@@ -287,10 +293,14 @@ class TrainSpec(Spec):
     def from_config(cls, config: dict, job: DepthJob) -> "TrainSpec":
         fig = _fig(config, job.figure)
         sweep = fig["kind"] == "lr_sweep"
-        return cls(job=job, data=_data(config, job), shape=Shape.of(config, job),
+        spec = cls(job=job, data=_data(config, job), shape=Shape.of(config, job),
                    lrs=tuple(float(10.0**u) for u in sorted(fig["log10_lrs"])) if sweep else None,
                    training=_training(config, job.figure, fig["max_epochs"] if sweep else section(config)["training"]["max_epochs"]),
                    seeds=tuple(fig["seeds"]))
+        if not sweep:
+            return spec
+        per = mem.nets(len(spec.seeds), spec.shape.sizes(spec.data.target.d), spec.training.batch_size, spec.data.target.n_train)
+        return replace(spec, stack_lrs=mem.per_stack(len(spec.lrs), per, mem.stack_budget(config)))
 
     def inputs(self) -> dict[str, Ref]:
         return {**_data_ref(self.job), **({"lrsearch": Ref("lrsearch", self.job)} if self.lrs is None else {})}
@@ -312,11 +322,15 @@ class TrainSpec(Spec):
                             per_unit=self.data.target.n_train)
 
     def memory(self) -> dict[str, int]:
-        M = (len(self.lrs) if self.lrs is not None else 1) * len(self.seeds)
+        C = len(self.lrs) if self.lrs is not None else 1
+        M = C * len(self.seeds)
         key, t = f"studies.{STUDY}.figures.{self.job.figure}", self.data.target
         parts = self.data.memory()
         parts[f"{key}.n_test"] += 2 * M * self.data.n_test * mem.F64  # predictions
-        parts[self.shape.width_key(self.job.figure)] = mem.nets(M, self.shape.sizes(t.d), self.training.batch_size, t.n_train)
+        stack = min(C, self.stack_lrs or C) * len(self.seeds)  # an lr sweep in parts when it outgrows a stack
+        # the stack training, and the finished parts' parameters kept on the CPU (one copy each)
+        done = (M - stack) * mem.nets(1, self.shape.sizes(t.d), 0, 0) // 4
+        parts[self.shape.width_key(self.job.figure)] = mem.nets(stack, self.shape.sizes(t.d), self.training.batch_size, t.n_train) + done
         return parts
 
 
@@ -385,11 +399,15 @@ class EntkSpec(Spec):
         return len(self.seeds) * ((n + t) * self.shape.n_params * 2 + n**3 / 3 + t * n * self.shape.width * self.shape.depth)
 
     def memory(self) -> dict[str, int]:
+        """The layers' features of the training points and of one block of rows (core.tangent: 4096 at a time), the
+        n x n kernel and its Cholesky factor; the test rows go through in blocks, never as an n_test x n kernel (issue 69:
+        that was 16 GB of the 77.8 GiB planned at the paper's shapes)."""
         key, t, n_test = f"studies.{STUDY}.figures.{self.job.figure}", self.data.target, self.data.n_test
         data = self.data.memory()
-        return {self.shape.width_key(self.job.figure): (t.n_train + n_test) * self.shape.width * (self.shape.depth + 1) * 2 * mem.F64,
+        rows = min(4096, max(t.n_train, n_test))
+        return {self.shape.width_key(self.job.figure): (t.n_train + rows) * self.shape.width * (self.shape.depth + 1) * 2 * mem.F64,
                 f"{key}.targets.{self.job.target}.n_train": data[f"{key}.targets.{self.job.target}.n_train"] + 3 * t.n_train**2 * mem.F64,
-                f"{key}.n_test": data[f"{key}.n_test"] + n_test * t.n_train * mem.F64}
+                f"{key}.n_test": data[f"{key}.n_test"] + 4 * rows * t.n_train * mem.F64}  # a block's kernel, its products
 
 
 def _kinds(kind: str) -> tuple[str, ...]:

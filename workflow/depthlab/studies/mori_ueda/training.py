@@ -47,7 +47,7 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     while True:
         ckpt = ctx.checkpoint.child(f"half{halvings}") if halvings and ctx.checkpoint is not None else ctx.checkpoint
         grid = train_grid(data.x_train.values, data.y_train.values, lrs, init, order_s, settings,
-                          progress=ctx.progress, checkpoint=ckpt)
+                          progress=ctx.progress, checkpoint=ckpt, stack_lrs=spec.stack_lrs)
         n_div = int(grid.result.diverged.sum())
         if spec.lrs is not None or not n_div or halvings == HALVINGS:
             break

@@ -34,10 +34,22 @@ def c_d(d: int) -> float:
     return math.exp(math.lgamma(d / 2) - math.lgamma((d + 1) / 2)) / (2 * math.sqrt(math.pi))
 
 
+BLOCK_ELEMENTS = 1 << 26  # the [M, rows, m] pre-activations are formed this many elements at a time (256 MB of float32)
+
+
+def row_blocks(n: int, M: int, m: int) -> list[slice]:
+    """Row blocks of the n inputs such that [M, rows, m] holds at most BLOCK_ELEMENTS (issue 69: the paper's m = 8192,
+    d = 128 learner planned 82.6 GiB with every point at once).  One block when it all fits (every default job), so the
+    arithmetic is the unblocked one's to the bit there."""
+    rows = max(1, BLOCK_ELEMENTS // max(1, M * m))
+    return [slice(s, min(n, s + rows)) for s in range(0, n, rows)] or [slice(0, 0)]
+
+
 def first_layer(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """F(x) for every model: V [M, m, d], X [n, d] -> [M, n]."""
-    pre = torch.einsum("nd,Mmd->Mnm", X, V)
-    return (V.norm(dim=2).unsqueeze(1) * torch.relu(pre)).mean(2)
+    """F(x) for every model: V [M, m, d], X [n, d] -> [M, n] (in row blocks: :func:`row_blocks`)."""
+    norm = V.norm(dim=2).unsqueeze(1)
+    return torch.cat([(norm * torch.relu(torch.einsum("nd,Mmd->Mnm", X[s], V))).mean(2)
+                      for s in row_blocks(X.shape[0], V.shape[0], V.shape[1])], 1)
 
 
 def second_layer(F: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -58,21 +70,30 @@ def net_grads(V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor
     dL/dw_j = (1/n) sum_n r_n sigma'(z_nj) F_n / m2,   dL/db_j = (1/n) sum_n r_n sigma'(z_nj) / m2,
     dL/dv_i = (1/m) [ (v_i/|v_i|) sum_n g_n sigma(v_i.x_n) + |v_i| sum_n g_n sigma'(v_i.x_n) x_n ]."""
     n, m, m2 = X.shape[0], V.shape[1], w.shape[1]
-    pre = torch.einsum("nd,Mmd->Mnm", X, V)  # [M, n, m]
-    rp = torch.relu(pre)
     norm = V.norm(dim=2)  # [M, m]
-    F = torch.bmm(rp, norm.unsqueeze(2)).squeeze(2) / m  # [M, n]
-    z = F.unsqueeze(2) * w.unsqueeze(1) + b.unsqueeze(1)  # [M, n, m2]
-    on = (z > 0).to(z.dtype)
-    r = (z * on).mean(2) - y  # f - y
-    gb = (r.unsqueeze(2) * on).sum(1) / (n * m2)
-    gw = ((r * F).unsqueeze(2) * on).sum(1) / (n * m2)
-    g = r * (on * w.unsqueeze(1)).sum(2) / (n * m2)  # dL/dF_n
-    a = torch.bmm(g.unsqueeze(1), rp).squeeze(1)  # sum_n g_n sigma(v_i.x_n), [M, m]
-    G = (pre > 0).to(pre.dtype) * g.unsqueeze(2)  # g_n sigma'(v_i.x_n), [M, n, m]
-    B = torch.bmm(G.transpose(1, 2), X.expand(V.shape[0], n, X.shape[1]))  # sum_n g_n sigma'(v_i.x_n) x_n
+    Lsum = torch.zeros(V.shape[0], dtype=V.dtype, device=V.device)
+    gb = torch.zeros_like(w)
+    gw = torch.zeros_like(w)
+    a = torch.zeros_like(norm)
+    B = torch.zeros_like(V)
+    for s in row_blocks(n, V.shape[0], m):  # every sum over the n points is a sum over blocks: exact to rounding
+        Xs, ys = X[s], y[..., s]
+        pre = torch.einsum("nd,Mmd->Mnm", Xs, V)  # [M, rows, m]
+        rp = torch.relu(pre)
+        F = torch.bmm(rp, norm.unsqueeze(2)).squeeze(2) / m  # [M, rows]
+        z = F.unsqueeze(2) * w.unsqueeze(1) + b.unsqueeze(1)  # [M, rows, m2]
+        on = (z > 0).to(z.dtype)
+        r = (z * on).mean(2) - ys  # f - y
+        gb += (r.unsqueeze(2) * on).sum(1) / (n * m2)
+        gw += ((r * F).unsqueeze(2) * on).sum(1) / (n * m2)
+        g = r * (on * w.unsqueeze(1)).sum(2) / (n * m2)  # dL/dF_n
+        a += torch.bmm(g.unsqueeze(1), rp).squeeze(1)  # sum_n g_n sigma(v_i.x_n), [M, m]
+        G = (pre > 0).to(pre.dtype) * g.unsqueeze(2)  # g_n sigma'(v_i.x_n), [M, rows, m]
+        B += torch.bmm(G.transpose(1, 2), Xs.expand(V.shape[0], Xs.shape[0], Xs.shape[1]))  # sum_n g_n sigma'(v_i.x_n) x_n
+        Lsum += (r * r).sum(1)
+        del pre, rp, G  # before the next block's are made: one block's arrays alive at a time
     gV = (V / norm.clamp_min(torch.finfo(V.dtype).tiny).unsqueeze(2) * a.unsqueeze(2) + norm.unsqueeze(2) * B) / m
-    return 0.5 * (r * r).mean(1), gV, gw, gb
+    return 0.5 * Lsum / n, gV, gw, gb
 
 
 def _per_model(lr: float | torch.Tensor, like: torch.Tensor, dims: int) -> torch.Tensor | float:

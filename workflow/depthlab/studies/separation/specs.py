@@ -445,7 +445,14 @@ class LearnerSpec(Spec):
 
     def memory(self) -> dict[str, int]:
         n = max(self.data.n_train, self.data.n_test)
-        return {f"studies.{STUDY}.radial.learner.widths_per_d": 6 * len(self.seeds) * max(len(self.lrs), len(self.flow_lrs)) * n * self.job.width * mem.F32
+        from .learner import BLOCK_ELEMENTS
+
+        M = len(self.seeds) * max(len(self.lrs), len(self.flow_lrs))
+        # the [M, rows, m] pre-activations in row blocks of at most BLOCK_ELEMENTS (learner.row_blocks): twelve such arrays
+        # at once (measured: tests/core/test_memory_model.py); the layers' parameters, their gradients and copies
+        acts = 12 * min(M * n * self.job.width, BLOCK_ELEMENTS) * mem.F32
+        params = 6 * M * self.job.width * (self.job.d + self.second_width) * mem.F32
+        return {f"studies.{STUDY}.radial.learner.widths_per_d": acts + params
                 + self.data.memory()[f"studies.{STUDY}.radial.n_train"]}
 
 
