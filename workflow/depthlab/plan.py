@@ -403,14 +403,15 @@ class CostsError(ValueError):
 MIN_RATE = 1e-3  # work units per second below which a rate is damage (1e-300 planned 'inf' core-hours)
 _FIELDS = {  # StageCost's fields: (kind, lower bound, upper bound) of a value; kind "rate" may be null
     "overhead_s": ("num", 0.0, 1e6), "rate": ("rate", MIN_RATE, 1e30), "jobs": ("int", 0, 10**9),
-    "calibrated": ("bool", None, None), "max_work": ("num", 0.0, 1e30), "fraction": ("num", 0.0, 1.0),
-    "call_s": ("num", 0.0, 1e3), "call_fraction": ("num", 0.0, 1.0)}
+    "calibrated": ("bool", None, None), "max_work": ("num", 0.0, 1e30), "fraction": ("num", 0.0, 100.0),
+    "call_s": ("num", 0.0, 1e3), "call_fraction": ("num", 0.0, 100.0)}  # a share of the planned calls: above 1 when a
+# stage's jobs make more calls than planned (the CNNs' stacks: 2.0 in a smoke calibration)
 
 
 def validate_costs(doc: Any, path: str | Path) -> dict[str, StageCost]:
     """The stages of a cost file, checked: a mapping with a non-empty ``stages`` mapping of stage -> fields, each field
     known (``StageCost``'s), a finite number in its range (a rate positive and at least ``MIN_RATE``, or null; shares in
-    [0, 1]; no negative times), ``overhead_s``, ``rate`` and ``jobs`` present.  Raises :class:`CostsError`."""
+    [0, 100]; no negative times), ``overhead_s``, ``rate`` and ``jobs`` present.  Raises :class:`CostsError`."""
     where = str(path)
     if not isinstance(doc, dict):
         raise CostsError(f"{where}: not a JSON object with a `stages` mapping")
