@@ -476,6 +476,9 @@ def plan(args: argparse.Namespace) -> None:
         doc = pl.calibrate(args.calibrate, args.costs)
         print(f"wrote {doc.pop('written_to')}: {len(doc['stages'])} stages from {', '.join(args.calibrate)}, jobs on "
               f"{doc['device']}")
+        if "throughput_written_to" in doc:
+            print(f"wrote {doc['throughput_written_to']}: the GPU throughput model refitted to {doc['throughput_points']} "
+                  "timed training stacks (depthlab.gpumodel)")
         return
     from . import probe
 

@@ -35,7 +35,7 @@ from . import safeio
 
 COSTS = Path(__file__).with_name("costs.json")
 COSTS_GPU = Path(__file__).with_name("costs_gpu.json")
-GPU_TIMED = ("measured", "extrapolated", "modelled")  # the GPU column's labels that come with a runtime
+GPU_TIMED = ("measured", "extrapolated", "modelled", "throughput model")  # the GPU column's labels with a runtime
 
 
 @dataclass
@@ -326,7 +326,44 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
                              f"({prov.PACKAGE_DIR}), which ships the calibration; refitting it takes --costs naming the "
                              "file, and anything else belongs outside the code")
     Path(out).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    return {**doc, "written_to": str(out)}
+    extra = {}
+    if cuda:  # a GPU run: its timed training stacks refit the throughput model too (depthlab.gpumodel)
+        from . import gpumodel
+
+        fitted = {k: StageCost(**v) for k, v in stages.items()}  # each stage's start-up, from this very run
+        pts = [p for r in results if Path(r).is_dir() for p in gpu_points(r, fitted)]
+        if sum(not p["adam"] for p in pts) >= 3:
+            model = gpumodel.fit(pts, cuda[0])
+            where = Path(out).with_name(gpumodel.THROUGHPUT.name)
+            gpumodel.save(model, where)
+            extra = {"throughput_written_to": str(where), "throughput_points": len(pts)}
+    return {**doc, "written_to": str(out), **extra}
+
+
+def gpu_points(results: str | Path, gpu_costs: dict[str, StageCost] | None = None) -> list[dict]:
+    """Timed points for depthlab.gpumodel from a finished run whose jobs ran on CUDA: each store whose record names a
+    CUDA device and whose spec has ``gpu_shape()``, its benchmark seconds less the stage's start-up in the GPU
+    calibration (issue 69: `make paper-check` on a GPU machine, then `depthlab plan --calibrate` refits the model)."""
+    from . import gpumodel
+    from .studies import get_study
+
+    results = Path(results)
+    gpu_costs = gpu_calibration()[0] if gpu_costs is None else gpu_costs
+    rows = []
+    for rel, rec in _stores(results):
+        if not str(rec.get("device", "")).startswith("cuda"):
+            continue
+        secs = _seconds(results / "benchmarks" / Path(*rel.parts).with_suffix(".tsv"))
+        if secs is None:
+            continue
+        try:
+            spec = get_study(rec["study"]).spec_from_dict(rec["spec"])
+        except Exception:
+            continue
+        key = f"{rec['study']}/{rec['stage']}"
+        over = gpu_costs[key].overhead_s if key in gpu_costs else 0.0
+        rows.append((spec, secs - over))
+    return gpumodel.points_of(rows)
 
 
 def measure(results: str | Path) -> dict[str, Any]:
@@ -535,6 +572,8 @@ class Row:
     gpu_seconds_max: float = 0.0
     gpu_seconds_total: float = 0.0
     auto_cpu: int = 0  # jobs that run on the CPU under device: auto, the calibrations predicting it faster (cpu_is_faster)
+    gpu_hours_auto: float = 0.0  # GPU seconds of the jobs that take a GPU under device: auto (the others run on the CPU)
+    cpu_hours_auto: float = 0.0  # ... and CPU seconds of the ones that run on the CPU instead
 
 
 def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str | Path | None = None,
@@ -573,6 +612,21 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                       sum(x for x, t in zip(secs, there) if not t), not modelled)
             if st.gpu and device_of(config, name) == "cpu":
                 row.gpu = "device: cpu"
+            elif st.gpu and specs and all(s is not None and hasattr(s, "gpu_shape") for s in specs):
+                # the batched trainer's stacks, priced from the paper's own shapes (depthlab.gpumodel), not grown from
+                # the start-up-bound smoke and default jobs
+                from . import gpumodel
+
+                tp = gpumodel.load()
+                over = gpu_costs[key].overhead_s if key in gpu_costs else stage_cost(gpu_costs or costs, key).overhead_s
+                share = cost.fraction if cost.rate else 1.0  # the share of the budget its nets trained (calibration)
+                gsecs = []
+                for s in specs:
+                    shape, epochs = s.gpu_shape()
+                    gsecs.append(gpumodel.job_seconds(tp, gpumodel.Shape(**shape), share * epochs, over))
+                row.gpu_seconds_max, row.gpu_seconds_total = max(gsecs, default=0.0), sum(gsecs)
+                row.gpu = "throughput model"
+                row.gpu_hours_auto = row.gpu_seconds_total
             elif st.gpu and key not in gpu_costs:
                 row.gpu = "not measured"
             elif st.gpu:
@@ -581,8 +635,11 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                 row.gpu_seconds_max, row.gpu_seconds_total = max(gsecs, default=0.0), sum(gsecs)
                 beyond = any(w > 10 * g.max_work for w in works)
                 row.gpu = ("modelled" if g.rate is None else "extrapolated") if beyond else "measured"
-                if device_of(config, name) == "auto":
-                    row.auto_cpu = sum(cpu_is_faster(name, st.name, w, costs, gpu_costs, n) for w, n in zip(works, calls))
+                on_cpu = [device_of(config, name) == "auto" and cpu_is_faster(name, st.name, w, costs, gpu_costs, n)
+                          for w, n in zip(works, calls)]
+                row.auto_cpu = sum(on_cpu)
+                row.gpu_hours_auto = sum(g_ for g_, c in zip(gsecs, on_cpu) if not c)
+                row.cpu_hours_auto = sum(x for x, c in zip(secs, on_cpu) if c)
             rows.append(row)
     return rows
 
@@ -631,10 +688,17 @@ def render(rows: list[Row], config_name: str, gpu_device: str = "", gpu_note: st
         lines.append(f"GPU: per job, for the stages that can use one, from {COSTS_GPU.name}: {gpu_device}.")
         lines.append(f"  How it was measured: {gpu_note}.")
         lines.append(f"  These {sum(r.jobs for r in gpu)} jobs: {sum(r.gpu_seconds_total for r in gpu) / 3600:.2f} job-hours "
-                     f"on the GPU against {sum(r.seconds_total for r in gpu) / 3600:.2f} on one CPU core each.")
+                     f"on the GPU against {sum(r.seconds_total for r in gpu) / 3600:.2f} on one CPU core each; under "
+                     f"device: auto (the jobs the calibrations time faster on one core run there) "
+                     f"{sum(r.gpu_hours_auto for r in gpu) / 3600:.2f} GPU job-hours and "
+                     f"{sum(r.cpu_hours_auto for r in gpu) / 3600:.2f} CPU core-hours.")
         lines.append("  'measured': jobs of that stage and size were timed on the GPU. 'extrapolated': some jobs are over 10x")
         lines.append("  the largest timed, and a GPU's throughput grows with the job while the fitted rate does not, so")
         lines.append("  these are upper bounds (README, 'GPU'). 'modelled': the rate is the median of the timed stages'.")
+        lines.append("  'throughput model': the batched trainer's stacks priced from their shapes (depthlab.gpumodel: matmul")
+        lines.append("  rate by width, per-step launches shared by the stack), fitted to timed points at the papers' own")
+        lines.append("  shapes (workflow/depthlab/gpu_points.json, or a GPU run's gpu_throughput.json), times the share of")
+        lines.append("  the budget the calibration's nets trained.")
         lines.append("  A job's time on a shared GPU depends on how many jobs share it. 'CPU stage': runs on the CPU")
         lines.append("  whatever the device. 'auto: N on the CPU': under device: auto, N jobs whose measured GPU time is")
         lines.append("  above their time on one CPU core (small nets: a GPU step costs more than the arithmetic) ask for")

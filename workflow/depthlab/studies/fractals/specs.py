@@ -255,6 +255,16 @@ class TrainSpec(Spec):
         """Epochs trained (``stopped_epoch``, grown rates included) over the planned rates x seeds x ``max_epochs``."""
         return budget_share(ds, "stopped_epoch", len(self.lrs) * len(self.seeds), self.training.max_epochs)
 
+    def gpu_shape(self) -> tuple[dict, float]:
+        """(the stack's shape, its planned model-epochs at the budget) for depthlab.gpumodel (Adam)."""
+        d = 1 if self.job.fractal == "cantor1d" else 2
+        sizes = layer_sizes(d, self.job.width, self.job.depth)
+        P = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+        M = len(self.lrs) * len(self.seeds)
+        shape = {"d": d, "n": self.data.n_train, "P": float(P), "L": self.job.depth, "h": float(self.job.width), "M": M,
+                 "B": self.training.batch_size, "adam": True}
+        return shape, float(M * self.training.max_epochs)
+
     def memory(self) -> dict[str, int]:
         M = len(self.lrs) * len(self.seeds)
         sizes = layer_sizes(1 if self.job.fractal == "cantor1d" else 2, self.job.width, self.job.depth)

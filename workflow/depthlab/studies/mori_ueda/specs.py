@@ -266,6 +266,18 @@ class LrSearchSpec(Spec):
         # with halving the stack runs to the budget still (its last survivors): the calls are those of the full search
         return float((1 + s.rounds) * steps * t.max_epochs * (self.shape.depth + 1))
 
+    def gpu_shape(self) -> tuple[dict, float]:
+        """(the stack's shape, its planned model-epochs at the budget) for depthlab.gpumodel: candidates x folds nets of
+        width h on (folds - 1)/folds of the training points."""
+        s, t, n = self.search, self.training, self.data.target.n_train
+        C = max(s.init_points, s.candidates_per_round)
+        shape = {"d": self.data.target.d, "n": n * (s.folds - 1) // s.folds, "P": float(self.shape.n_params),
+                 "L": self.shape.depth, "h": float(self.shape.width), "M": min(C, s.stack_candidates or C) * s.folds,
+                 "B": t.batch_size, "adam": False}
+        epochs = s.folds * (s.trained_epochs(t.max_epochs, t.check_every, s.init_points)
+                            + s.rounds * s.trained_epochs(t.max_epochs, t.check_every, s.candidates_per_round))
+        return shape, float(epochs)
+
     def memory(self) -> dict[str, int]:
         C = max(self.search.init_points, self.search.candidates_per_round)
         M = min(C, self.search.stack_candidates or C) * self.search.folds  # a round in parts when it outgrows a stack
@@ -320,6 +332,15 @@ class TrainSpec(Spec):
         M = (len(self.lrs) if self.lrs is not None else 1) * len(self.seeds)
         return budget_share(ds, "epochs", M, self.training.max_epochs, fixed=M * self.data.n_test,
                             per_unit=self.data.target.n_train)
+
+    def gpu_shape(self) -> tuple[dict, float]:
+        """(the stack's shape, its planned model-epochs at the budget) for depthlab.gpumodel."""
+        C = len(self.lrs) if self.lrs is not None else 1
+        t = self.data.target
+        shape = {"d": t.d, "n": t.n_train, "P": float(self.shape.n_params), "L": self.shape.depth,
+                 "h": float(self.shape.width), "M": min(C, self.stack_lrs or C) * len(self.seeds),
+                 "B": self.training.batch_size, "adam": False}
+        return shape, float(C * len(self.seeds) * self.training.max_epochs)
 
     def memory(self) -> dict[str, int]:
         C = len(self.lrs) if self.lrs is not None else 1

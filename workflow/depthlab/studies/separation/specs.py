@@ -368,6 +368,15 @@ class RadialSpec(Spec):
         return budget_share(ds, "epochs", len(self.seeds), self.training.max_epochs, fixed=self._search_examples(),
                             per_unit=self.data.n_train)
 
+    def gpu_shape(self) -> tuple[dict, float]:
+        """(a stack's shape, its planned model-epochs: the search's, in epochs of the full training set, and the final
+        nets') for depthlab.gpumodel (Adam)."""
+        s = self.search
+        M = max(s.init_points, s.candidates_per_round, len(self.seeds)) * s.use_folds
+        shape = {"d": self.job.d, "n": self.data.n_train, "P": float(self.n_params), "L": self.depth,
+                 "h": float(self.width), "M": M, "B": self.training.batch_size, "adam": True}
+        return shape, self._search_examples() / self.data.n_train + len(self.seeds) * self.training.max_epochs
+
     def memory(self) -> dict[str, int]:
         s = self.search
         M = max(s.init_points, s.candidates_per_round, len(self.seeds)) * s.use_folds
@@ -438,6 +447,16 @@ class LearnerSpec(Spec):
         d, m = self.job.d, self.job.width
         n = min(self.n_train or self.data.n_train, self.data.n_train)
         return 6.0 * len(self.seeds) * (len(self.lrs) + len(self.flow_lrs)) * self.steps * (n + self.data.n_test / max(1, self.check_every)) * m * (d + self.second_width)
+
+    def gpu_shape(self) -> tuple[dict, float]:
+        """(the stack's shape, its planned model-epochs) for depthlab.gpumodel: a full-batch step is an epoch of its n
+        points (B = n), the first layer's m neurons of d inputs dominating its arithmetic (6 m d n per step, as the
+        trainer's 6 P n)."""
+        n = min(self.n_train or self.data.n_train, self.data.n_train)
+        M = len(self.seeds) * max(len(self.lrs), len(self.flow_lrs))
+        shape = {"d": self.job.d, "n": n, "P": float(self.job.width * self.job.d + 2 * self.second_width), "L": 2,
+                 "h": float(self.job.width), "M": M, "B": n, "adam": False}
+        return shape, float(len(self.seeds) * (len(self.lrs) + len(self.flow_lrs)) * self.steps)
 
     def calls(self) -> float:
         """Full-batch steps at the budget (every rate x seed stacked), times the three layers (depthlab.plan.calls_of)."""
