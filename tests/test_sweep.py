@@ -12,7 +12,7 @@ import sys
 import pytest
 import yaml
 
-from helpers import ROOT, tool_env
+from helpers import ROOT, SHIMS, tool_env
 from depthlab import sweep
 
 
@@ -52,9 +52,11 @@ def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_t
     before = cfg["studies"]["spectra"]["krr"]["threshold"]
     key = "studies.spectra.krr.threshold"
     out = tmp_path / "sweep"
+    # from a shell without the venv on PATH (issue 68, H3): the sweep gives its runs the venv's bin/ itself
+    bare = {**tool_env(), "PATH": f"{SHIMS}{os.pathsep}/usr/bin{os.pathsep}/bin"}
     p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(base), "--set", f"{key}={before},0.5", "--out",
                         str(out), "--cores", "2"], capture_output=True, text=True, timeout=1500, cwd=tmp_path,
-                       env=tool_env())
+                       env=bare)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-5000:]
     rec = json.loads((out / "sweep.json").read_text())
     stores = len(list(smoke_run.results.rglob("*.zarr")))
