@@ -219,6 +219,10 @@ def test_diff_writes_its_files_only_where_it_may(smoke_run, tmp_path):
     p = run("--markdown", str(claims))
     assert p.returncode == 2 and "inside the results folder" in p.stderr, p.stderr
     assert claims.read_bytes() == before
+    # a full disk (H13: its error named an empty path): one line naming the file
+    p = run("--markdown", "/dev/full")
+    assert p.returncode == 2 and "cannot write /dev/full" in p.stderr and "No space left" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_a_sweep_killed_while_forking_resumes_its_forks(smoke_run, tmp_path):
