@@ -612,9 +612,11 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                       sum(x for x, t in zip(secs, there) if not t), not modelled)
             if st.gpu and device_of(config, name) == "cpu":
                 row.gpu = "device: cpu"
-            elif st.gpu and specs and all(s is not None and hasattr(s, "gpu_shape") for s in specs):
-                # the batched trainer's stacks, priced from the paper's own shapes (depthlab.gpumodel), not grown from
-                # the start-up-bound smoke and default jobs
+            elif st.gpu and specs and all(s is not None and hasattr(s, "gpu_shape") for s in specs) and (
+                    key not in gpu_costs or any(w > 10 * gpu_costs[key].max_work for w in works)):
+                # the batched trainer's stacks beyond the sizes the GPU calibration timed: priced from their own
+                # shapes (depthlab.gpumodel), not grown from the start-up-bound smoke and default jobs; within those
+                # sizes the calibration's measured times stand (the branch below)
                 from . import gpumodel
 
                 tp = gpumodel.load()
@@ -685,8 +687,12 @@ def render(rows: list[Row], config_name: str, gpu_device: str = "", gpu_note: st
     lines.append("earlier or later than those finishes sooner or later.")
     gpu = [r for r in rows if r.gpu in GPU_TIMED]
     if gpu:
-        lines.append(f"GPU: per job, for the stages that can use one, from {COSTS_GPU.name}: {gpu_device}.")
-        lines.append(f"  How it was measured: {gpu_note}.")
+        if gpu_device:
+            lines.append(f"GPU: per job, for the stages that can use one, from {COSTS_GPU.name}: {gpu_device}.")
+            lines.append(f"  How it was measured: {gpu_note}.")
+        else:
+            lines.append("GPU: no calibration measured on a GPU is installed, so only the stages the throughput model "
+                         "prices have a GPU runtime.")
         lines.append(f"  These {sum(r.jobs for r in gpu)} jobs: {sum(r.gpu_seconds_total for r in gpu) / 3600:.2f} job-hours "
                      f"on the GPU against {sum(r.seconds_total for r in gpu) / 3600:.2f} on one CPU core each; under "
                      f"device: auto (the jobs the calibrations time faster on one core run there) "
