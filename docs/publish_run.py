@@ -36,17 +36,20 @@ def header(results: Path, audit_line: str, config: Path) -> str:
     per: dict[str, list[float]] = defaultdict(list)
     for tsv in (results / "benchmarks").rglob("*.tsv"):
         s = _seconds(tsv)
+        parts = tsv.relative_to(results / "benchmarks").parts
         if s is not None:
-            per[tsv.relative_to(results / "benchmarks").parts[0]].append(s)
+            per[parts[0] if len(parts) > 1 else "index and config snapshot"].append(s)
     cost = ", ".join(f"{k} {len(v)} jobs, {sum(v) / 60:.1f} core-min" for k, v in sorted(per.items()))
     total = sum(sum(v) for v in per.values()) / 60
     probe = ", ".join(f"{p['probe_s']:.3f} s ({p['time']})" for p in probes if isinstance(p, dict) and "probe_s" in p)
+    calib = safeio.read_json(HERE.parent / "workflow" / "depthlab" / "costs.json").get("probe_s")
+    calib = f"{calib:.3f} s" if isinstance(calib, (int, float)) else "not recorded"
     return "\n".join([
         "# The clean default run's claims, as the run wrote them",
         "",
         f"Copied from `{results.name}/claims.md` by `python docs/publish_run.py` (not by hand). Code version "
         f"`{rec.get('code_version', '?')}`; the claims index made {rec.get('created', '?')}; speed probe "
-        f"{probe or 'not recorded'} (the cost model's calibration machine: 0.066 s, lower is faster).",
+        f"{probe or 'not recorded'} (the cost model's calibration machine: {calib}, lower is faster).",
         f"Job time per study (benchmark files, one core per job): {cost}; {total:.1f} core-minutes in all.",
         f"`depthlab audit {results.name}/claims.md --configfile {config.name} --strict`: {audit_line}",
         "",

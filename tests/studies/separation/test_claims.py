@@ -280,6 +280,26 @@ def test_r4_is_judged_at_the_flow_rates_and_the_best_rates_jump_is_printed_besid
     assert v.verdict == "inconclusive" and "no flow rate in the gradient-flow regime" in v.reason
 
 
+def test_r4_flow_regime_is_checked_at_the_larger_rates_records_not_on_a_line_across_the_first_fall():
+    """The default run of f3f4548: every pair of flow rates 'disagreed' by 4-167x (relative), because the larger rate's
+    curve was interpolated at the smaller rate's records: a straight line from nMSE 480 at step 0 to 1 at its first
+    check is no curve of either rate.  Curves that agree in flow time, however steep their first fall, are in the
+    regime; curves that do not agree still are not."""
+    from depthlab.studies.separation.claims import flow_rates, symmetrisation_claims
+
+    steep = {lr: [480.0 * np.exp(-lr * 25 * i / 0.5) + 0.5 * np.exp(-lr * 25 * i / 40.0) + 0.05 for i in range(40)]
+             for lr in FLOW}
+    t = flow_curves([0.08] * 40, train=steep)
+    rates, notes = flow_rates(t[t.regime == "flow"], 0.05)
+    assert rates == sorted(FLOW), notes
+    assert symmetrisation_claims(t, 2.0, 0.1, 0.25)[0].holds is True
+    off = dict(steep)
+    off[max(FLOW)] = [v * (1.2 if i > 5 else 1.0) for i, v in enumerate(steep[max(FLOW)])]  # 20 % apart later on
+    t = flow_curves([0.08] * 40, train=off)
+    rates, notes = flow_rates(t[t.regime == "flow"], 0.05)
+    assert rates == [] and "0.2" in notes[0]
+
+
 def test_r4_does_not_compound_within_its_noise_and_says_so_in_effect_threshold_and_z():
     """Issue 67 item 3: 'compounds' was end > start (1 + 1e-9): a deviation 0.020 -> 0.0201 at m = 4096 failed, while the
     row's effect read 0.164 against 1.  Now the rise must clear Z x the path's check-to-check noise, and the row's numbers

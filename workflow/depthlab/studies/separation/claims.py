@@ -305,23 +305,26 @@ def _mean_curve(g: pd.DataFrame, col: str) -> pd.Series:
 def flow_rates(g: pd.DataFrame, tol: float) -> tuple[list[float], list[str]]:
     """(the flow rates of one (law, width, d) in the gradient-flow regime, what was compared).  Rate r (the larger of a
     consecutive pair r' < r) is in the regime when its mean training-nMSE curve in flow time (lr x step) lies within
-    ``tol`` (relative) of r''s over the flow time both reached, checked at r''s records; then r' is too (the smaller
-    rate of a pair that agrees, as A3 takes the smallest).  A rate whose pair disagrees, and the rates above it, are
-    not."""
+    ``tol`` (relative) of r''s over the flow time both reached.  The two are compared at r's records (after step 0),
+    where r''s curve is recorded r / r' times as densely in flow time and is interpolated; the other way round, a
+    straight line between r's coarse records across the first fall (nMSE 480 -> 1 within one of r's checks, as the
+    learner's first steps go) is no curve of either rate, and made every pair of the default run disagree by 4-167x.
+    Then r' is in the regime too (the smaller rate of a pair that agrees, as A3 takes the smallest).  A rate whose
+    pair disagrees, and the rates above it, are not."""
     rates = sorted(g.lr.unique())
     curves = {lr: _mean_curve(g[g.lr == lr], "train_nmse") for lr in rates}
     flow, notes = [], []
     for small, big in zip(rates[:-1], rates[1:]):
         cs, cb = curves[small], curves[big]
         ts, tb = cs.index.values * small, cb.index.values * big
-        common = ts[(ts > 0) & (ts <= tb.max())]
-        if len(common) < 2 or len(tb) < 2:
+        at = (tb > 0) & (tb <= ts.max())
+        if not at.any() or len(ts) < 2:
             notes.append(f"{big:g} vs {small:g}: no common flow time")
             break
-        lb = np.interp(common, tb, cb.values)
-        ls = cs.values[(ts > 0) & (ts <= tb.max())]
+        ls = np.interp(tb[at], ts, cs.values)
+        lb = cb.values[at]
         rel = float(np.max(np.abs(lb - ls) / np.abs(ls)))
-        notes.append(f"{big:g} vs {small:g}: {rel:.3g} over flow time <= {common.max():.4g}")
+        notes.append(f"{big:g} vs {small:g}: {rel:.3g} over flow time <= {tb[at].max():.4g}")
         if rel > tol:
             break
         flow += [r for r in (small, big) if r not in flow]
