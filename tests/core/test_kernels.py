@@ -417,14 +417,14 @@ def test_the_ntk_at_n_20000_on_two_threads_does_not_crash_through_the_public_api
     import subprocess
     import sys
 
-    code = ("import numpy as np, torch\\n"
-            "from depthlab.core.kernel_regression import kernel_regression\\n"
-            "torch.set_num_threads(2)\\n"
-            "r = np.random.default_rng(0)\\n"
-            "x = r.standard_normal((20000, 100)); x *= 10 / np.linalg.norm(x, axis=1, keepdims=True)\\n"
-            "t = r.standard_normal((1000, 100)); t *= 10 / np.linalg.norm(t, axis=1, keepdims=True)\\n"
-            "fit = kernel_regression(x, r.standard_normal(20000), t, [1, 2, 3], device='cpu')\\n"
-            "print('ok', np.isfinite(fit.prediction).all())\\n")
+    code = ("import numpy as np, torch\n"
+            "from depthlab.core.kernel_regression import kernel_regression\n"
+            "torch.set_num_threads(2)\n"
+            "r = np.random.default_rng(0)\n"
+            "x = r.standard_normal((20000, 100)); x *= 10 / np.linalg.norm(x, axis=1, keepdims=True)\n"
+            "t = r.standard_normal((1000, 100)); t *= 10 / np.linalg.norm(t, axis=1, keepdims=True)\n"
+            "fit = kernel_regression(x, r.standard_normal(20000), t, [1, 2, 3], device='cpu')\n"
+            "print('ok', np.isfinite(fit.prediction).all())\n")
     env = {k: v for k, v in __import__("os").environ.items() if not k.endswith("_NUM_THREADS")}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3000, env=env)
     assert p.returncode == 0 and "ok True" in p.stdout, (p.returncode, p.stdout[-2000:], p.stderr[-3000:])
