@@ -43,3 +43,29 @@ def test_the_verdict_table_counts_extensions_apart(smoke_run):
                             if ln.startswith("| ") and "| answer |" not in ln)  # questions are answered, not counted
     assert all(study for study, *_ in main)  # no header row counted
     assert "all extensions" in verdict_table.table(text, extensions=True)
+
+
+def test_rejudge_finds_no_move_on_a_run_against_itself_and_finds_a_tampered_verdict(smoke_run, tmp_path):
+    """docs/rejudge.py (issue 69): a run's tables re-judged by the same checkers give its own verdicts; a claims.json
+    whose verdict was changed is named."""
+    import json
+    import shutil
+
+    def run(old, new):
+        p = subprocess.run([sys.executable, str(ROOT / "docs" / "rejudge.py"), str(old), str(new),
+                            str(smoke_run.config_path)], capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return p.stdout
+
+    out = run(smoke_run.results, smoke_run.results)
+    n = int(out.strip().splitlines()[-1].split()[0])
+    assert n > 0 and out.strip().endswith(", 0 with another verdict"), out
+    other = tmp_path / "other"
+    (other / "mori_ueda").mkdir(parents=True)
+    rows = json.loads((smoke_run.results / "mori_ueda" / "claims.json").read_text())
+    flip = next(r for r in rows if r.get("applicable", True))
+    flip["holds"] = flip.get("holds") is not True  # another verdict, whatever it was
+    (other / "mori_ueda" / "claims.json").write_text(json.dumps(rows))
+    shutil.copytree(smoke_run.results / "mori_ueda" / "figures", other / "mori_ueda" / "figures")
+    out = run(smoke_run.results, other)
+    assert out.strip().endswith(", 1 with another verdict") and "moved: " in out, out
