@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "workflow"))
 
-from depthlab import safeio, storage  # noqa: E402
+from depthlab import plan, safeio, storage  # noqa: E402
 
 
 def _seconds(tsv: Path) -> float | None:
@@ -42,7 +42,7 @@ def header(results: Path, audit_line: str, config: Path) -> str:
     cost = ", ".join(f"{k} {len(v)} jobs, {sum(v) / 60:.1f} core-min" for k, v in sorted(per.items()))
     total = sum(sum(v) for v in per.values()) / 60
     probe = ", ".join(f"{p['probe_s']:.3f} s ({p['time']})" for p in probes if isinstance(p, dict) and "probe_s" in p)
-    calib = safeio.read_json(HERE.parent / "workflow" / "depthlab" / "costs.json").get("probe_s")
+    calib = safeio.read_json(plan.COSTS).get("probe_s")  # the package's CPU calibration
     calib = f"{calib:.3f} s" if isinstance(calib, (int, float)) else "not recorded"
     return "\n".join([
         "# The clean default run's claims, as the run wrote them",

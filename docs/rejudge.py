@@ -20,14 +20,9 @@ import pandas as pd  # noqa: E402
 
 from depthlab import config as dlc  # noqa: E402
 from depthlab import safeio  # noqa: E402
+from depthlab.claims import Verdict  # noqa: E402
 from depthlab.studies.mori_ueda.claims import depth_claims, lr_claims  # noqa: E402
 from depthlab.studies.mori_ueda.specs import _variant  # noqa: E402
-
-
-def verdict(row: dict) -> str:
-    if not row.get("applicable", True):
-        return "not applicable"
-    return {True: "holds", False: "does not hold", None: "inconclusive"}[row.get("holds")]
 
 
 def main(argv: list[str]) -> None:
@@ -38,7 +33,8 @@ def main(argv: list[str]) -> None:
     figures = dlc.validate(dlc.read_yaml(config), memory=False)["studies"]["mori_ueda"]["figures"]
     ours: dict[tuple, list[str]] = {}
     for r in safeio.read_json(new / "mori_ueda" / "claims.json"):
-        ours.setdefault((r["figure"], r["claim"], r["subject"], r["statement"]), []).append(verdict(r))
+        key = (r["figure"], r["claim"], r["subject"], r["statement"])
+        ours.setdefault(key, []).append(Verdict.from_dict(r).verdict)
     n = moved = 0
     for name in sorted(figures):
         table = old / "mori_ueda" / "figures" / f"{name}.csv"

@@ -49,6 +49,11 @@ class StageCost:
     call_s: float = 0.0  # seconds per framework call of a training loop (calls_of): what a small net's step costs
     call_fraction: float = 1.0  # ... and the share of its planned calls its jobs really made (the calls-weighted share)
 
+    def beyond(self, work: float) -> bool:
+        """Whether a job of ``work`` lies beyond the sizes this calibration timed (over 10x the largest): there its
+        fitted times are extrapolated, not measured."""
+        return work > 10 * self.max_work
+
 
 def _stores(results: Path):
     """(store path relative to results, record) of every store below ``results`` with a readable record."""
@@ -532,7 +537,7 @@ def predict(cost: StageCost, work: float, fallback: float | None = None, calls: 
     fixed = cost.overhead_s + (cost.call_fraction * calls * cost.call_s if calls > 0 else 0.0)
     if cost.rate:
         return fixed + (cost.fraction * work / cost.rate if work > 0 else 0.0)
-    rate = fallback if work > 10 * cost.max_work else None
+    rate = fallback if cost.beyond(work) else None
     return fixed + (work / rate if rate and work > 0 else 0.0)
 
 
@@ -606,14 +611,14 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                      else [s.work() if s is not None else 0.0 for s in specs])
             calls = [calls_of(s) if s is not None else 0.0 for s in specs]
             secs = [speed * predict(cost, w, fallback, n) for w, n in zip(works, calls)]
-            modelled = not cost.calibrated or (cost.rate is None and any(w > 10 * cost.max_work for w in works))
+            modelled = not cost.calibrated or (cost.rate is None and any(cost.beyond(w) for w in works))
             peak = max((sum(s.memory().values()) for s in specs if s is not None), default=0)
             row = Row(name, st.name, len(specs), sum(not t for t in there), peak, max(secs, default=0.0), sum(secs),
                       sum(x for x, t in zip(secs, there) if not t), not modelled)
             if st.gpu and device_of(config, name) == "cpu":
                 row.gpu = "device: cpu"
             elif st.gpu and specs and all(s is not None and hasattr(s, "gpu_shape") for s in specs) and (
-                    key not in gpu_costs or any(w > 10 * gpu_costs[key].max_work for w in works)):
+                    key not in gpu_costs or any(gpu_costs[key].beyond(w) for w in works)):
                 # the batched trainer's stacks beyond the sizes the GPU calibration timed: priced from their own
                 # shapes (depthlab.gpumodel), not grown from the start-up-bound smoke and default jobs; within those
                 # sizes the calibration's measured times stand (the branch below)
@@ -635,7 +640,7 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                 g = gpu_costs[key]
                 gsecs = [predict(g, w, gpu_fallback, n) for w, n in zip(works, calls)]
                 row.gpu_seconds_max, row.gpu_seconds_total = max(gsecs, default=0.0), sum(gsecs)
-                beyond = any(w > 10 * g.max_work for w in works)
+                beyond = any(g.beyond(w) for w in works)
                 row.gpu = ("modelled" if g.rate is None else "extrapolated") if beyond else "measured"
                 on_cpu = [device_of(config, name) == "auto" and cpu_is_faster(name, st.name, w, costs, gpu_costs, n)
                           for w, n in zip(works, calls)]
@@ -890,7 +895,7 @@ def cpu_is_faster(study: str, stage: str, work: float, costs: dict[str, StageCos
     if key not in gpu_costs or key not in costs:
         return False
     g = gpu_costs[key]
-    if work > 10 * g.max_work:
+    if g.beyond(work):
         return False
     return predict(g, work, fallback_rate(gpu_costs), calls) > predict(costs[key], work, fallback_rate(costs), calls)
 
