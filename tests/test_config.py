@@ -64,6 +64,8 @@ CASES = [
     ("bad figure name", lambda c: mu_(c)["figures"].update(figure2=fig2(c)), r"config error at studies.mori_ueda.figures: .*figure2.*keys must match \^fig"),
     ("g needs k=2", lambda c: local2(c).update(g="sin", k=3), r"g = 'sin' takes exactly k = 2"),
     ("bounds order", lambda c: mu_(c)["lrsearch"].update(log10_lr_bounds=[0.0, -1.0]), r"lrsearch.log10_lr_bounds: need low < high"),
+    ("search check not dividing", lambda c: mu_(c)["lrsearch"].update(check_every=3),
+     r"config error at studies.mori_ueda.lrsearch.check_every: 3 does not divide training.check_every = 10 .*allowed: 1, 2, 5, 10"),
     # whole numbers written as floats (JSON-schema alone accepts 2.0 as an integer)
     ("k float", lambda c: local2(c).update(k=2.0), r"targets.2-local.k: 2.0 is not of type 'integer' \(write whole numbers"),
     ("d float", lambda c: local2(c).update(d=8.0), r"targets.2-local.d: 8.0 is not of type 'integer'"),

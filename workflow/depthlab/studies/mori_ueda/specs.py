@@ -39,6 +39,11 @@ def check(sec: dict, config: dict) -> None:
     lo, hi = sec["lrsearch"]["log10_lr_bounds"]
     if not lo < hi:
         raise ConfigError(f"config error at {where0}.lrsearch.log10_lr_bounds: need low < high, got [{lo}, {hi}]")
+    every, train_every = sec["lrsearch"].get("check_every"), sec["training"]["check_every"]
+    if every is not None and train_every % every:
+        allowed = ", ".join(str(v) for v in range(1, train_every + 1) if train_every % v == 0)
+        raise ConfigError(f"config error at {where0}.lrsearch.check_every: {every} does not divide training.check_every = "
+                          f"{train_every} (the plateau window keeps its length in epochs); allowed: {allowed}")
     for fname, fig in sec["figures"].items():
         for tname, t in fig["targets"].items():
             where = f"{where0}.figures.{fname}.targets.{tname}"
@@ -155,6 +160,23 @@ def _training(config: dict, figure: str, max_epochs: int) -> Training:
                     plateau_growth=0.0 if sweep else float(tr["plateau_growth"]))
 
 
+def search_check_every(config: dict) -> int:
+    """Epochs between the cross-validation nets' checks: ``lrsearch.check_every``, or training's when it is not set."""
+    sec = section(config)
+    return int(sec["lrsearch"].get("check_every") or sec["training"]["check_every"])
+
+
+def _search_training(config: dict, figure: str) -> Training:
+    """The cross-validation nets' settings: training's, with ``lrsearch.max_epochs`` and ``lrsearch.check_every``.  The
+    plateau window keeps its length in epochs (patience x training.check_every), so a finer check changes when a net is
+    seen to stop, not what stopping means; it also lets the halving's rungs sit at 1/27 and 1/9 of the budget (issue 69)."""
+    t = _training(config, figure, section(config)["lrsearch"]["max_epochs"])
+    every = search_check_every(config)
+    if every == t.check_every:
+        return t
+    return replace(t, check_every=every, patience=None if t.patience is None else t.patience * (t.check_every // every))
+
+
 @dataclass(frozen=True)
 class Shape:
     """The net of one depth: from the budget by Eq. 3 (depth sweeps) or the figure's fixed width (lr sweeps)."""
@@ -240,7 +262,7 @@ class LrSearchSpec(Spec):
                         seed=seed(config["seed"], "search", job.depth, ls["seed"]), grow_rounds=ls["grow_rounds"],
                         log10_lr_limits=tuple(float(v) for v in ls["log10_lr_limits"]),
                         halving_eta=int(ls["halving"]["eta"]), halving_rungs=int(ls["halving"]["rungs"]))
-        shape, training, data = Shape.of(config, job), _training(config, job.figure, ls["max_epochs"]), _data(config, job)
+        shape, training, data = Shape.of(config, job), _search_training(config, job.figure), _data(config, job)
         per = mem.nets(search.folds, shape.sizes(data.target.d), training.batch_size, data.target.n_train)
         search = replace(search, stack_candidates=mem.per_stack(max(search.init_points, search.candidates_per_round), per,
                                                                  mem.stack_budget(config)))
