@@ -69,3 +69,34 @@ def test_rejudge_finds_no_move_on_a_run_against_itself_and_finds_a_tampered_verd
     shutil.copytree(smoke_run.results / "mori_ueda" / "figures", other / "mori_ueda" / "figures")
     out = run(smoke_run.results, other)
     assert out.strip().endswith(", 1 with another verdict") and "moved: " in out, out
+
+
+def test_compare_searches_tells_the_same_choice_from_one_within_and_one_beyond_the_cv_se(tmp_path):
+    """docs/compare_searches.py (issue 69): three pairs of rate-search stores, one per class; the epochs are summed."""
+    import numpy as np
+    import xarray as xr
+
+    def store(folder, target, lrs, errs, best):
+        val = np.asarray(errs, dtype=float)  # [eval, fold]
+        ds = xr.Dataset({"lr": (("eval",), np.asarray(lrs)), "val_error": (("eval", "fold"), val),
+                         "epochs": (("eval", "fold"), np.full(val.shape, 50)), "best_lr": ((), best),
+                         "pruned": (("eval", "fold"), np.zeros(val.shape, dtype=bool))})
+        ds.to_zarr(folder / "mori_ueda" / "fig2" / "lrsearch" / target / "L2.zarr", mode="w")
+
+    full, pruned = tmp_path / "full", tmp_path / "pruned"
+    # same: 0.1 against 0.1002 (0.001 decades); within: 0.1 against 0.2 with errors 0.50 +- 0.02 and 0.52 +- 0.02;
+    # beyond: 0.1 against 0.2 with errors 0.50 +- 0.001 and 0.60 +- 0.001
+    store(full, "same", [0.01, 0.1], [[1.0, 1.0], [0.5, 0.5]], 0.1)
+    store(pruned, "same", [0.01, 0.1002], [[1.0, 1.0], [0.5, 0.5]], 0.1002)
+    store(full, "within", [0.1, 0.2], [[0.48, 0.52], [0.9, 0.9]], 0.1)
+    store(pruned, "within", [0.1, 0.2], [[0.9, 0.9], [0.50, 0.54]], 0.2)
+    store(full, "beyond", [0.1, 0.2], [[0.499, 0.501], [0.9, 0.9]], 0.1)
+    store(pruned, "beyond", [0.1, 0.2], [[0.9, 0.9], [0.599, 0.601]], 0.2)
+    p = subprocess.run([sys.executable, str(ROOT / "docs" / "compare_searches.py"), str(full), str(pruned)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    kinds = {line.split("|")[1].split()[1]: line.split("|")[7].strip() for line in p.stdout.splitlines()
+             if line.startswith("| fig2")}
+    assert kinds == {"same": "same", "within": "within SE", "beyond": "beyond SE"}, p.stdout
+    assert "3 searches: 1 same, 1 within SE, 1 beyond SE" in p.stdout
+    assert "epochs (candidates x folds): 600 full, 600 pruned, x1.00" in p.stdout

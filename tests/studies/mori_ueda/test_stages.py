@@ -148,8 +148,8 @@ def test_a_cv_rate_at_which_a_seed_diverges_is_halved_until_none_does():
 
 def test_the_search_checks_finer_with_the_same_plateau_window_in_epochs_and_its_rungs_sit_at_the_finer_checks():
     """lrsearch.check_every (issue 69): the CV nets check every 10 epochs in the default config, their plateau window
-    stays patience x training.check_every epochs, and the halving's rungs move to 1/27, 1/9 and 1/3 of the budget
-    (rounded up to a check); the final nets keep training's check."""
+    stays patience x training.check_every epochs, and the halving's rungs move to 1/9 and 1/3 of the budget (rounded up
+    to a check: 40 and 100 of 300, where training's check puts the first at 50); the final nets keep training's check."""
     from depthlab.core.lrsearch import rung_epochs
     from depthlab.studies.mori_ueda.specs import LrSearchSpec, TrainSpec
 
@@ -160,8 +160,10 @@ def test_the_search_checks_finer_with_the_same_plateau_window_in_epochs_and_its_
     assert s.training.check_every == ls["check_every"] == 10 and tr["check_every"] == 50
     assert s.training.patience * s.training.check_every == tr["patience"] * tr["check_every"] == 200
     assert s.training.max_epochs == ls["max_epochs"] == 300
-    assert rung_epochs(300, s.training.check_every, s.search.halving_eta, s.search.halving_rungs) == (20, 40, 100)
-    assert rung_epochs(300, tr["check_every"], 3, 3) == (50, 100)  # training's check: the two lowest rungs merge at 50
+    assert rung_epochs(300, s.training.check_every, s.search.halving_eta, s.search.halving_rungs) == (40, 100)
+    assert rung_epochs(300, tr["check_every"], 3, 2) == (50, 100)  # training's check: the first rung at 1/6, not 1/9
+    assert rung_epochs(300, s.training.check_every, 3, 3) == (20, 40, 100)
+    assert rung_epochs(300, tr["check_every"], 3, 3) == (50, 100)  # ... and the two lowest of 3 rungs merge at 50
     t = TrainSpec.from_config(cfg, job).training
     assert (t.check_every, t.patience) == (tr["check_every"], tr["patience"])
     # without the key, the search checks as training does

@@ -1,0 +1,97 @@
+"""Compare the Mori & Ueda rate searches of two results folders, (target, depth) by (target, depth) (issue 69: does the
+pruned search choose what the full search chooses, and what does it cost?).
+
+    python docs/compare_searches.py FULL_RESULTS PRUNED_RESULTS
+
+For each ``mori_ueda/fig*/lrsearch/<target>/L<depth>.zarr`` in both folders it prints a markdown row: each search's
+chosen rate and that choice's mean CV error ± its SE over folds (in its own search), how many decades apart the two
+choices are, and a class:
+
+- ``same``: the same candidate, less than 0.01 decades apart (the optimiser's proposals move in their third digit when
+  the scores fed to it move; two candidates of one search are at least 1/64 of the box apart, 0.027 decades here);
+- ``within SE``: another rate whose CV error differs from the full search's choice by at most sqrt(SE_a^2 + SE_b^2);
+- ``beyond SE``: otherwise.
+
+Then the totals: candidate x fold epochs trained, and the jobs' seconds from Snakemake's benchmark files
+(``benchmarks/mori_ueda/.../L<depth>.tsv``, column ``s``) where both folders have them.  Reads zarr and TSV only.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+
+SAME = 0.01  # decades: closer than this, two choices are the same candidate
+
+
+def _choice(ds: xr.Dataset) -> tuple[float, float, float]:
+    """(chosen lr, its mean CV error, the SE of that mean over folds)."""
+    lr = ds.lr.values
+    i = int(np.argmin(np.abs(np.log10(lr) - np.log10(float(ds.best_lr)))))
+    v = ds.val_error.values[i]
+    return float(lr[i]), float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0
+
+
+def _seconds(results: Path, rel: Path) -> float | None:
+    tsv = results / "benchmarks" / rel.with_suffix(".tsv")
+    if not tsv.is_file():
+        return None
+    with tsv.open() as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    return float(rows[-1]["s"]) if rows else None
+
+
+def compare(full: Path, pruned: Path) -> tuple[list[dict], dict]:
+    rows, tot = [], {"epochs_full": 0, "epochs_pruned": 0, "s_full": 0.0, "s_pruned": 0.0, "timed": 0}
+    for a_path in sorted(full.glob("mori_ueda/fig*/lrsearch/*/L*.zarr")):
+        rel = a_path.relative_to(full)
+        b_path = pruned / rel
+        if not b_path.is_dir():
+            continue
+        a, b = xr.open_zarr(a_path).load(), xr.open_zarr(b_path).load()
+        (la, ea, sa), (lb, eb, sb) = _choice(a), _choice(b)
+        gap = abs(np.log10(la) - np.log10(lb))
+        kind = "same" if gap < SAME else ("within SE" if abs(ea - eb) <= np.hypot(sa, sb) else "beyond SE")
+        n_pruned = int(b.pruned.values.any(1).sum()) if "pruned" in b else 0
+        rows.append({"job": f"{rel.parts[1]} {rel.parts[3]} L={rel.stem[1:]}", "lr_full": la, "lr_pruned": lb,
+                     "err_full": (ea, sa), "err_pruned": (eb, sb), "decades": gap, "kind": kind,
+                     "evaluated": (len(a.lr), len(b.lr), n_pruned),
+                     "epochs": (int(a.epochs.values.sum()), int(b.epochs.values.sum()))})
+        tot["epochs_full"] += rows[-1]["epochs"][0]
+        tot["epochs_pruned"] += rows[-1]["epochs"][1]
+        s_a, s_b = _seconds(full, rel.parent / rel.stem), _seconds(pruned, rel.parent / rel.stem)
+        if s_a is not None and s_b is not None:
+            tot["s_full"] += s_a
+            tot["s_pruned"] += s_b
+            tot["timed"] += 1
+    return rows, tot
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 3:
+        sys.exit("usage: python docs/compare_searches.py FULL_RESULTS PRUNED_RESULTS")
+    rows, tot = compare(Path(argv[1]), Path(argv[2]))
+    if not rows:
+        sys.exit(f"no rate search found in both {argv[1]} and {argv[2]} (mori_ueda/fig*/lrsearch/*/L*.zarr)")
+    print("| job | full: lr | CV error | pruned: lr | CV error | decades apart | | rates evaluated (pruned) | epochs full / pruned |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        (ea, sa), (eb, sb), (na, nb, npr) = r["err_full"], r["err_pruned"], r["evaluated"]
+        print(f"| {r['job']} | {r['lr_full']:.3g} | {ea:.3f} ± {sa:.3f} | {r['lr_pruned']:.3g} | {eb:.3f} ± {sb:.3f} | "
+              f"{r['decades']:.2f} | {r['kind']} | {na} / {nb} ({npr}) | {r['epochs'][0]} / {r['epochs'][1]} |")
+    kinds = {k: sum(r["kind"] == k for r in rows) for k in ("same", "within SE", "beyond SE")}
+    print(f"\n{len(rows)} searches: " + ", ".join(f"{v} {k}" for k, v in kinds.items()))
+    print(f"epochs (candidates x folds): {tot['epochs_full']} full, {tot['epochs_pruned']} pruned, "
+          f"x{tot['epochs_full'] / max(tot['epochs_pruned'], 1):.2f}")
+    if tot["timed"]:
+        print(f"job seconds ({tot['timed']} jobs timed in both): {tot['s_full']:.0f} full, {tot['s_pruned']:.0f} pruned, "
+              f"x{tot['s_full'] / max(tot['s_pruned'], 1e-9):.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
