@@ -22,7 +22,8 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     search = SearchSettings(folds=s.folds, log10_lr_bounds=s.log10_lr_bounds, init_points=s.init_points,
                             rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed,
                             grow_rounds=s.grow_rounds, log10_lr_limits=s.log10_lr_limits,
-                            halving_eta=s.halving_eta, halving_rungs=s.halving_rungs, max_candidates=s.stack_candidates)
+                            halving_eta=s.halving_eta, halving_rungs=s.halving_rungs, max_candidates=s.stack_candidates,
+                            first_rung_folds=s.first_rung_folds)
     sizes = layer_sizes(data.sizes["feature"], spec.shape.width, spec.shape.depth)
     res = search_lr(data.x_train.values, data.y_train.values, sizes, "glorot_uniform", search,
                     settings(spec.training, ctx.device), ctx.progress, ctx.checkpoint)
@@ -45,6 +46,8 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
         },
         coords={"fold": np.arange(search.folds), "depth": spec.shape.depth, "width": spec.shape.width},
         attrs={"n_params": spec.shape.n_params,
-               "search": (f"successive halving, eta {s.halving_eta}, {s.halving_rungs} rungs" if s.halving_eta > 1
+               "search": (f"successive halving, eta {s.halving_eta}, {s.halving_rungs} rungs"
+                          + (f", the first on {s.first_rung_folds} of {s.folds} folds" if s.first_rung_folds else "")
+                          if s.halving_eta > 1
                           else "full: every candidate trained to its budget")},
     )

@@ -39,6 +39,10 @@ def check(sec: dict, config: dict) -> None:
     lo, hi = sec["lrsearch"]["log10_lr_bounds"]
     if not lo < hi:
         raise ConfigError(f"config error at {where0}.lrsearch.log10_lr_bounds: need low < high, got [{lo}, {hi}]")
+    screen = sec["lrsearch"].get("halving", {}).get("first_rung_folds", 0)
+    if screen >= sec["lrsearch"]["folds"]:
+        raise ConfigError(f"config error at {where0}.lrsearch.halving.first_rung_folds: {screen} must be below "
+                          f"lrsearch.folds = {sec['lrsearch']['folds']}; allowed: 0 (every fold) .. {sec['lrsearch']['folds'] - 1}")
     every, train_every = sec["lrsearch"].get("check_every"), sec["training"]["check_every"]
     if every is not None and train_every % every:
         allowed = ", ".join(str(v) for v in range(1, train_every + 1) if train_every % v == 0)
@@ -215,6 +219,7 @@ class Search:
     halving_eta: int = 0  # successive halving within each round: keep the best 1/eta at each rung (0: the full search)
     halving_rungs: int = 2  # rungs below the budget
     stack_candidates: int = 0  # candidates (x folds) per stack: a round larger than this trains in parts (0: all at once)
+    first_rung_folds: int = 0  # halving's first rung on only this many folds (0: every fold)
 
     def trained_epochs(self, max_epochs: int, check_every: int, per_round: int) -> float:
         """Candidate-epochs one round of ``per_round`` candidates trains at most (each x its folds): the full search
@@ -225,6 +230,10 @@ class Search:
             return float(per_round * max_epochs)
         rungs = list(rung_epochs(max_epochs, check_every, self.halving_eta, self.halving_rungs)) + [max_epochs]
         n, done, total = per_round, 0, 0.0
+        if 0 < self.first_rung_folds < self.folds and len(rungs) > 1:
+            # the first rung on first_rung_folds of the folds, then the kept candidates again from epoch 0 on every fold
+            total = per_round * rungs[0] * self.first_rung_folds / self.folds
+            n, rungs = int(-(-per_round // self.halving_eta)), rungs[1:]
         for e in rungs:
             total += n * (e - done)
             done = e
@@ -261,7 +270,8 @@ class LrSearchSpec(Spec):
                         init_points=ls["init_points"], rounds=ls["rounds"], candidates_per_round=ls["candidates_per_round"],
                         seed=seed(config["seed"], "search", job.depth, ls["seed"]), grow_rounds=ls["grow_rounds"],
                         log10_lr_limits=tuple(float(v) for v in ls["log10_lr_limits"]),
-                        halving_eta=int(ls["halving"]["eta"]), halving_rungs=int(ls["halving"]["rungs"]))
+                        halving_eta=int(ls["halving"]["eta"]), halving_rungs=int(ls["halving"]["rungs"]),
+                        first_rung_folds=int(ls["halving"].get("first_rung_folds", 0)))
         shape, training, data = Shape.of(config, job), _search_training(config, job.figure), _data(config, job)
         per = mem.nets(search.folds, shape.sizes(data.target.d), training.batch_size, data.target.n_train)
         search = replace(search, stack_candidates=mem.per_stack(max(search.init_points, search.candidates_per_round), per,
