@@ -64,6 +64,8 @@ CASES = [
     ("bad figure name", lambda c: mu_(c)["figures"].update(figure2=fig2(c)), r"config error at studies.mori_ueda.figures: .*figure2.*keys must match \^fig"),
     ("g needs k=2", lambda c: local2(c).update(g="sin", k=3), r"g = 'sin' takes exactly k = 2"),
     ("bounds order", lambda c: mu_(c)["lrsearch"].update(log10_lr_bounds=[0.0, -1.0]), r"lrsearch.log10_lr_bounds: need low < high"),
+    ("screen on every fold", lambda c: mu_(c)["lrsearch"]["halving"].update(first_rung_folds=2),
+     r"config error at studies.mori_ueda.lrsearch.halving.first_rung_folds: 2 must be below lrsearch.folds = 2; allowed: 0 \(every fold\) .. 1"),
     ("search check not dividing", lambda c: mu_(c)["lrsearch"].update(check_every=3),
      r"config error at studies.mori_ueda.lrsearch.check_every: 3 does not divide training.check_every = 10 .*allowed: 1, 2, 5, 10"),
     # whole numbers written as floats (JSON-schema alone accepts 2.0 as an integer)

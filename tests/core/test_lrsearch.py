@@ -195,3 +195,44 @@ def test_a_round_in_parts_is_halved_part_by_part(problem):
     split = search_lr(*problem, SIZES, "glorot_uniform", dataclasses.replace(SEARCH, rounds=0, max_candidates=3), SETTINGS)
     np.testing.assert_array_equal(split.val_error, whole.val_error)
     assert split.best_lr == whole.best_lr
+
+
+def test_a_first_rung_on_one_fold_screens_every_candidate_and_retrains_the_kept_ones_on_every_fold(problem, result):
+    """Issue 69: with ``first_rung_folds = 1`` each round's candidates train on fold 0 only to the first rung (epoch 10
+    of 40); the best ceil(n / 3) by that error train again from their start on every fold (halved at epoch 20); a cut
+    candidate has its fold-0 error and NaN on the other folds, pruned on all of them.  A kept candidate's fold 0 starts
+    from the same init and data order as in the screen, so it retraces it: at the rung its error is the screen's.
+    Fewer epochs than the every-fold halving; the choice is a candidate trained on every fold."""
+    import dataclasses
+
+    from depthlab.core import lrsearch
+
+    every = search_lr(*problem, SIZES, "glorot_uniform", dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=2), SETTINGS)
+    one = search_lr(*problem, SIZES, "glorot_uniform",
+                    dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=2, first_rung_folds=1), SETTINGS)
+    cut = np.isnan(one.val_error[:, 1:]).all(1)
+    assert cut.any() and (~cut).any()
+    assert np.isfinite(one.val_error[:, 0]).all()
+    assert (one.pruned[cut].all(1) | one.diverged[cut][:, 0]).all() and (one.epochs[cut][:, 1:] == 0).all()
+    assert (one.epochs[cut][:, 0] <= 10).all()
+    chosen = int(np.argmin(np.abs(one.lr - one.best_lr)))
+    assert not cut[chosen] and np.isfinite(one.val_error[chosen]).all() and not one.pruned[chosen].any()
+    assert one.epochs.sum() < every.epochs.sum()
+    # per round: ceil(n / 3) kept (round 0: 4 candidates -> 2)
+    assert (~cut[one.round == 0]).sum() == 2
+    # the retrace: round 0 screened to epoch 10, then the kept candidates on every fold; fold 0 of a kept one at
+    # epoch 10 is the screen's model (same init and order), checked on a direct screen of the same rates
+    tr, va, _ = fold_indices(N, SEARCH.folds, SEARCH.seed)
+    lrs = one.lr[one.round == 0]
+    screen = lrsearch.validation_errors(*problem, lrs, SIZES, "glorot_uniform", tr[:1], va[:1],
+                                        dataclasses.replace(SETTINGS, max_epochs=10), SEARCH.seed, 10.0, None)
+    full10 = lrsearch.validation_errors(*problem, lrs, SIZES, "glorot_uniform", tr, va,
+                                        dataclasses.replace(SETTINGS, max_epochs=10), SEARCH.seed, 10.0, None)
+    np.testing.assert_allclose(screen["val_error"][:, 0], full10["val_error"][:, 0], rtol=1e-5)
+    # the cost model counts the screen at 1/folds of a candidate-epoch
+    from depthlab.studies.mori_ueda.specs import Search
+
+    s = Search(folds=3, log10_lr_bounds=(-2.0, 0.0), init_points=4, rounds=1, candidates_per_round=3, seed=0, grow_rounds=0,
+               log10_lr_limits=(-3.0, 1.0), halving_eta=3, halving_rungs=2, first_rung_folds=1)
+    # 4 candidates x 10 epochs on 1 of 3 folds, then 2 kept from epoch 0 to 20, 1 of them on to 40
+    assert s.trained_epochs(40, 10, 4) == pytest.approx(4 * 10 / 3 + 2 * 20 + 1 * 20)
