@@ -236,3 +236,21 @@ def test_a_first_rung_on_one_fold_screens_every_candidate_and_retrains_the_kept_
                log10_lr_limits=(-3.0, 1.0), halving_eta=3, halving_rungs=2, first_rung_folds=1)
     # 4 candidates x 10 epochs on 1 of 3 folds, then 2 kept from epoch 0 to 20, 1 of them on to 40
     assert s.trained_epochs(40, 10, 4) == pytest.approx(4 * 10 / 3 + 2 * 20 + 1 * 20)
+
+
+def test_a_file_checkpoint_takes_a_round_in_parts_and_a_one_fold_first_rung_and_a_rerun_resumes_to_the_same_choice(problem, tmp_path):
+    """The children a search asks of its checkpoint (``part<i>`` for a round in parts, ``screen`` and ``kept`` for a
+    one-fold first rung) are names a FileCheckpoint takes (they raised ValueError before); a second run restores every
+    round from it and gives the same result."""
+    import dataclasses
+
+    from depthlab.checkpoint import FileCheckpoint
+
+    s = dataclasses.replace(SEARCH, rounds=1, halving_eta=3, halving_rungs=2, first_rung_folds=1, max_candidates=2)
+    ck = FileCheckpoint(tmp_path / "search")
+    a = search_lr(*problem, SIZES, "glorot_uniform", s, SETTINGS, checkpoint=ck)
+    said = []
+    b = search_lr(*problem, SIZES, "glorot_uniform", s, SETTINGS, progress=said.append, checkpoint=FileCheckpoint(tmp_path / "search"))
+    assert any("restored from checkpoint" in m for m in said)
+    assert a.best_lr == b.best_lr
+    np.testing.assert_array_equal(a.epochs, b.epochs)
