@@ -254,3 +254,19 @@ def test_a_file_checkpoint_takes_a_round_in_parts_and_a_one_fold_first_rung_and_
     assert any("restored from checkpoint" in m for m in said)
     assert a.best_lr == b.best_lr
     np.testing.assert_array_equal(a.epochs, b.epochs)
+
+
+def test_a_one_fold_first_rung_cuts_the_kept_candidates_only_at_the_rungs_after_it(problem):
+    """With 3 rungs of a 40-epoch budget checked every 10 epochs the rungs are (10, 20): the lowest two merge at 10.
+    After a one-fold screen to epoch 10, the kept candidates may be cut at epoch 20 only, not at 10 again (the rungs
+    the cost model, ``Search.trained_epochs``, counts)."""
+    import dataclasses
+
+    from depthlab.core.lrsearch import rung_epochs
+
+    assert rung_epochs(40, 10, 3, 3) == (10, 20)
+    one = search_lr(*problem, SIZES, "glorot_uniform",
+                    dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=3, first_rung_folds=1), SETTINGS)
+    kept = ~np.isnan(one.val_error[:, 1:]).all(1)
+    assert kept.any()
+    assert (one.epochs[kept][one.pruned[kept]] == 20).all()

@@ -183,14 +183,16 @@ def validation_errors(
     x: np.ndarray, y: np.ndarray, lrs: np.ndarray, sizes: list[int], init_scheme: str,
     tr: np.ndarray, va: np.ndarray, settings: TrainSettings, search_seed: int, diverged_error: float,
     progress: Callable[[str], None] | None = None, checkpoint: Checkpoint | None = None, halving: tuple[int, int] = (0, 0),
+    rungs: tuple[int, ...] | None = None,
 ) -> dict[str, np.ndarray]:
     """Train len(lrs) x K models as one batch; return per-(lr, fold) validation error etc., each [C, K].  ``halving``
-    (eta, rungs): successive halving of the candidates (:class:`Halving`); ``pruned`` says which models it cut."""
+    (eta, rungs): successive halving of the candidates (:class:`Halving`), at ``rung_epochs`` of it unless ``rungs``
+    names the rung epochs; ``pruned`` says which models it cut."""
     from .stopping import PRUNED
 
     C, K = len(lrs), tr.shape[0]
     loss = settings.loss
-    epochs = rung_epochs(settings.max_epochs, settings.check_every, *halving)
+    epochs = rung_epochs(settings.max_epochs, settings.check_every, *halving) if rungs is None else rungs
     prune = Halving(epochs, halving[0], x, y, va, C, loss, diverged_error) if epochs and C > 1 else None
     # common random numbers across candidates: fold k always starts from the same init and data order
     fold_init = init_params(sizes, seeds(search_seed, "init", K), init_scheme)
@@ -214,10 +216,11 @@ def _screened(
     x: np.ndarray, y: np.ndarray, lrs: np.ndarray, sizes: list[int], init_scheme: str,
     tr: np.ndarray, va: np.ndarray, settings: TrainSettings, search_seed: int, diverged_error: float,
     progress: Callable[[str], None] | None = None, checkpoint: Checkpoint | None = None, halving: tuple[int, int] = (0, 0),
-    screen_folds: int = 1,
+    screen_folds: int = 0,
 ) -> dict[str, np.ndarray]:
     """Successive halving whose first rung trains only the first ``screen_folds`` folds (issue 69: at the default's
-    scale the first rung, every candidate x every fold, was 79 % of the search's epochs).
+    scale the first rung, every candidate x every fold, was 79 % of the search's epochs); :func:`validation_errors`
+    itself when ``screen_folds`` is 0 (or not below K), or there is no rung or no second candidate.
 
     The candidates x the first folds train to the first rung (their own stop rule applies); each candidate's mean
     validation error over those folds ranks it, and the best ceil(n / eta) (a diverged fold counts as
@@ -226,24 +229,26 @@ def _screened(
     their screen.  A cut candidate keeps its screen's errors on the screened folds and NaN on the others (``pruned``
     on every fold unless it diverged)."""
     C, K = len(lrs), tr.shape[0]
-    eta, rungs = halving
-    first = rung_epochs(settings.max_epochs, settings.check_every, eta, rungs)
-    if not first or C <= 1:
+    eta = halving[0]
+    first = rung_epochs(settings.max_epochs, settings.check_every, *halving)
+    if not 0 < screen_folds < K or not first or C <= 1:
         return validation_errors(x, y, lrs, sizes, init_scheme, tr, va, settings, search_seed, diverged_error, progress,
                                  checkpoint, halving)
     from dataclasses import replace
 
     f = screen_folds
-    ck = (lambda name: checkpoint.child(name)) if checkpoint is not None and hasattr(checkpoint, "child") else (lambda name: None)
     screen = validation_errors(x, y, lrs, sizes, init_scheme, tr[:f], va[:f], replace(settings, max_epochs=first[0]),
-                               search_seed, diverged_error, progress, ck("screen"), (0, 0))
+                               search_seed, diverged_error, progress,
+                               checkpoint.child("screen") if checkpoint is not None else None)
     err = np.where(screen["diverged"], diverged_error, screen["val_error"]).mean(1)
     keep = np.sort(np.argsort(err, kind="stable")[: int(np.ceil(C / eta))])
     if progress is not None:
         progress(f"successive halving: epoch {first[0]} on {f} of {K} folds: kept {len(keep)} of {C} "
                  f"(lr = {', '.join(f'{v:.3g}' for v in lrs[keep])})")
+    # the kept candidates are cut at the rungs after the first only (recomputing them from one rung fewer would repeat
+    # the first where two rungs round to the same check epoch)
     rest = validation_errors(x, y, lrs[keep], sizes, init_scheme, tr, va, settings, search_seed, diverged_error, progress,
-                             ck("kept"), (eta, rungs - 1))
+                             checkpoint.child("kept") if checkpoint is not None else None, halving, rungs=first[1:])
     out = {"val_error": np.full((C, K), np.nan), "diverged": np.zeros((C, K), bool), "converged": np.zeros((C, K), bool),
            "epochs": np.zeros((C, K), np.int64), "pruned": np.zeros((C, K), bool)}
     for k in ("val_error", "diverged", "converged", "epochs"):
@@ -361,10 +366,9 @@ def search_lr(
             say(f"lr search depth {depth} {what}: training {len(lrs)} lr x {used} folds, lr = " + ", ".join(f"{v:.3g}" for v in lrs))
             sub = checkpoint.child(f"round{r}") if checkpoint is not None else None
             step = search.max_candidates or len(lrs)
-            run = _screened if 0 < search.first_rung_folds < used and search.halving_eta > 1 else validation_errors
-            parts = [run(x, y, lrs[a : a + step], sizes, init_scheme, tr, va, settings, search.seed,
-                         diverged_error, progress, sub if step >= len(lrs) or sub is None else sub.child(f"part{a // step}"),
-                         halving=halving, **({"screen_folds": search.first_rung_folds} if run is _screened else {}))
+            parts = [_screened(x, y, lrs[a : a + step], sizes, init_scheme, tr, va, settings, search.seed, diverged_error,
+                               progress, sub if step >= len(lrs) or sub is None else sub.child(f"part{a // step}"),
+                               halving=halving, screen_folds=search.first_rung_folds)
                      for a in range(0, len(lrs), step)]
             out = {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]}
             if checkpoint is not None:
