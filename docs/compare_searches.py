@@ -18,12 +18,15 @@ Then the totals: candidate x fold epochs trained, and the jobs' seconds from Sna
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "workflow"))
+
+from depthlab import plan  # noqa: E402
 
 
 SAME = 0.01  # decades: closer than this, two choices are the same candidate
@@ -38,12 +41,8 @@ def _choice(ds: xr.Dataset) -> tuple[float, float, float]:
 
 
 def _seconds(results: Path, rel: Path) -> float | None:
-    tsv = results / "benchmarks" / rel.with_suffix(".tsv")
-    if not tsv.is_file():
-        return None
-    with tsv.open() as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-    return float(rows[-1]["s"]) if rows else None
+    """The job's seconds from its Snakemake benchmark file (``depthlab.plan``'s reader: a damaged timing is refused)."""
+    return plan._seconds(results / "benchmarks" / rel.with_suffix(".tsv"))
 
 
 def compare(full: Path, pruned: Path) -> tuple[list[dict], dict]:

@@ -173,7 +173,8 @@ def search_check_every(config: dict) -> int:
 def _search_training(config: dict, figure: str) -> Training:
     """The cross-validation nets' settings: training's, with ``lrsearch.max_epochs`` and ``lrsearch.check_every``.  The
     plateau window keeps its length in epochs (patience x training.check_every), so a finer check changes when a net is
-    seen to stop, not what stopping means; it also lets the halving's rungs sit at 1/27 and 1/9 of the budget (issue 69)."""
+    seen to stop, not what stopping means; it also lets the halving's first rung sit at 1/9 of the budget, not at the
+    first of training's checks (issue 69)."""
     t = _training(config, figure, section(config)["lrsearch"]["max_epochs"])
     every = search_check_every(config)
     if every == t.check_every:
