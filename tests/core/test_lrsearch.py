@@ -199,9 +199,9 @@ def test_a_round_in_parts_is_halved_part_by_part(problem):
 
 def test_a_first_rung_on_one_fold_screens_every_candidate_and_retrains_the_kept_ones_on_every_fold(problem, result):
     """Issue 69: with ``first_rung_folds = 1`` each round's candidates train on fold 0 only to the first rung (epoch 10
-    of 40); the best ceil(n / 3) by that error train again from their start on every fold (halved at epoch 20); a cut
-    candidate has its fold-0 error and NaN on the other folds, pruned on all of them.  A kept candidate's fold 0 starts
-    from the same init and data order as in the screen, so it retraces it: at the rung its error is the screen's.
+    of 40); the best ceil(n / 3) by that error go on on every fold (halved at epoch 20); a cut candidate has its fold-0
+    error and NaN on the other folds, pruned on all of them.  A fold starts from the same init and data order in any
+    stack, so fold 0 at the rung is the same model in the screen and in an every-fold stack.
     Fewer epochs than the every-fold halving; the choice is a candidate trained on every fold."""
     import dataclasses
 
@@ -234,8 +234,8 @@ def test_a_first_rung_on_one_fold_screens_every_candidate_and_retrains_the_kept_
 
     s = Search(folds=3, log10_lr_bounds=(-2.0, 0.0), init_points=4, rounds=1, candidates_per_round=3, seed=0, grow_rounds=0,
                log10_lr_limits=(-3.0, 1.0), halving_eta=3, halving_rungs=2, first_rung_folds=1)
-    # 4 candidates x 10 epochs on 1 of 3 folds, then 2 kept from epoch 0 to 20, 1 of them on to 40
-    assert s.trained_epochs(40, 10, 4) == pytest.approx(4 * 10 / 3 + 2 * 20 + 1 * 20)
+    # 4 candidates x 10 epochs on 1 of 3 folds, the 2 kept ones' other 2 folds to 10, those 2 on to 20, 1 on to 40
+    assert s.trained_epochs(40, 10, 4) == pytest.approx(4 * 10 / 3 + 2 * 10 * 2 / 3 + 2 * 10 + 1 * 20)
 
 
 def test_a_file_checkpoint_takes_a_round_in_parts_and_a_one_fold_first_rung_and_a_rerun_resumes_to_the_same_choice(problem, tmp_path):
@@ -270,3 +270,34 @@ def test_a_one_fold_first_rung_cuts_the_kept_candidates_only_at_the_rungs_after_
     kept = ~np.isnan(one.val_error[:, 1:]).all(1)
     assert kept.any()
     assert (one.epochs[kept][one.pruned[kept]] == 20).all()
+
+
+def test_a_one_fold_first_rung_trains_no_epoch_twice_and_its_kept_candidates_are_the_every_fold_runs(problem, monkeypatch):
+    """The kept candidates' first folds go on from their screen (paused at the rung) instead of training again from
+    their start (they did until 2026-11-29, and that work went unrecorded).  Counted by the trainer's per-model data
+    order (one call per model per epoch trained): the epochs the search trains are the epochs it records.  And the
+    kept candidates' errors and epochs are, to the bit, those of the same rates trained from their start on every fold
+    in one stack and cut at the later rungs (the independent path: core.grid's stack, no pause, no join)."""
+    import dataclasses
+
+    from depthlab.core import lrsearch, trainer
+
+    calls = []
+    real = trainer.epoch_order
+    monkeypatch.setattr(trainer, "epoch_order", lambda *a: calls.append(1) or real(*a))
+    s = dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=2, first_rung_folds=1, grow_rounds=0)
+    one = search_lr(*problem, SIZES, "glorot_uniform", s, SETTINGS)
+    assert len(calls) == one.epochs.sum()
+    monkeypatch.setattr(trainer, "epoch_order", real)
+    tr, va, _ = fold_indices(N, SEARCH.folds, SEARCH.seed)
+    first = lrsearch.rung_epochs(SETTINGS.max_epochs, SETTINGS.check_every, 3, 2)
+    for r in np.unique(one.round):
+        here = one.round == r
+        kept = here & ~np.isnan(one.val_error[:, 1:]).all(1)
+        assert kept.sum() == int(np.ceil(here.sum() / 3))
+        again = lrsearch.validation_errors(*problem, one.lr[kept], SIZES, "glorot_uniform", tr, va, SETTINGS, SEARCH.seed,
+                                           10.0, None, halving=(3, 2), rungs=first[1:])
+        np.testing.assert_array_equal(np.where(one.diverged[kept], 10.0, one.val_error[kept]),
+                                      np.where(again["diverged"], 10.0, again["val_error"]))
+        np.testing.assert_array_equal(one.epochs[kept], again["epochs"])
+        np.testing.assert_array_equal(one.pruned[kept], again["pruned"])

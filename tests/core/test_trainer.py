@@ -258,3 +258,45 @@ def test_the_foreach_adam_step_gives_the_bits_of_the_per_tensor_step(sizes, M):
     assert all(torch.equal(s_new[k], s_old[k]) for k in s_old)
     assert not all(torch.equal(a, b) for a, b in zip(new, other))
     assert not torch.equal(new[0], init_params(sizes, np.arange(M), "truncated_normal")[0][0])  # it trained
+
+
+@pytest.mark.parametrize("opt, lrs", [("sgd", [1e-3, 3e-2, 0.3, 1.0, 5.0]), ("adam", [1e-3, 3e-2, 1e-2, 0.3, 5.0])])
+def test_a_stack_paused_in_two_parts_and_joined_goes_on_to_the_bits_of_one_uninterrupted_stack(opt, lrs):
+    """``train(pause_at=)`` stops at a check with the models still training; ``merge_states`` joins two paused parts
+    (dropping a model); ``train(start=)`` goes on.  Every joined model ends where the same model trained in one stack
+    from the start ends: parameters, epochs, histories and stop reasons to the bit.  SGD: two models diverge before the
+    pause (epochs 1 and 2); Adam: its step counter is shared by the stack, and two models converge after the pause."""
+    from depthlab.core.trainer import merge_states
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((60, 4))
+    y = np.sin(x[:, 0])
+    s = TrainSettings(loss=MSE(), optimizer=OPTIMIZERS[opt], max_epochs=30, check_every=5, batch_size=10,
+                      stop=StopRule(threshold=1e-2), device="cpu")
+    lrs = np.asarray(lrs)
+    M = len(lrs)
+    init = init_params([4, 16, 1], np.arange(M))
+    rows = np.stack([rng.permutation(60)[:48] for _ in range(M)])
+    whole = train(x, y, rows, lrs, init, np.arange(M), s)
+    # two parts, model 0 in both; the joined stack holds models 1, 4 (of part a: its model 0 left out) and 2, 3, 0.  No
+    # part is ever down to one model: torch steps a stack of one through another kernel, whose last bits differ
+    a, b = [0, 1, 4], [2, 3, 0]
+
+    def part(ids, **kw):
+        return train(x, y, rows[ids], lrs[ids], [(W[ids], bb[ids]) for W, bb in init], np.asarray(ids), s, **kw)
+
+    pa, pb = part(a, pause_at=10), part(b, pause_at=10)
+    assert pa.state is not None and int(pa.state["epoch"]) == 10
+    joined = [1, 4, 2, 3, 0]
+    start = merge_states([(pa.state, np.array([-1, 0, 1])), (pb.state, np.array([2, 3, 4]))], 5)
+    on = part(joined, start=start)
+    for i, m in enumerate(joined):
+        assert on.epochs[i] == whole.epochs[m] and on.stop_reason[i] == whole.stop_reason[m]
+        np.testing.assert_array_equal(on.history[i], whole.history[m])
+        for (W1, b1), (W2, b2) in zip(on.params, whole.params):
+            torch.testing.assert_close(W1[i], W2[m], rtol=0, atol=0, equal_nan=True)
+            torch.testing.assert_close(b1[i], b2[m], rtol=0, atol=0, equal_nan=True)
+    if opt == "sgd":
+        assert whole.diverged[[3, 4]].all() and (whole.epochs[[3, 4]] < 10).all()
+    else:
+        assert (whole.converged & (whole.epochs > 10)).sum() >= 2

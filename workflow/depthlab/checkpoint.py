@@ -29,7 +29,7 @@ log = logging.getLogger("depthlab")
 _FP = "fingerprint"
 _CODE = "code_fingerprint"
 HOLD = "DEPTHLAB_TEST_HOLD"  # tests only: a folder; a job waits after each checkpoint it writes until <folder>/release exists
-CHILD = r"round[0-9]+|final|grow[0-9]+|half[0-9]+|part[0-9]+|screen|kept"  # the children the trainers take (lrsearch rounds, the radial final run, grid growth, a halved rate, a round in parts, a one-fold first rung and its kept candidates)
+CHILD = r"round[0-9]+|final|grow[0-9]+|half[0-9]+|part[0-9]+|screen|rest|kept"  # the children the trainers take (lrsearch rounds, the radial final run, grid growth, a halved rate, a round in parts, a one-fold first rung, its kept candidates' other folds, and those joined)
 _MINE = re.compile(rf"(?:\.(?:{CHILD}))*(?:\.tmp-[0-9]+(?:-[A-Za-z0-9]+-[0-9a-f]+)?)?")  # what follows a checkpoint's name in the files it writes
 
 

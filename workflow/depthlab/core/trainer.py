@@ -87,6 +87,7 @@ class TrainResult:
     eval_history: np.ndarray  # [M, C] error on the evaluation set at each check (NaN: none given / stopped / diverged)
     params: Params  # final parameters on the CPU, stacked [M, ...]
     seconds: float = 0.0
+    state: dict[str, torch.Tensor] | None = None  # with ``pause_at``: the state to go on from (TrainState.to_tensors)
 
 
 class Pruner(Protocol):
@@ -295,6 +296,8 @@ def train(
     progress: Callable[[str], None] | None = None,
     checkpoint: Checkpoint | None = None,
     prune: Pruner | None = None,
+    pause_at: int | None = None,
+    start: dict[str, torch.Tensor] | None = None,
 ) -> TrainResult:
     """Train M models until each meets its loss' stop rule, diverges or hits max_epochs.
 
@@ -306,6 +309,11 @@ def train(
     equals an uninterrupted run's exactly (data order is a pure function of
     (seed, epoch)).  ``prune``: at its rung epochs (checks), after the stop rule, the models it names leave the batch
     with reason ``pruned`` (a successive-halving search; their parameters at the rung are their final ones).
+
+    ``pause_at`` (a check epoch below the budget): stop after that epoch with the models still training *not* stopped;
+    the result holds their parameters and epochs there as if they had, and ``state`` the whole state to go on from.
+    ``start``: such a state (of these M models: :func:`merge_states` builds one from parts) to go on from instead of
+    ``init`` (a checkpoint of this very call still comes first).  Going on from a pause is the uninterrupted run.
     """
     t0 = time.perf_counter()
     s = settings
@@ -338,11 +346,18 @@ def train(
     if checkpoint is not None:
         key = fingerprint(x, y, train_idx, lr, *[t for layer in init for t in layer], order_seeds, repr(s),
                           None if eval_set is None else eval_set[0], None if eval_set is None else eval_set[1],
-                          *(() if prune is None else (repr(prune),)))
+                          *(() if prune is None else (repr(prune),)),
+                          *(() if start is None else ("start", start["epoch"], start["active"])))
         saved = checkpoint.load(key)
+    resumed = saved is not None
+    if saved is None and start is not None:
+        saved = start
     if saved is not None:
         st = TrainState.from_tensors(saved, dev)
-        say(f"resumed from checkpoint at epoch {st.epoch}: {len(st.active)} of {M} models still training")
+        if len(st.epochs) != M:
+            raise ValueError(f"the state to start from holds {len(st.epochs)} models, not M = {M}")
+        say(f"{'resumed from checkpoint' if resumed else 'going on'} at epoch {st.epoch}: {len(st.active)} of {M} "
+            "models still training")
     else:
         params = [(W.to(dev).clone(), b.to(dev).clone()) for W, b in init]
         st = TrainState(
@@ -355,7 +370,8 @@ def train(
 
     B = s.batch_size
     with torch.no_grad():
-        while len(st.active) and st.epoch < s.max_epochs:
+        end = s.max_epochs if pause_at is None else min(s.max_epochs, pause_at)
+        while len(st.active) and st.epoch < end:
             st.epoch += 1
             order = np.stack([epoch_order(order_seeds[m], st.epoch, n) for m in st.active])  # [M_act, n]
             rows = torch.gather(idx_all[st.active], 1, torch.as_tensor(order, device=dev))  # [M_act, n]
@@ -403,9 +419,64 @@ def train(
                 if checkpoint is not None and len(st.active):
                     checkpoint.save(key, st.to_tensors())
 
+    state = None
+    if pause_at is not None:
+        state = {k: v.clone() for k, v in st.to_tensors().items()}  # the state goes on; the result sees a stop here
+        if len(st.active):
+            st.retire(np.arange(len(st.active)))
     return TrainResult(
         train_loss=st.train_loss, train_accuracy=st.train_acc, epochs=st.epochs, converged=st.stopping.converged,
         diverged=st.diverged, stop_reason=st.stopping.reason.copy(), check_epochs=checks, history=st.history, eval_history=st.eval_history,
-        params=st.final, seconds=time.perf_counter() - t0,
+        params=st.final, seconds=time.perf_counter() - t0, state=state,
     )
+
+
+def merge_states(parts: list[tuple[dict[str, torch.Tensor], np.ndarray]], M: int) -> dict[str, torch.Tensor]:
+    """One state of M models (:meth:`TrainState.to_tensors`) from paused parts at the same epoch (``train``'s
+    ``pause_at``): ``parts`` [(state, to)], ``to[m]`` the merged id of the part's model m (-1: left out).  The models
+    of each part keep everything they carry (parameters, optimiser state, records, stop rule); a part whose kept models
+    all stopped may have paused earlier."""
+    live = [(s, to) for s, to in parts if (to[s["active"].numpy()] >= 0).any()]
+    epochs = {int(s["epoch"]) for s, _ in live}
+    if len(epochs) > 1:
+        raise ValueError(f"the parts paused at different epochs {sorted(epochs)}")
+    head = live[0][0] if live else max((s for s, _ in parts), key=lambda s: int(s["epoch"]))
+    out: dict[str, torch.Tensor] = {"epoch": head["epoch"].clone(), "check_i": head["check_i"].clone()}
+    per_model = [k for k in parts[0][0] if k == "lr" or k[:1] in "Wb" and k[1:].isdigit()]  # the active models'
+    full = [k for k in parts[0][0] if k not in per_model and k not in ("epoch", "check_i", "active")
+            and not k.startswith("opt/")]  # every model's, by id
+    for k in full:
+        v = parts[0][0][k]
+        out[k] = torch.zeros((M, *v.shape[1:]), dtype=v.dtype)
+    ids, rows = [], {k: [] for k in per_model}
+    opt = {k for k in parts[0][0] if k.startswith("opt/")}
+    opt_rows = {k: [] for k in opt}
+    for s, to in parts:
+        to = np.asarray(to)
+        mine = np.flatnonzero(to >= 0)
+        for k in full:
+            out[k][torch.as_tensor(to[mine])] = s[k][torch.as_tensor(mine)]
+        act = s["active"].numpy()
+        keep = np.flatnonzero(to[act] >= 0)
+        ids.append(to[act][keep])
+        sel = torch.as_tensor(keep, dtype=torch.long)
+        for k in per_model:
+            rows[k].append(s[k].index_select(0, sel))
+        for k in opt:
+            v = s[k]
+            if _per_model(v, len(act)):
+                opt_rows[k].append(v.index_select(0, sel))
+            elif k not in out:
+                out[k] = v.clone()
+            elif not torch.equal(out[k], v):
+                raise ValueError(f"the parts' shared optimiser state {k} differs")
+    ids = np.concatenate(ids).astype(np.int64)
+    order = torch.as_tensor(np.argsort(ids, kind="stable"))
+    out["active"] = torch.as_tensor(ids[order.numpy()])
+    for k in per_model:
+        out[k] = torch.cat(rows[k]).index_select(0, order)
+    for k, r in opt_rows.items():
+        if r:
+            out[k] = torch.cat(r).index_select(0, order)
+    return out
 

@@ -232,9 +232,10 @@ class Search:
         rungs = list(rung_epochs(max_epochs, check_every, self.halving_eta, self.halving_rungs)) + [max_epochs]
         n, done, total = per_round, 0, 0.0
         if 0 < self.first_rung_folds < self.folds and len(rungs) > 1:
-            # the first rung on first_rung_folds of the folds, then the kept candidates again from epoch 0 on every fold
-            total = per_round * rungs[0] * self.first_rung_folds / self.folds
-            n, rungs = int(-(-per_round // self.halving_eta)), rungs[1:]
+            # the first rung on first_rung_folds of the folds; the kept candidates' other folds to it; then all on
+            f, K, n = self.first_rung_folds, self.folds, int(-(-per_round // self.halving_eta))
+            total = (per_round * f + n * (K - f)) * rungs[0] / K
+            done, rungs = rungs[0], rungs[1:]
         for e in rungs:
             total += n * (e - done)
             done = e
