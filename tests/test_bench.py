@@ -145,3 +145,21 @@ def test_eta_replay_plans_the_smoke_run_anew_and_replays_what_its_terminal_showe
     rows = read_jobs_log(tsv)
     assert kept == sum(r["planned_s"] == 0 for r in rows) == sum(r["stage"] in ("config_snapshot", "claims_index", "all")
                                                                    for r in rows), p.stdout
+
+
+def test_search_halving_benchmark_times_both_searches_of_a_job_side_by_side(tmp_path, root):
+    """benchmarks/search_halving.py on the smoke config's first rate search: both searches ran in one process on one
+    thread, their seconds, epochs and choices written; the 'full' side is the search with the halving off.  Never
+    asserts speed."""
+    out = tmp_path / "sh.json"
+    p = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config", "config/smoke.yaml",
+                        "--jobs", "1", "--workers", "1", "--out", str(out)], cwd=root, capture_output=True, text=True,
+                       timeout=300, env=tool_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    data = json.loads(out.read_text())
+    (row,) = data["rows"]
+    assert row["threads"]["torch"] == 1 and all(b.endswith(":1") for b in row["threads"]["blas"])
+    assert row["full"]["search"].startswith("full") and row["pruned"]["search"].startswith("successive halving")
+    for side in ("full", "pruned"):
+        assert row[side]["seconds"] > 0 and row[side]["epochs"] > 0 and row[side]["best_lr"] > 0
+    assert set(data["ratio"]) == {"seconds", "epochs"} and "full / pruned:" in p.stdout

@@ -220,7 +220,7 @@ def test_a_first_rung_on_one_fold_screens_every_candidate_and_retrains_the_kept_
     assert one.epochs.sum() < every.epochs.sum()
     # per round: ceil(n / 3) kept (round 0: 4 candidates -> 2)
     assert (~cut[one.round == 0]).sum() == 2
-    # the retrace: round 0 screened to epoch 10, then the kept candidates on every fold; fold 0 of a kept one at
+    # round 0 screened to epoch 10, then the kept candidates on every fold; fold 0 of a kept one at
     # epoch 10 is the screen's model (same init and order), checked on a direct screen of the same rates
     tr, va, _ = fold_indices(N, SEARCH.folds, SEARCH.seed)
     lrs = one.lr[one.round == 0]

@@ -1,0 +1,116 @@
+"""Side-by-side benchmark of the Mori & Ueda rate search: the full search against the pruned one (issue 69).
+
+    python benchmarks/search_halving.py [--config config/config.yaml] [--jobs N] [--workers 2] [--out FILE]
+
+For each of the config's rate searches (figure, target, depth; ``--jobs N``: N of them, spread over the list) one
+worker process builds the job's data and runs the search twice, back to back, in the same process: as the config
+says (successive halving, its first rung on ``first_rung_folds`` folds), and as the full search (the halving off,
+the search checking at training's ``check_every``, as a282204's did), in alternating order from job to job.  It
+prints per job and in total the seconds of each (``time.perf_counter`` around the search, data building excluded),
+the candidate x fold epochs each trained (the store's ``epochs``; the trainer counts every epoch it trains there), the
+rate each chose, and the ratios full / pruned.  Each worker runs on one torch thread, BLAS pinned to one thread
+(threadpoolctl); numba is not used by the search.  The threads each side ran on are printed and written to the JSON.
+
+Speeds are reported, never asserted: a shared machine moves them.  The workflow's own timings (Snakemake's benchmark
+files) include each job's start-up and storage; ``docs/compare_searches.py`` compares two runs' stores that way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "workflow"))
+
+
+def _full(config: dict) -> dict:
+    """The config with the rate search's halving off and its checks at training's (a282204's search)."""
+    c = copy.deepcopy(config)
+    mu = c["studies"]["mori_ueda"]
+    mu["lrsearch"]["halving"] = {**mu["lrsearch"]["halving"], "eta": 0, "first_rung_folds": 0}
+    mu["lrsearch"]["check_every"] = mu["training"]["check_every"]
+    return c
+
+
+def _run(args: tuple) -> dict:
+    """One job, both searches, in this process (one thread)."""
+    config, job, pruned_first = args
+    import numpy as np
+    import torch
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from depthlab.core.device import set_threads
+    from depthlab.studies.mori_ueda.data import make_data
+    from depthlab.studies.mori_ueda.search import run_lrsearch
+    from depthlab.studies.mori_ueda.specs import DataJob, DataSpec, LrSearchSpec
+
+    import bayes_opt  # noqa: F401  (imported before the clocks start: the first search would pay for it)
+    import sklearn.gaussian_process  # noqa: F401
+
+    set_threads(1)
+    with threadpool_limits(limits=1):
+        threads = {"torch": torch.get_num_threads(),
+                   "blas": sorted({f"{i['internal_api']}:{i['num_threads']}" for i in threadpool_info()})}
+        data = make_data(DataSpec.from_config(config, DataJob(job.figure, job.target)), {})
+        ctx = SimpleNamespace(device="cpu", progress=lambda *_: None, checkpoint=None)
+        out = {"job": f"{job.figure}/{job.target}/L{job.depth}", "threads": threads}
+        order = (("pruned", config), ("full", _full(config)))
+        for name, cfg in (order if pruned_first else order[::-1]):
+            spec = LrSearchSpec.from_config(cfg, job)
+            t0 = time.perf_counter()
+            ds = run_lrsearch(spec, {"data": data}, ctx)
+            secs = time.perf_counter() - t0
+            out[name] = {"seconds": secs, "epochs": int(np.asarray(ds.epochs.values).sum()),
+                         "best_lr": float(ds.best_lr), "rates": int(ds.sizes["eval"]), "search": ds.attrs["search"]}
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    from depthlab.config import load
+    from depthlab.studies.mori_ueda.specs import LrSearchSpec
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default=str(ROOT / "config" / "config.yaml"))
+    ap.add_argument("--jobs", type=int, default=0, help="this many of the rate searches, spread over the list (0: all)")
+    ap.add_argument("--workers", type=int, default=max(1, min(2, os.cpu_count() or 1)))
+    ap.add_argument("--out", default=None, help="write the table as JSON here")
+    a = ap.parse_args(argv)
+    config = load(a.config)
+    if "mori_ueda" not in config.get("studies", {}):
+        raise SystemExit(f"error: {a.config} builds no mori_ueda study: there is no rate search to time")
+    jobs = LrSearchSpec.jobs(config)
+    if a.jobs and a.jobs < len(jobs):
+        jobs = [jobs[round(i * (len(jobs) - 1) / max(a.jobs - 1, 1))] for i in range(a.jobs)]
+    print(f"{len(jobs)} rate searches of {a.config}, {a.workers} worker process(es), each on one torch thread, BLAS "
+          "pinned to one thread (threadpoolctl); numba unused", flush=True)
+    rows = []
+    with mp.get_context("spawn").Pool(a.workers) as pool:
+        for i, r in enumerate(pool.imap(_run, [(config, j, i % 2 == 0) for i, j in enumerate(jobs)])):
+            rows.append(r)
+            f, p = r["full"], r["pruned"]
+            print(f"[{i + 1}/{len(jobs)}] {r['job']}: full {f['seconds']:.1f} s, {f['epochs']} epochs, lr {f['best_lr']:.3g}"
+                  f" | pruned {p['seconds']:.1f} s, {p['epochs']} epochs, lr {p['best_lr']:.3g}"
+                  f" | x{f['seconds'] / p['seconds']:.2f} s, x{f['epochs'] / max(p['epochs'], 1):.2f} epochs", flush=True)
+    tot = {k: {m: sum(r[k][m] for r in rows) for m in ("seconds", "epochs")} for k in ("full", "pruned")}
+    ratio = {m: tot["full"][m] / max(tot["pruned"][m], 1e-9) for m in ("seconds", "epochs")}
+    print(f"\ntotal: full {tot['full']['seconds']:.0f} s, {tot['full']['epochs']} candidate-epochs; pruned "
+          f"{tot['pruned']['seconds']:.0f} s, {tot['pruned']['epochs']} candidate-epochs")
+    print(f"full / pruned: x{ratio['seconds']:.2f} in seconds, x{ratio['epochs']:.2f} in candidate-epochs")
+    print(f"threads: {rows[0]['threads'] if rows else '-'}")
+    print(f"pruned: {rows[0]['pruned']['search'] if rows else '-'}; full: {rows[0]['full']['search'] if rows else '-'}")
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps({"config": a.config, "workers": a.workers, "rows": rows, "total": tot,
+                                           "ratio": ratio}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
