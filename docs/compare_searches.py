@@ -14,6 +14,10 @@ choices are, and a class:
 
 Then the totals: candidate x fold epochs trained, and the jobs' seconds from Snakemake's benchmark files
 (``benchmarks/mori_ueda/.../L<depth>.tsv``, column ``s``) where both folders have them.  Reads zarr and TSV only.
+The epochs are the stores' ``epochs``: since 7e7cbb5 every epoch the search trains.  A one-fold first rung's stores
+written before it (2163dd5 .. 937b553) leave out the kept candidates' screen, which their first fold trained again
+from its start: 4 240 of the default's 29 430 candidate-epochs (14 %).  ``benchmarks/search_halving.py`` times the
+two searches side by side in one process instead.
 """
 
 from __future__ import annotations
