@@ -233,9 +233,10 @@ def _screened(
     ``diverged_error``) go on.  The first folds of a kept candidate go on from their screen (paused at the rung, not
     stopped); its other folds train from their start to the rung in a stack of their own; the two join there and
     train on, halved at the remaining rungs, to the budget.  A fold starts from the same init and data order whichever
-    stack it is in, so this is the every-fold stack's arithmetic, and no epoch is trained twice (until 2026-11-29 the
-    kept candidates' first folds trained again from their start: 16 % of the default's search, and their screen went
-    unrecorded).  A cut candidate keeps its screen's errors on the screened folds and NaN on the others (``pruned`` on
+    stack it is in, so this is the every-fold stack's arithmetic (to the bit while no stack is down to one model: torch
+    steps a stack of one through another kernel, whose last bits differ, and near a divergent rate that can move a
+    choice), and no epoch is trained twice (until 7e7cbb5 the kept candidates' first folds trained again from their
+    start: 14 % of the default's search, and the stores left their screen out).  A cut candidate keeps its screen's errors on the screened folds and NaN on the others (``pruned`` on
     every fold unless it diverged)."""
     C, K = len(lrs), tr.shape[0]
     eta = halving[0]
