@@ -64,7 +64,8 @@ def train_grid(
     rows: [S, n] training rows per seed (default: every row of x for every seed).  ``stack_lrs``: at most this many
     rates (with all their seeds) per stack, the parts trained one after another (issue 69: a width-5000 sweep outgrew a
     node); every model's arithmetic is that of one stack (it never depends on the other models; with two or more seeds a
-    model's step runs the same kernels), so the result is the same as one stack's.
+    model's step runs the same kernels), so the result is the same as one stack's: to the bit for the MSE loss, not
+    always for the logistic loss (:func:`depthlab.core.trainer.models_per_step`).
     """
     lrs = np.asarray(lrs, dtype=np.float64)
     order_seeds = np.asarray(order_seeds)
