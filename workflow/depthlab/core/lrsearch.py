@@ -236,8 +236,8 @@ def _screened(
     stack it is in, so this is the every-fold stack's arithmetic (to the bit while no stack is down to one model: torch
     steps a stack of one through another kernel, whose last bits differ, and near a divergent rate that can move a
     choice), and no epoch is trained twice (until 7e7cbb5 the kept candidates' first folds trained again from their
-    start: 14 % of the default's search, and the stores left their screen out).  A cut candidate keeps its screen's errors on the screened folds and NaN on the others (``pruned`` on
-    every fold unless it diverged)."""
+    start: 14 % of the default's search, and the stores left their screen out).  A cut candidate keeps its screen's
+    errors on the screened folds and NaN on the others (``pruned`` on every fold unless it diverged)."""
     C, K = len(lrs), tr.shape[0]
     eta = halving[0]
     first = rung_epochs(settings.max_epochs, settings.check_every, *halving)
