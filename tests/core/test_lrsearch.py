@@ -301,3 +301,72 @@ def test_a_one_fold_first_rung_trains_no_epoch_twice_and_its_kept_candidates_are
                                       np.where(again["diverged"], 10.0, again["val_error"]))
         np.testing.assert_array_equal(one.epochs[kept], again["epochs"])
         np.testing.assert_array_equal(one.pruned[kept], again["pruned"])
+
+
+def test_the_screen_keeps_the_best_third_and_every_candidate_a_paired_t_test_cannot_tell_from_its_best():
+    """Issue 69: ``first_rung_se = z`` keeps, beyond the best ceil(C / eta), each candidate whose point-by-point
+    errors on the screened rows exceed the best's by a mean of at most z paired SEs.  Checked against scipy's paired
+    t statistic (``ttest_rel``, an independent implementation of mean(d) / (sd(d) / sqrt(n))) on 0/1 errors."""
+    from scipy.stats import ttest_rel
+
+    from depthlab.core.lrsearch import screen_keep
+
+    gen = np.random.default_rng(0)
+    n = 1333
+    best = (gen.random(n) < 0.188).astype(float)
+    near = best.copy()  # differs from best on 30 points: 17 worse, 13 better (net 4 points, 0.003)
+    near[np.flatnonzero(best == 0)[-17:]] = 1.0
+    near[np.flatnonzero(best == 1)[-13:]] = 0.0
+    worse = best.copy()  # every point best gets right but 13: always worse, a tiny SE
+    worse[np.flatnonzero(best == 0)[:13]] = 1.0
+    far = (gen.random(n) < 0.5).astype(float)
+    points = np.stack([far, near, best, worse])
+    err = points.mean(1)
+    diverged = np.zeros(4, bool)
+    t = {c: ttest_rel(points[c], points[2]).statistic for c in (0, 1, 3)}
+    assert t[1] <= 1.0 < t[3] and t[0] > 1.0  # the test's premise: near is within 1 SE, worse and far are not
+    # z = 0: the best ceil(4 / 3) = 2 by error (best, then near or worse, whichever is lower)
+    keep, added = screen_keep(err, diverged, 3)
+    assert added == 0 and list(keep) == sorted(np.argsort(err, kind="stable")[:2])
+    keep, added = screen_keep(err, diverged, 3, points, 1.0)
+    expect = set(np.argsort(err, kind="stable")[:2]) | {c for c in (0, 1, 3) if t[c] <= 1.0}
+    assert set(keep) == expect and added == len(expect) - 2
+    assert 1 in keep and 0 not in keep
+    # eta 4: one kept by rank; near is added, worse (paired: 13 points, every one of them worse) is not, though an
+    # unpaired SE of the two error rates (about 0.015) is far larger than their gap (0.0098)
+    keep, added = screen_keep(err, diverged, 4, points, 1.0)
+    assert list(keep) == [1, 2] and added == 1
+    assert err[3] - err[2] < np.hypot(*(np.sqrt(e * (1 - e) / n) for e in (err[2], err[3])))
+    # a diverged candidate is never added; a diverged best adds nothing
+    keep, added = screen_keep(err, np.array([False, True, False, False]), 4, points, 1.0)
+    assert list(keep) == [2] and added == 0
+    keep, added = screen_keep(np.array([0.1, 0.5, 0.5]), np.array([True, False, False]), 3,
+                              np.stack([best, best, best]), 10.0)
+    assert list(keep) == [0] and added == 0
+
+
+def test_a_one_fold_screen_that_keeps_by_se_trains_no_epoch_twice_and_keeps_at_least_the_best_third(problem, monkeypatch):
+    """With ``first_rung_se`` set the screen keeps a superset of the rank-only screen's candidates; every epoch trained
+    is recorded (counted by the trainer's per-model data-order calls), and the choice is a candidate trained on every
+    fold."""
+    import dataclasses
+
+    from depthlab.core import trainer
+
+    s = dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=2, first_rung_folds=1, grow_rounds=0)
+    plain = search_lr(*problem, SIZES, "glorot_uniform", s, SETTINGS)
+    calls = []
+    real = trainer.epoch_order
+    monkeypatch.setattr(trainer, "epoch_order", lambda *a: calls.append(1) or real(*a))
+    said = []
+    wide = search_lr(*problem, SIZES, "glorot_uniform", dataclasses.replace(s, first_rung_se=10.0), SETTINGS,
+                     progress=said.append)
+    assert len(calls) == wide.epochs.sum()
+    r0 = wide.round == 0
+    np.testing.assert_array_equal(wide.lr[r0], plain.lr[r0])
+    kept_plain = ~np.isnan(plain.val_error[r0][:, 1:]).all(1)
+    kept_wide = ~np.isnan(wide.val_error[r0][:, 1:]).all(1)
+    assert (kept_wide >= kept_plain).all() and kept_wide.sum() > kept_plain.sum()  # 3 of 4 here, not 2
+    chosen = int(np.argmin(np.abs(wide.lr - wide.best_lr)))
+    assert np.isfinite(wide.val_error[chosen]).all() and not wide.pruned[chosen].any()
+    assert any("successive halving: epoch 10 on 1 of 3 folds: kept 3 of 4" in m and "1 more within 10 SE" in m for m in said)

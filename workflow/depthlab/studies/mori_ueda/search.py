@@ -23,7 +23,7 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
                             rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed,
                             grow_rounds=s.grow_rounds, log10_lr_limits=s.log10_lr_limits,
                             halving_eta=s.halving_eta, halving_rungs=s.halving_rungs, max_candidates=s.stack_candidates,
-                            first_rung_folds=s.first_rung_folds)
+                            first_rung_folds=s.first_rung_folds, first_rung_se=s.first_rung_se)
     sizes = layer_sizes(data.sizes["feature"], spec.shape.width, spec.shape.depth)
     res = search_lr(data.x_train.values, data.y_train.values, sizes, "glorot_uniform", search,
                     settings(spec.training, ctx.device), ctx.progress, ctx.checkpoint)
@@ -48,6 +48,8 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
         attrs={"n_params": spec.shape.n_params,
                "search": (f"successive halving, eta {s.halving_eta}, {s.halving_rungs} rungs"
                           + (f", the first on {s.first_rung_folds} of {s.folds} folds" if s.first_rung_folds else "")
+                          + (f" (keeping too every candidate within {s.first_rung_se:g} SE of its best)"
+                             if s.first_rung_folds and s.first_rung_se else "")
                           if s.halving_eta > 1
                           else "full: every candidate trained to its budget")},
     )

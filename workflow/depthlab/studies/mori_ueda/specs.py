@@ -221,10 +221,13 @@ class Search:
     halving_rungs: int = 2  # rungs below the budget
     stack_candidates: int = 0  # candidates (x folds) per stack: a round larger than this trains in parts (0: all at once)
     first_rung_folds: int = 0  # halving's first rung on only this many folds (0: every fold)
+    first_rung_se: float = 0.0  # ... keeping too every candidate within this many paired SEs of its best
 
     def trained_epochs(self, max_epochs: int, check_every: int, per_round: int) -> float:
-        """Candidate-epochs one round of ``per_round`` candidates trains at most (each x its folds): the full search
-        ``per_round x max_epochs``; with halving, each rung's survivors up to the next rung (core.lrsearch)."""
+        """Candidate-epochs one round of ``per_round`` candidates trains (each x its folds): the full search
+        ``per_round x max_epochs`` at most; with halving, each rung's ceil(n / eta) survivors up to the next rung
+        (core.lrsearch).  A one-fold screen's SE rule (``first_rung_se``) can keep more than ceil(n / eta): the plan
+        does not price those (measured on the default, docs/performance.md)."""
         from depthlab.core.lrsearch import rung_epochs
 
         if self.halving_eta <= 1 or per_round <= 1:
@@ -273,7 +276,8 @@ class LrSearchSpec(Spec):
                         seed=seed(config["seed"], "search", job.depth, ls["seed"]), grow_rounds=ls["grow_rounds"],
                         log10_lr_limits=tuple(float(v) for v in ls["log10_lr_limits"]),
                         halving_eta=int(ls["halving"]["eta"]), halving_rungs=int(ls["halving"]["rungs"]),
-                        first_rung_folds=int(ls["halving"].get("first_rung_folds", 0)))
+                        first_rung_folds=int(ls["halving"].get("first_rung_folds", 0)),
+                        first_rung_se=float(ls["halving"].get("first_rung_se", 0.0)))
         shape, training, data = Shape.of(config, job), _search_training(config, job.figure), _data(config, job)
         per = mem.nets(search.folds, shape.sizes(data.target.d), training.batch_size, data.target.n_train)
         search = replace(search, stack_candidates=mem.per_stack(max(search.init_points, search.candidates_per_round), per,
