@@ -1,6 +1,7 @@
 """Publish a finished default run's claims in the repository, as the run wrote them (issue 67 item 6):
-``python docs/publish_run.py results/default [CONFIG] [OUT]`` writes ``docs/default-claims.md`` (CONFIG: the run's config,
-default ``config/config.yaml``; OUT: where to write).
+``python docs/publish_run.py results/default [CONFIG] [OUT] [--history TEXT]`` writes ``docs/default-claims.md`` (CONFIG:
+the run's config, default ``config/config.yaml``; OUT: where to write; TEXT: how the folder came to be, when it is not
+one clean run, for example a clean run brought to a later commit by the workflow's own rerun).
 
 The file is the run's ``claims.md`` byte for byte below a header that says what ran: the code version the claims index
 records, when it was made, the run's speed probe(s) (``logs/probe.json``), the jobs and core-minutes its benchmark files
@@ -30,7 +31,7 @@ def _seconds(tsv: Path) -> float | None:
         return None
 
 
-def header(results: Path, audit_line: str, config: Path) -> str:
+def header(results: Path, audit_line: str, config: Path, history: str = "") -> str:
     rec = safeio.read_json(results / "claims.provenance.json")
     probes = safeio.read_json(results / "logs" / "probe.json") if (results / "logs" / "probe.json").is_file() else []
     per: dict[str, list[float]] = defaultdict(list)
@@ -45,8 +46,9 @@ def header(results: Path, audit_line: str, config: Path) -> str:
     calib = safeio.read_json(plan.COSTS).get("probe_s")  # the package's CPU calibration
     calib = f"{calib:.3f} s" if isinstance(calib, (int, float)) else "not recorded"
     return "\n".join([
-        "# The clean default run's claims, as the run wrote them",
+        "# The default run's claims, as the run wrote them",
         "",
+        *([f"How this run came to be: {history}", ""] if history else []),
         f"Copied from `{results.name}/claims.md` by `python docs/publish_run.py` (not by hand). Code version "
         f"`{rec.get('code_version', '?')}`; the claims index made {rec.get('created', '?')}; speed probe "
         f"{probe or 'not recorded'} (the cost model's calibration machine: {calib}, lower is faster).",
@@ -59,8 +61,14 @@ def header(results: Path, audit_line: str, config: Path) -> str:
 
 
 def main(argv: list[str]) -> None:
+    history = ""
+    if "--history" in argv:
+        i = argv.index("--history")
+        if i + 1 >= len(argv) or not argv[i + 1].strip():
+            sys.exit("--history needs a text: how the results folder came to be")
+        history, argv = argv[i + 1].strip(), argv[:i] + argv[i + 2 :]
     if not 2 <= len(argv) <= 4:
-        sys.exit("usage: python docs/publish_run.py RESULTS [CONFIG] [OUT]  (a finished default run's folder)")
+        sys.exit("usage: python docs/publish_run.py RESULTS [CONFIG] [OUT] [--history TEXT]  (a finished default run's folder)")
     results = Path(argv[1])
     config = Path(argv[2]) if len(argv) > 2 else HERE.parent / "config" / "config.yaml"
     out = Path(argv[3]) if len(argv) > 3 else HERE / "default-claims.md"
@@ -72,7 +80,7 @@ def main(argv: list[str]) -> None:
     last = (audit.stdout.strip().splitlines() or ["(no output)"])[-1]
     if audit.returncode != 0:
         sys.exit(f"audit --strict failed on {results}; nothing published:\n{audit.stdout[-2000:]}{audit.stderr[-2000:]}")
-    storage.write_text(header(results, last, config) + claims.read_text(), out)
+    storage.write_text(header(results, last, config, history) + claims.read_text(), out)
     print(f"wrote {out}")
 
 

@@ -12,12 +12,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_publish_copies_the_runs_claims_below_a_header_that_says_what_ran(smoke_run, tmp_path):
     out = tmp_path / "claims.md"
     p = subprocess.run([sys.executable, str(ROOT / "docs" / "publish_run.py"), str(smoke_run.results),
-                        str(smoke_run.config_path), str(out)], capture_output=True, text=True, timeout=900)
+                        str(smoke_run.config_path), str(out), "--history", "the smoke run, rerun once"],
+                       capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     text = out.read_text()
     head, body = text.split("---\n\n", 1)
     assert body == (smoke_run.results / "claims.md").read_text()  # byte for byte
     assert "Code version `" in head and "speed probe" in head and "core-minutes in all" in head and "audit OK" in head
+    assert "How this run came to be: the smoke run, rerun once" in head
     # a folder whose audit fails is not published
     bad = tmp_path / "bad"
     import shutil
