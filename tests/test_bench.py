@@ -163,3 +163,20 @@ def test_search_halving_benchmark_times_both_searches_of_a_job_side_by_side(tmp_
     for side in ("full", "pruned"):
         assert row[side]["seconds"] > 0 and row[side]["epochs"] > 0 and row[side]["best_lr"] > 0
     assert set(data["ratio"]) == {"seconds", "epochs"} and "full / pruned:" in p.stdout
+
+
+def test_step_vs_stack_benchmark_times_an_epoch_per_stack_size_and_fits_a_line(tmp_path, root):
+    """benchmarks/step_vs_stack.py on the smoke config's Fig. 2 shapes: one epoch per (depth, stack size), on one
+    thread, with the fitted fixed and per-model parts written.  Never asserts speed."""
+    out = tmp_path / "st.json"
+    p = subprocess.run([sys.executable, str(root / "benchmarks" / "step_vs_stack.py"), "--config", "config/smoke.yaml",
+                        "--stacks", "1,2,4", "--epochs", "1", "--out", str(out)], cwd=root, capture_output=True,
+                       text=True, timeout=300, env=tool_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    data = json.loads(out.read_text())
+    assert data["threads"]["torch"] == 1 and all(b.endswith(":1") for b in data["threads"]["blas"])
+    assert data["depths"] and data["n"] == 50  # the smoke Fig. 2 target: one fold of two out of N = 100
+    for row in data["depths"].values():
+        assert set(row["seconds_per_epoch"]) == {"1", "2", "4"} and min(row["seconds_per_epoch"].values()) > 0
+        assert {"fixed_s", "per_model_s", "fixed_share"} <= set(row)
+    assert "fixed share" in p.stdout
