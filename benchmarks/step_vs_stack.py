@@ -97,9 +97,10 @@ def main(argv: list[str] | None = None) -> None:
                                 "fixed_share": {str(k): float(v) for k, v in share.items()}}
             cells = "  ".join(f"M={m}: {1e3 * v:.1f}" for m, v in row.items())
             print(f"L = {L}, width {h}: ms/epoch {cells}")
+            lo, hi = min((m for m in row if m >= 2), default=min(row)), max(row)
             print(f"   t(M) = {1e3 * a0:.1f} + {1e3 * b:.2f} M ms; fixed share {share[3]:.0%} at M = 3, "
-                  f"{share[12]:.0%} at M = 12; per model-epoch M=2 / M=12: "
-                  f"{(row.get(2, np.nan) / 2) / (row.get(12, np.nan) / 12):.2f}x")
+                  f"{share[12]:.0%} at M = 12; per model-epoch M={lo} / M={hi}: "
+                  f"{(row[lo] / lo) / (row[hi] / hi):.2f}x")
     if a.out:
         Path(a.out).write_text(json.dumps(out, indent=1))
 
