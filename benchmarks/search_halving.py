@@ -1,6 +1,7 @@
 """Side-by-side benchmark of the Mori & Ueda rate search: the full search against the pruned one (issue 69).
 
     python benchmarks/search_halving.py [--config config/config.yaml] [--jobs N] [--workers 2] [--out FILE]
+                                        [--halving ETA,RUNGS] [--stores DIR]
 
 For each of the config's rate searches (figure, target, depth; ``--jobs N``: N of them, spread over the list) one
 worker process builds the job's data and runs the search twice, back to back, in the same process: as the config
@@ -10,6 +11,11 @@ prints per job and in total the seconds of each (``time.perf_counter`` around th
 the candidate x fold epochs each trained (the store's ``epochs``; the trainer counts every epoch it trains there), the
 rate each chose, and the ratios full / pruned.  Each worker runs on one torch thread, BLAS pinned to one thread
 (threadpoolctl); numba is not used by the search.  The threads each side ran on are printed and written to the JSON.
+
+``--halving ETA,RUNGS`` runs the pruned side with another eta and number of rungs than the config's (its first-rung
+folds and SE rule kept): a setting tried without editing the config.  ``--stores DIR`` writes each side's store to
+``DIR/full`` and ``DIR/pruned`` in the results folder's layout, so ``python docs/compare_searches.py DIR/full
+DIR/pruned`` gives the chosen-rate table of this very run.
 
 Speeds are reported, never asserted: a shared machine moves them.  The workflow's own timings (Snakemake's benchmark
 files) include each job's start-up and storage; ``docs/compare_searches.py`` compares two runs' stores that way.
@@ -24,6 +30,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -40,9 +47,26 @@ def _full(config: dict) -> dict:
     return c
 
 
+def _with_halving(config: dict, halving: str | None) -> dict:
+    """The config with the rate search's ``eta`` and ``rungs`` set from ``ETA,RUNGS`` (None: as it is)."""
+    if not halving:
+        return config
+    try:
+        eta, rungs = (int(v) for v in halving.split(","))
+    except ValueError:
+        raise SystemExit(f"error: --halving {halving!r}: expected ETA,RUNGS, two integers (e.g. 4,2)") from None
+    if eta < 2 or rungs < 1:
+        raise SystemExit(f"error: --halving {halving!r}: eta must be at least 2 and rungs at least 1 (eta 0 is the "
+                         "full search, which the benchmark runs anyway)")
+    c = copy.deepcopy(config)
+    c["studies"]["mori_ueda"]["lrsearch"]["halving"] = {**c["studies"]["mori_ueda"]["lrsearch"]["halving"],
+                                                         "eta": eta, "rungs": rungs}
+    return c
+
+
 def _run(args: tuple) -> dict:
     """One job, both searches, in this process (one thread)."""
-    config, job, pruned_first = args
+    config, job, pruned_first, stores = args
     import numpy as np
     import torch
     from threadpoolctl import threadpool_info, threadpool_limits
@@ -68,6 +92,12 @@ def _run(args: tuple) -> dict:
             t0 = time.perf_counter()
             ds = run_lrsearch(spec, {"data": data}, ctx)
             secs = time.perf_counter() - t0
+            if stores:
+                path = Path(stores) / name / "mori_ueda" / job.figure / "lrsearch" / job.target / f"L{job.depth}.zarr"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with warnings.catch_warnings():  # zarr 3's notes on fixed-width strings: scratch stores, read back here
+                    warnings.simplefilter("ignore")
+                    ds.to_zarr(path, mode="w")
             out[name] = {"seconds": secs, "epochs": int(np.asarray(ds.epochs.values).sum()),
                          "best_lr": float(ds.best_lr), "rates": int(ds.sizes["eval"]), "search": ds.attrs["search"]}
     return out
@@ -82,8 +112,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=0, help="this many of the rate searches, spread over the list (0: all)")
     ap.add_argument("--workers", type=int, default=max(1, min(2, os.cpu_count() or 1)))
     ap.add_argument("--out", default=None, help="write the table as JSON here")
+    ap.add_argument("--halving", default=None, metavar="ETA,RUNGS",
+                    help="the pruned side's eta and rungs instead of the config's (e.g. 4,2)")
+    ap.add_argument("--stores", default=None, metavar="DIR",
+                    help="write each side's stores to DIR/full and DIR/pruned (for docs/compare_searches.py)")
     a = ap.parse_args(argv)
-    config = load(a.config)
+    config = _with_halving(load(a.config), a.halving)
     if "mori_ueda" not in config.get("studies", {}):
         raise SystemExit(f"error: {a.config} builds no mori_ueda study: there is no rate search to time")
     jobs = LrSearchSpec.jobs(config)
@@ -93,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
           "pinned to one thread (threadpoolctl); numba unused", flush=True)
     rows = []
     with mp.get_context("spawn").Pool(a.workers) as pool:
-        for i, r in enumerate(pool.imap(_run, [(config, j, i % 2 == 0) for i, j in enumerate(jobs)])):
+        for i, r in enumerate(pool.imap(_run, [(config, j, i % 2 == 0, a.stores) for i, j in enumerate(jobs)])):
             rows.append(r)
             f, p = r["full"], r["pruned"]
             print(f"[{i + 1}/{len(jobs)}] {r['job']}: full {f['seconds']:.1f} s, {f['epochs']} epochs, lr {f['best_lr']:.3g}"
@@ -108,8 +142,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"pruned: {rows[0]['pruned']['search'] if rows else '-'}; full: {rows[0]['full']['search'] if rows else '-'}")
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps({"config": a.config, "workers": a.workers, "rows": rows, "total": tot,
-                                           "ratio": ratio}, indent=1))
+        Path(a.out).write_text(json.dumps({"config": a.config, "halving": a.halving, "workers": a.workers, "rows": rows,
+                                           "total": tot, "ratio": ratio}, indent=1))
 
 
 if __name__ == "__main__":

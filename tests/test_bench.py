@@ -165,6 +165,27 @@ def test_search_halving_benchmark_times_both_searches_of_a_job_side_by_side(tmp_
     assert set(data["ratio"]) == {"seconds", "epochs"} and "full / pruned:" in p.stdout
 
 
+def test_search_halving_benchmark_tries_another_eta_and_writes_stores_compare_searches_reads(tmp_path, root):
+    """--halving 4,1 runs the pruned side with eta 4 and one rung (the store's own description says so), --stores
+    writes both sides' stores in the results layout, and docs/compare_searches.py reads them into one row; a malformed
+    --halving is refused before any search runs."""
+    stores = tmp_path / "stores"
+    p = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config", "config/smoke.yaml",
+                        "--jobs", "1", "--workers", "1", "--halving", "4,1", "--stores", str(stores)], cwd=root,
+                       capture_output=True, text=True, timeout=300, env=tool_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "pruned: successive halving, eta 4, 1 rungs" in p.stdout, p.stdout
+    (full,) = (stores / "full").glob("mori_ueda/*/lrsearch/*/L*.zarr")
+    assert (stores / "pruned" / full.relative_to(stores / "full")).is_dir()
+    c = subprocess.run([sys.executable, str(root / "docs" / "compare_searches.py"), str(stores / "full"),
+                        str(stores / "pruned")], cwd=root, capture_output=True, text=True, timeout=120, env=tool_env())
+    assert c.returncode == 0, c.stdout + c.stderr
+    assert "\n1 searches: " in c.stdout and c.stdout.count("| smoke") + c.stdout.count("| fig") == 1, c.stdout
+    bad = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config", "config/smoke.yaml",
+                          "--halving", "4"], cwd=root, capture_output=True, text=True, timeout=120, env=tool_env())
+    assert bad.returncode != 0 and "--halving '4': expected ETA,RUNGS" in bad.stderr, bad.stdout + bad.stderr
+
+
 def test_step_vs_stack_benchmark_times_an_epoch_per_stack_size_and_fits_a_line(tmp_path, root):
     """benchmarks/step_vs_stack.py on the smoke config's Fig. 2 shapes: one epoch per (depth, stack size), on one
     thread, with the fitted fixed and per-model parts written.  Never asserts speed."""
