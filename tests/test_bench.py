@@ -149,38 +149,29 @@ def test_eta_replay_plans_the_smoke_run_anew_and_replays_what_its_terminal_showe
 
 def test_search_halving_benchmark_times_both_searches_of_a_job_side_by_side(tmp_path, root):
     """benchmarks/search_halving.py on the smoke config's first rate search: both searches ran in one process on one
-    thread, their seconds, epochs and choices written; the 'full' side is the search with the halving off.  Never
-    asserts speed."""
-    out = tmp_path / "sh.json"
+    thread, their seconds, epochs and choices written; the 'full' side is the search with the halving off.  With
+    --halving 4,1 the pruned side runs eta 4 and one rung (its store's description says so); --stores writes both
+    sides' stores in the results layout, which docs/compare_searches.py reads into one row.  A malformed --halving is
+    refused.  Never asserts speed."""
+    out, stores = tmp_path / "sh.json", tmp_path / "stores"
     p = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config", "config/smoke.yaml",
-                        "--jobs", "1", "--workers", "1", "--out", str(out)], cwd=root, capture_output=True, text=True,
-                       timeout=300, env=tool_env())
+                        "--jobs", "1", "--workers", "1", "--out", str(out), "--halving", "4,1", "--stores", str(stores)],
+                       cwd=root, capture_output=True, text=True, timeout=300, env=tool_env())
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(out.read_text())
     (row,) = data["rows"]
     assert row["threads"]["torch"] == 1 and all(b.endswith(":1") for b in row["threads"]["blas"])
-    assert row["full"]["search"].startswith("full") and row["pruned"]["search"].startswith("successive halving")
+    assert row["full"]["search"].startswith("full")
+    assert row["pruned"]["search"].startswith("successive halving, eta 4, 1 rungs"), row["pruned"]["search"]
     for side in ("full", "pruned"):
         assert row[side]["seconds"] > 0 and row[side]["epochs"] > 0 and row[side]["best_lr"] > 0
-    assert set(data["ratio"]) == {"seconds", "epochs"} and "full / pruned:" in p.stdout
-
-
-def test_search_halving_benchmark_tries_another_eta_and_writes_stores_compare_searches_reads(tmp_path, root):
-    """--halving 4,1 runs the pruned side with eta 4 and one rung (the store's own description says so), --stores
-    writes both sides' stores in the results layout, and docs/compare_searches.py reads them into one row; a malformed
-    --halving is refused before any search runs."""
-    stores = tmp_path / "stores"
-    p = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config", "config/smoke.yaml",
-                        "--jobs", "1", "--workers", "1", "--halving", "4,1", "--stores", str(stores)], cwd=root,
-                       capture_output=True, text=True, timeout=300, env=tool_env())
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "pruned: successive halving, eta 4, 1 rungs" in p.stdout, p.stdout
+    assert set(data["ratio"]) == {"seconds", "epochs"} and "full / pruned:" in p.stdout and data["halving"] == "4,1"
     (full,) = (stores / "full").glob("mori_ueda/*/lrsearch/*/L*.zarr")
     assert (stores / "pruned" / full.relative_to(stores / "full")).is_dir()
     c = subprocess.run([sys.executable, str(root / "docs" / "compare_searches.py"), str(stores / "full"),
                         str(stores / "pruned")], cwd=root, capture_output=True, text=True, timeout=120, env=tool_env())
     assert c.returncode == 0, c.stdout + c.stderr
-    assert "\n1 searches: " in c.stdout and c.stdout.count("| smoke") + c.stdout.count("| fig") == 1, c.stdout
+    assert "\n1 searches: " in c.stdout, c.stdout
     bad = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config", "config/smoke.yaml",
                           "--halving", "4"], cwd=root, capture_output=True, text=True, timeout=120, env=tool_env())
     assert bad.returncode != 0 and "--halving '4': expected ETA,RUNGS" in bad.stderr, bad.stdout + bad.stderr
