@@ -64,6 +64,19 @@ def _with_halving(config: dict, halving: str | None) -> dict:
     return c
 
 
+def _write_store(ds, path: Path) -> None:
+    """``ds`` at ``path``, written aside and renamed in (``storage.own`` / ``replace_dir``): a killed benchmark leaves
+    the previous store or none, never a half-written one that ``docs/compare_searches.py`` would read."""
+    from depthlab.storage import own, replace_dir
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = own(path)
+    with warnings.catch_warnings():  # zarr 3's notes on fixed-width strings: scratch stores, read back by xarray
+        warnings.simplefilter("ignore")
+        ds.to_zarr(tmp, mode="w")
+    replace_dir(tmp, path)
+
+
 def _run(args: tuple) -> dict:
     """One job, both searches, in this process (one thread)."""
     config, job, pruned_first, stores = args
@@ -72,9 +85,11 @@ def _run(args: tuple) -> dict:
     from threadpoolctl import threadpool_info, threadpool_limits
 
     from depthlab.core.device import set_threads
+    from depthlab.studies import get_study
     from depthlab.studies.mori_ueda.data import make_data
     from depthlab.studies.mori_ueda.search import run_lrsearch
     from depthlab.studies.mori_ueda.specs import DataJob, DataSpec, LrSearchSpec
+    from depthlab.study import Ref
 
     import bayes_opt  # noqa: F401  (imported before the clocks start: the first search would pay for it)
     import sklearn.gaussian_process  # noqa: F401
@@ -93,11 +108,7 @@ def _run(args: tuple) -> dict:
             ds = run_lrsearch(spec, {"data": data}, ctx)
             secs = time.perf_counter() - t0
             if stores:
-                path = Path(stores) / name / "mori_ueda" / job.figure / "lrsearch" / job.target / f"L{job.depth}.zarr"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with warnings.catch_warnings():  # zarr 3's notes on fixed-width strings: scratch stores, read back here
-                    warnings.simplefilter("ignore")
-                    ds.to_zarr(path, mode="w")
+                _write_store(ds, Path(stores) / name / "mori_ueda" / get_study("mori_ueda").path(Ref("lrsearch", job)))
             out[name] = {"seconds": secs, "epochs": int(np.asarray(ds.epochs.values).sum()),
                          "best_lr": float(ds.best_lr), "rates": int(ds.sizes["eval"]), "search": ds.attrs["search"]}
     return out
