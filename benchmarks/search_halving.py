@@ -128,6 +128,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--stores", default=None, metavar="DIR",
                     help="write each side's stores to DIR/full and DIR/pruned (for docs/compare_searches.py)")
     a = ap.parse_args(argv)
+    from depthlab import storage
+
+    try:  # before any search: neither output may land in a run's results folder (or at the root)
+        if a.stores:
+            for side in ("full", "pruned"):
+                storage.check_output_folder(Path(a.stores) / side, what="--stores")
+        if a.out:
+            storage.check_user_file(a.out, what="--out")
+    except storage.OutputRefused as e:
+        raise SystemExit(f"error: {e}") from None
     config = _with_halving(load(a.config), a.halving)
     if "mori_ueda" not in config.get("studies", {}):
         raise SystemExit(f"error: {a.config} builds no mori_ueda study: there is no rate search to time")
@@ -152,9 +162,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"threads: {rows[0]['threads'] if rows else '-'}")
     print(f"pruned: {rows[0]['pruned']['search'] if rows else '-'}; full: {rows[0]['full']['search'] if rows else '-'}")
     if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps({"config": a.config, "halving": a.halving, "workers": a.workers, "rows": rows,
-                                           "total": tot, "ratio": ratio}, indent=1))
+        storage.write_user_file(json.dumps({"config": a.config, "halving": a.halving, "workers": a.workers, "rows": rows,
+                                            "total": tot, "ratio": ratio}, indent=1).encode(), a.out, what="--out")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
+    from depthlab import storage
+
+    if a.out:
+        try:
+            storage.check_user_file(a.out, what="--out")
+        except storage.OutputRefused as e:
+            raise SystemExit(f"error: {e}") from None
 
     import numpy as np
     import torch
@@ -102,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{share[12]:.0%} at M = 12; per model-epoch M={lo} / M={hi}: "
                   f"{(row[lo] / lo) / (row[hi] / hi):.2f}x")
     if a.out:
-        Path(a.out).write_text(json.dumps(out, indent=1))
+        storage.write_user_file(json.dumps(out, indent=1).encode(), a.out, what="--out")
 
 
 if __name__ == "__main__":

@@ -73,6 +73,10 @@ def main(argv: list[str]) -> None:
     config = Path(argv[2]) if len(argv) > 2 else HERE.parent / "config" / "config.yaml"
     out = Path(argv[3]) if len(argv) > 3 else HERE / "default-claims.md"
     claims = results / "claims.md"
+    try:  # before the audit: OUT must not replace a file of the run (or of any run)
+        storage.check_user_file(out, protect=(results,), what="OUT")
+    except storage.OutputRefused as e:
+        sys.exit(str(e))
     if not claims.is_file():
         sys.exit(f"{claims}: no claims index (has the run finished?)")
     audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(claims), "--configfile", str(config), "--strict"],
@@ -80,7 +84,8 @@ def main(argv: list[str]) -> None:
     last = (audit.stdout.strip().splitlines() or ["(no output)"])[-1]
     if audit.returncode != 0:
         sys.exit(f"audit --strict failed on {results}; nothing published:\n{audit.stdout[-2000:]}{audit.stderr[-2000:]}")
-    storage.write_text(header(results, last, config, history) + claims.read_text(), out)
+    storage.write_user_file((header(results, last, config, history) + claims.read_text()).encode(), out,
+                            protect=(results,), what="OUT")
     print(f"wrote {out}")
 
 

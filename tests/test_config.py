@@ -314,3 +314,15 @@ def test_every_integer_in_every_schema_has_a_maximum():
     for name in ["config", *STUDIES]:
         walk(load_schema(name), [name], missing)
     assert not missing, missing
+
+
+def test_the_shipped_configs_train_every_fractal_net_with_two_seeds_or_more():
+    """A fractal row resting on one trajectory is not decided (fractals.claims._one_run); the shipped default and paper
+    configs give every fractal net two seeds or more, while one seed stays a valid choice for a quick look."""
+    import depthlab.config as dlc
+
+    for name in ("config.yaml", "paper.yaml"):
+        cfg = dlc.load(ROOT / "config" / name)
+        assert len(cfg["studies"]["fractals"]["training"]["seeds"]) >= 2, name
+    smoke = dlc.load(ROOT / "config" / "smoke.yaml")
+    assert smoke["studies"]["fractals"]["training"]["seeds"] == [0]

@@ -51,7 +51,7 @@ def test_conda_env_matches_pip_pins():
     assert reqs <= seen, f"missing from envs/depthlab.yaml: {sorted(reqs - seen)}"
 
 
-def test_a_wheel_installed_elsewhere_validates_and_audits(smoke_run, tmp_path):
+def test_a_wheel_installed_elsewhere_validates_audits_and_plans(smoke_run, tmp_path):
     """Issue 68 item 0b: `pip install .` (not editable) or a wheel gave a working `depthlab stage`, but `validate` and
     `audit` failed with FileNotFoundError on '<site-packages>/schemas/config.schema.yaml': the schema lay beside the
     package.  It is package data now, read with importlib.resources.  The wheel is built from this checkout, installed
@@ -75,7 +75,10 @@ def test_a_wheel_installed_elsewhere_validates_and_audits(smoke_run, tmp_path):
     where = subprocess.run([sys.executable, "-c", "import depthlab; print(depthlab.__file__)"], capture_output=True,
                            text=True, env=env, cwd=tmp_path)
     assert where.stdout.strip() == str(target / "depthlab" / "__init__.py"), where.stdout + where.stderr
-    for args in (["validate", str(root / "config" / "smoke.yaml")], ["audit", str(smoke_run.results / "claims.md")]):
+    # plan reads every calibration of the package (the GPU points too: the wheel lacked gpu_points.json)
+    for args in (["validate", str(root / "config" / "smoke.yaml")], ["audit", str(smoke_run.results / "claims.md")],
+                 ["plan", "--no-probe", str(root / "config" / "config.yaml")],
+                 ["plan", "--no-probe", str(root / "config" / "paper.yaml")]):
         p = subprocess.run([sys.executable, "-m", "depthlab", *args], capture_output=True, text=True, env=env, cwd=tmp_path,
                            timeout=900)
         assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-3000:])

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -91,3 +92,16 @@ def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_t
     assert [(v["stores"], v["computed"], v["shared_with_previous"], v["run_seconds"]) for v in again] \
         == [(v["stores"], v["computed"], v["shared_with_previous"], v["run_seconds"]) for v in ran], (again, ran)
     assert again[1]["computed"] == krr and again[1]["run_seconds"] is not None
+
+
+def test_two_set_options_are_a_one_line_error_not_a_silent_drop(tmp_path):
+    """argparse kept the last of two ``--set``: the sweep ran over one knob and said nothing of the other."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(root / "config" / "smoke.yaml"),
+                        "--set", "seed=0,1", "--set", "studies.mori_ueda.lrsearch.folds=2,3", "--no-run",
+                        "--out", str(tmp_path / "sw")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "given 2 times" in p.stderr and "seed" in p.stderr and "folds" in p.stderr, p.stderr
+    assert not (tmp_path / "sw").exists()

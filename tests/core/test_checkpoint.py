@@ -248,3 +248,43 @@ def test_a_held_job_waits_after_its_checkpoint_until_released(tmp_path, monkeypa
     (hold / "release").touch()
     t.join(5)
     assert not t.is_alive()
+
+
+def _flip_payload(path: Path, tensor: torch.Tensor) -> None:
+    """Flip 8 bytes inside the stored bytes of ``tensor`` (torch's zip format stores them uncompressed)."""
+    raw = bytearray(path.read_bytes())
+    payload = tensor.contiguous().numpy().tobytes()
+    at = raw.find(payload[64:128])
+    assert at > 0, "the tensor's bytes were not found in the file"
+    raw[at:at + 8] = bytes(b ^ 0xFF for b in raw[at:at + 8])
+    path.write_bytes(bytes(raw))
+
+
+def test_a_damaged_checkpoint_is_discarded_with_a_warning(tmp_path, caplog):
+    """A checkpoint whose bytes changed on disk still loads with torch (other numbers); its content hash catches it."""
+    ck = FileCheckpoint(tmp_path / "s.zarr.ckpt", code="c")
+    w = torch.arange(4096, dtype=torch.float32)
+    ck.save("fp", {"w": w, "epoch": torch.tensor(10)})
+    assert torch.equal(ck.load("fp")["w"], w)
+    _flip_payload(ck.path, w)
+    state = torch.load(ck.path, weights_only=True)  # torch itself notices nothing
+    assert not torch.equal(state["w"], w)
+    with caplog.at_level("WARNING", logger="depthlab"):
+        assert ck.load("fp") is None
+    assert "damaged" in caplog.text
+
+
+def test_training_resumed_from_a_damaged_checkpoint_starts_over_and_equals_a_fresh_run(tmp_path):
+    x, y = problem()
+    ckpt = tmp_path / "run.ckpt"
+    s = TrainSettings(loss=MSE(), optimizer=SGD(), **{**SETTINGS, "max_epochs": 10})
+    init = init_params(SIZES, np.array([0]))
+    args = (x, y, np.arange(N)[None], np.array([0.01]), init, np.array([1]), s)
+    train(*args, checkpoint=FileCheckpoint(ckpt))
+    saved = torch.load(ckpt, weights_only=True)
+    _flip_payload(ckpt, saved["W0"])
+    messages = []
+    res = train(*args, checkpoint=FileCheckpoint(ckpt), progress=messages.append)
+    assert not any(m.startswith("resumed") for m in messages)
+    fresh = train(*args)
+    np.testing.assert_array_equal(res.history, fresh.history)

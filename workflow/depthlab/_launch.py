@@ -41,6 +41,9 @@ def pin_pools(threads: int | None) -> None:
 
 def main() -> None:
     gc.disable()
+    from .machine import apply_portable
+
+    apply_portable()  # before MKL, torch and OpenBLAS load and read their kernel variables
     pin_pools(stage_threads(sys.argv[1:]))
     from .cli import main as cli_main
 

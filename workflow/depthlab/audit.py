@@ -45,6 +45,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import machine
 from . import provenance as prov
 from . import safeio
 from . import storage
@@ -60,6 +61,8 @@ class Audit:
     notes: list[str] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
     used: dict | None = None  # <results>/config.used.yaml, validated
+    figures: dict[str, dict] = field(default_factory=dict)  # figure stem -> its record (for --reproduce's verdicts)
+    claims: dict[str, dict] = field(default_factory=dict)  # a study's claims.md -> its record
 
     def say(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -216,6 +219,7 @@ def audit_store(a: Audit, rel: str, depth: int, expect: dict | None) -> None:
     a.say(depth, f"{rel}  [{rec.get('study')}/{rec.get('stage')} {prov.canonical_json(rec.get('job'))}]")
     a.say(depth + 1, f"content {on_disk[:16]}  config {str(rec.get('config_hash'))[:16]}  code {rec.get('code_version')}  "
                      f"device {rec.get('device')}  created {rec.get('created')}")
+    a.say(depth + 1, f"machine {machine.summary(rec.get('machine'))}")
     a.say(depth + 1, f"config values {prov.canonical_json({k: v for k, v in spec.items() if k not in ('data', 'study', 'stage', 'job')})}")
     a.say(depth + 1, f"packages {prov.canonical_json(rec.get('packages'))}")
     _check_record(a, depth + 1, rel, rec)
@@ -369,6 +373,7 @@ def audit_figure(a: Audit, stem_rel: str, depth: int, expect_record: str | None 
     if rec is None:
         return
     a.seen.add(stem_rel)
+    a.figures[stem_rel] = rec
     a.say(depth, f"figure {stem_rel}  [{rec.get('study')}] config {str(rec.get('config_hash'))[:16]}  code {rec.get('code_version')}")
     _check_record(a, depth + 1, stem_rel, rec)
     if expect_record is not None and rec.get("record_hash") != expect_record:
@@ -430,6 +435,7 @@ def audit_claims(a: Audit, rel: str, depth: int, expect_record: str | None = Non
     if "forest_sha256" in rec:
         _same_file(a, depth + 1, md.with_suffix(".forest.png"), rec.get("forest_sha256"), "the forest plot")
     if rec.get("study") != "*":
+        a.claims[rel] = rec
         _check_code(a, depth + 1, rel, rec)
         _check_config(a, depth + 1, rel, rec)
     inputs = rec.get("inputs", {})
@@ -505,101 +511,8 @@ def run(target: str, config: dict | None, strict: bool = False) -> Audit:
     return a
 
 
-def _upstream(a: Audit, rels: list[str]) -> list[str]:
-    """Every store the stores ``rels`` read, transitively (paths relative to the results folder), upstream first; those
-    already in ``rels`` left out."""
-    out: list[str] = []
-    todo = list(rels)
-    seen = set(rels)
-    while todo:
-        rel = todo.pop()
-        try:
-            rec = storage.read_record(a.root / rel)
-        except Exception:
-            continue
-        for v in (rec.get("inputs") or {}).values():
-            path = v.get("path") if isinstance(v, dict) else None
-            if isinstance(path, str) and path.endswith(".zarr") and path not in seen:
-                seen.add(path)
-                out.append(path)
-                todo.append(path)
-    return out[::-1]
-
-
 def reproduce(a: Audit, n: int, named: list[str], seed: int = 0, timeout: float = 3600.0) -> None:
-    """Re-run store jobs of the audited lineage in a temporary folder and compare content hashes.
+    """Re-run store jobs of the audited lineage and compare them (:func:`depthlab.reproduce.reproduce`)."""
+    from . import reproduce as rp
 
-    The rest of the audit checks that the folder agrees with itself: a store whose arrays were changed and whose
-    recorded hashes were then rewritten with the package's own functions passes it.  A store job is deterministic (the
-    same spec and inputs give the same bits on the CPU, one thread), so re-running it from its recorded spec, on the
-    stores its record names as inputs, must give its content hash: a mismatch names a store that is not what its spec
-    and inputs make.  ``named`` stores (paths relative to the results folder, or store paths) are re-run, and ``n``
-    more drawn at random (seeded) from the lineage's other stores."""
-    import random
-    import subprocess
-    import sys
-    import tempfile
-
-    stores = sorted(s for s in a.seen if s.endswith(".zarr"))
-    chosen = []
-    for name in named:
-        rel = storage.relpath(name, a.root) if Path(name).is_absolute() or Path(name).exists() else name
-        if rel not in stores:
-            a.fail(0, f"reproduce: {name} is not a store of this lineage ({len(stores)} stores: e.g. {', '.join(stores[:3])})")
-            continue
-        chosen.append(rel)
-    named_rels = set(chosen)
-    rest = [s for s in stores if s not in chosen]
-    chosen += random.Random(seed).sample(rest, min(n, len(rest)))
-    if not chosen:
-        return
-    # a re-run reads its inputs from the folder: a forged input would be reproduced faithfully.  So the upstream chain
-    # of every chosen store (data set, rate search, ...) is re-run too (issue 56 item 12)
-    ups = _upstream(a, chosen)
-    if ups:
-        a.say(0, f"reproduce: and their {len(ups)} upstream store(s), whose arrays the re-runs read: {', '.join(ups)}")
-        named_rels |= set(_upstream(a, sorted(named_rels)))  # what a named store rests on is named too
-        chosen = ups + chosen
-    a.say(0, f"reproduce: re-running {len(chosen)} store job(s) in a temporary folder (seed {seed}): {', '.join(chosen)}")
-    with tempfile.TemporaryDirectory(prefix="depthlab-reproduce-") as tmp:
-        for rel in chosen:
-            path = a.root / rel
-            rec = storage.read_record(path)
-            if not str(rec.get("device", "cpu")).startswith("cpu"):
-                # the device is a field of the record, which a forger writes too: a store this CPU cannot re-run bit for
-                # bit is unchecked, and unchecked is a failure where the reviewer asked for it (issue 56 item 1)
-                text = (f"{rel}: its record says it was made on {rec.get('device')!r}, so this CPU cannot reproduce it bit for "
-                        "bit: its arrays are NOT checked (re-run it here, or audit it on that device)")
-                if rel in named_rels:
-                    a.fail(1, text + "; named with --job")
-                else:
-                    a.note(1, text, strict_fails=True)
-                continue
-            try:
-                from .studies import get_study
-
-                code = prov.code_fingerprint(get_study(rec["study"]).stage(rec["stage"]).fingerprint_modules)
-            except Exception as e:  # a study or stage this checkout does not have
-                a.fail(1, f"{rel}: its job cannot be re-run by this checkout ({type(e).__name__}: {e})")
-                continue
-            if rec.get("code_fingerprint") != code:
-                a.note(1, f"{rel}: made by other code than the checkout's (fingerprint {str(rec.get('code_fingerprint'))[:12]}, "
-                          f"the checkout's {code[:12]}): a re-run would not reproduce it; not re-run", strict_fails=True)
-                continue
-            inputs = {k: str(a.root / v["path"]) for k, v in sorted(rec.get("inputs", {}).items())}
-            out = Path(tmp) / rel
-            env = {**os.environ, "DEPTHLAB_DEVICE_BY_STUDY": "{}"}
-            cmd = [sys.executable, "-m", "depthlab", "stage", "--spec", prov.canonical_json(rec["spec"]),
-                   "--inputs", prov.canonical_json(inputs), "--output", str(out), "--results", tmp, "--device", "cpu",
-                   "--threads", "1"]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-            if p.returncode != 0:
-                a.fail(1, f"{rel}: re-running its job failed (exit {p.returncode}): {p.stderr.strip().splitlines()[-1:]}")
-                continue
-            got = storage.content_hash(storage.read_store(out))
-            have = storage.content_hash(storage.read_store(path))
-            if got != have:
-                a.fail(1, f"{rel}: re-running its job from its recorded spec and inputs gives other arrays (content hash "
-                          f"{got[:12]} against the store's {have[:12]}): the store is not what its spec and inputs make")
-            else:
-                a.say(1, f"reproduced {rel}: the same content hash ({got[:12]})")
+    rp.reproduce(a, n, named, seed, timeout)

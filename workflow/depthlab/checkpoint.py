@@ -10,7 +10,8 @@ starts afresh instead of continuing the old trainer's state; the log line names
 both fingerprints.  One that cannot
 be read, that holds anything but tensors, or that lacks a fingerprint is ignored
 with a warning, never trusted: ``torch.load(weights_only=True)`` refuses
-arbitrary pickled objects.
+arbitrary pickled objects.  Each checkpoint carries a SHA-256 of its tensors, checked on load: one whose bytes were
+damaged on disk or in a copy (it still loads, with other numbers) is discarded with a warning and the job starts over.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("depthlab")
 _FP = "fingerprint"
 _CODE = "code_fingerprint"
+_HASH = "content_sha256"  # over every other tensor: a flipped byte (a disk or copy error) is caught on load
 HOLD = "DEPTHLAB_TEST_HOLD"  # tests only: a folder; a job waits after each checkpoint it writes until <folder>/release exists
 CHILD = r"round[0-9]+|final|grow[0-9]+|half[0-9]+|part[0-9]+|screen|rest|kept"  # the children the trainers take (lrsearch rounds, the radial final run, grid growth, a halved rate, a round in parts, a one-fold first rung, its kept candidates' other folds, and those joined)
 _MINE = re.compile(rf"(?:\.(?:{CHILD}))*(?:\.tmp-[0-9]+(?:-[A-Za-z0-9]+-[0-9a-f]+)?)?")  # what follows a checkpoint's name in the files it writes
@@ -37,6 +39,20 @@ def _as_bytes(text: str) -> "torch.Tensor":
     import torch
 
     return torch.frombuffer(bytearray(text.encode()), dtype=torch.uint8) if text else torch.zeros(0, dtype=torch.uint8)
+
+
+def tensors_hash(tensors: dict[str, "torch.Tensor"]) -> str:
+    """SHA-256 over the names, dtypes, shapes and bytes of ``tensors`` (sorted by name)."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().to("cpu").contiguous().reshape(-1)
+        h.update(f"{name}|{t.dtype}|{tuple(tensors[name].shape)}|".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
 
 
 def _test_hold(path: Path) -> None:
@@ -79,7 +95,8 @@ class FileCheckpoint:
         from .storage import own
 
         tmp = own(self.path)
-        torch.save({**tensors, _FP: _as_bytes(fingerprint), _CODE: _as_bytes(self.code)}, tmp)
+        body = {**tensors, _FP: _as_bytes(fingerprint), _CODE: _as_bytes(self.code)}
+        torch.save({**body, _HASH: _as_bytes(tensors_hash(body))}, tmp)
         os.replace(tmp, self.path)  # atomic: a kill mid-write leaves the previous checkpoint intact
         _test_hold(self.path)
 
@@ -90,10 +107,16 @@ class FileCheckpoint:
 
         try:
             state = torch.load(self.path, weights_only=True, map_location="cpu")
-            stored = bytes(state.pop(_FP).tolist()).decode()
-            code = bytes(state.pop(_CODE).tolist()).decode() if _CODE in state else "(none recorded)"
             if not all(isinstance(v, torch.Tensor) for v in state.values()):
                 raise TypeError("holds something other than tensors")
+            if _HASH not in state:
+                raise ValueError("it carries no content hash (written before checkpoints carried one)")
+            recorded = bytes(state.pop(_HASH).tolist()).decode()
+            if tensors_hash(state) != recorded:
+                raise ValueError("its tensors do not hash to the content hash it carries: damaged (a disk or copy "
+                                 "error?), so the job starts over")
+            stored = bytes(state.pop(_FP).tolist()).decode()
+            code = bytes(state.pop(_CODE).tolist()).decode() if _CODE in state else "(none recorded)"
         except Exception as e:  # unreadable, malformed or missing the fingerprint: ignored, never trusted
             log.warning("ignoring unusable checkpoint %s (%s: %s)", self.path, type(e).__name__, e)
             return None

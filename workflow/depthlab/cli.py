@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import config as cfg
+from . import machine
 from . import provenance as prov
 from . import storage
 from .study import StoreInput, load_json, to_plain
@@ -56,7 +57,7 @@ def _record(study: "Study", spec: "Spec", output: str | Path, results: str, inpu
         "study": spec.STUDY, "stage": spec.STAGE, "job": to_plain(spec.job),
         "path": storage.relpath(output, results), "spec": spec.to_dict(), "config_hash": prov.spec_hash(spec.to_dict()),
         "code_version": prov.code_version(), "code_fingerprint": code or prov.code_fingerprint(stage.fingerprint_modules),
-        "packages": prov.package_versions(), "device": device,
+        "packages": prov.package_versions(), "device": device, "machine": machine.describe(device),
         "inputs": {k: storage.input_record(p, results) for k, p in sorted(inputs.items())},
         **({"study_source": src} if (src := prov.study_source(study.folder)) else {}),
         **({"files": files} if files else {}),
@@ -193,9 +194,18 @@ def _cpu_faster(study: str, spec) -> bool:
     return plan.cpu_is_faster(study, spec.STAGE, spec.work(), calls=plan.calls_of(spec))
 
 
+def _terminated(signum, _frame) -> None:
+    """SIGTERM (``timeout``, ``scancel``, a SLURM time limit, a stopped Snakemake) raises here, so the job unwinds: its
+    output lock and temporary store go (their context managers), and its checkpoint stays for the next run."""
+    raise SystemExit(128 + signum)
+
+
 def stage(args: argparse.Namespace) -> None:
+    import signal
+
     from .studies import get_study
 
+    signal.signal(signal.SIGTERM, _terminated)
     data = load_json(args.spec)
     study = get_study(str(data.get("study")))
     spec = study.spec_from_dict(data)  # typed once, here
@@ -383,8 +393,13 @@ def sweep_runs(args: argparse.Namespace) -> None:
     """depthlab sweep CONFIG --set KEY=V1,V2,... (depthlab.sweep)."""
     from . import sweep
 
+    if len(args.set_arg) > 1:  # argparse kept only the last of several before: a silent drop
+        print(f"depthlab sweep: one knob per sweep: --set was given {len(args.set_arg)} times "
+              f"({', '.join(a.split('=', 1)[0] for a in args.set_arg)}); sweep one key, and fork the config for the "
+              "others (depthlab fork)", file=sys.stderr)
+        raise SystemExit(2)
     try:
-        sw = sweep.prepare(args.config, args.set_arg, args.out)
+        sw = sweep.prepare(args.config, args.set_arg[0], args.out)
         print(f"depthlab sweep: {sw.key} over {len(sw.values)} values, in {sw.folder}"
               + (f"; the first forks from {sw.base}" if sw.base else f" ({args.config} has not run: the first value runs whole)"))
         if args.table_only:
@@ -411,13 +426,17 @@ def paper_check(args: argparse.Namespace) -> None:
 
     try:
         checks = papercheck.run(args.config, args.out, cores=args.cores, max_minutes=args.max_minutes)
-    except (dlc.ConfigError, sweep.SweepError) as e:  # SweepError: no checkout's Snakefile to run
+    except (dlc.ConfigError, sweep.SweepError, storage.OutputRefused) as e:  # SweepError: no checkout's Snakefile
         print(f"depthlab paper-check: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except OSError as e:  # --out on a read-only file system, a full disk: one line naming the path (issue 68, H11)
         print(f"depthlab paper-check: cannot write {e.filename or args.out}: {e.strerror or e}", file=sys.stderr)
         raise SystemExit(2) from None
     print(papercheck.render(checks, args.config, memory.machine_bytes() / memory.GIB), end="")
+    if checks and all(c.status == "skipped" for c in checks):  # green with nothing checked is no check
+        print(f"depthlab paper-check: every one of the {len(checks)} stages was skipped (none fits this machine's memory "
+              f"or --max-minutes {args.max_minutes:g}): nothing was checked", file=sys.stderr)
+        raise SystemExit(1)
     if any(c.status in ("failed", "not run", "over plan") for c in checks):
         raise SystemExit(1)
 
@@ -473,7 +492,14 @@ def plan(args: argparse.Namespace) -> None:
         print(json.dumps(pl.measure(args.measure), indent=1))
         return
     if args.calibrate:
-        doc = pl.calibrate(args.calibrate, args.costs)
+        try:
+            if args.costs:  # before any fitting: --costs must not land in a run's folder nor in a missing one
+                storage.check_user_file(args.costs, protect=tuple(r for r in args.calibrate if Path(r).is_dir()),
+                                        what="plan --calibrate --costs")
+            doc = pl.calibrate(args.calibrate, args.costs)
+        except storage.OutputRefused as e:
+            print(f"depthlab plan: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
         print(f"wrote {doc.pop('written_to')}: {len(doc['stages'])} stages from {', '.join(args.calibrate)}, jobs on "
               f"{doc['device']}")
         if "throughput_written_to" in doc:
@@ -597,7 +623,7 @@ def main(argv: list[str] | None = None) -> None:
     sw = sub.add_parser("sweep", help="one knob over several values: a fork and a run per value, sharing every store "
                         "the knob does not touch, then a table of claim x value (depthlab.sweep)")
     sw.add_argument("config", help="the config to vary (its finished run, if any, is the first fork's base)")
-    sw.add_argument("--set", dest="set_arg", required=True, metavar="KEY=V1,V2,...",
+    sw.add_argument("--set", dest="set_arg", required=True, action="append", metavar="KEY=V1,V2,...",
                     help="a dotted config key and its values, as YAML: e.g. studies.mori_ueda.figures.fig2.depths=[1,2],[1,2,3]")
     sw.add_argument("--out", help="the sweep's folder (default: results/<config's results name>-sweep-<key>)")
     sw.add_argument("--cores", type=_cores, help="cores for each run (default: the profile's, all)")

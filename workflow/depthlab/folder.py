@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 OWNER = ".depthlab.config.json"
-IGNORED = ("device", "device_by_study")
+IGNORED = ("device", "device_by_study", "cpu_kernels")
 
 
 class FolderTaken(Exception):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -139,12 +138,12 @@ def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_
     from . import config as dlc
     from . import memory, storage
 
+    out = storage.check_output_folder(out, what="paper-check --out")  # before any work: not /, not a run's folder
     raw = dlc.read_yaml(config_path)
     if not isinstance(raw, dict):
         raise dlc.ConfigError(f"{config_path}: not a mapping")
     capped = copy.deepcopy(raw)
     changes = cap(capped)
-    out = Path(out)
     capped["results"] = str(out / "results")
     # max_memory_gib stays the paper's: the run's validator would refuse a config whose largest job does not fit this
     # machine, and only jobs that fit are targeted
@@ -158,15 +157,15 @@ def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_
         + ", ".join(f"{k}: {a} -> {b}" for k, a, b in changes[:4]) + f"); {len(checks)} stages, "
         f"{sum(c.status == 'skipped' for c in checks)} skipped (memory or time); into {out}")
     targets = [f"{full['results']}/{c.study}/{c.job}" for c in checks if c.status != "skipped"]
-    from .sweep import child_env, snakemake_command
+    from .sweep import child_env, run_child, snakemake_command
 
     if not targets:  # no target would make Snakemake build `all`: the whole config (issue 68, H4)
         say("paper-check: nothing to run: every stage skipped (memory or time); the table says why")
     else:
         cmd = snakemake_command(cfg_file, ["--keep-going", *(["--cores", str(cores)] if cores else []), *targets])
         t0 = time.monotonic()
-        p = subprocess.run(cmd, env=child_env())
-        say(f"paper-check: Snakemake ended with {p.returncode} after {time.monotonic() - t0:.0f} s")
+        rc = run_child(cmd, child_env())  # a TERM reaches Snakemake too
+        say(f"paper-check: Snakemake ended with {rc} after {time.monotonic() - t0:.0f} s")
     collect(checks, Path(full["results"]))
     storage.write_text(render(checks, str(config_path), machine), out / "paper-check.md")
     storage.write_text(json.dumps([asdict(c) for c in checks], indent=1) + "\n", out / "paper-check.json")

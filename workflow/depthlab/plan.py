@@ -323,14 +323,20 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
                    + "; seconds = overhead_s + call_fraction x calls x call_s + fraction x work / rate"
                    + f"; the start-up's cap and floors scaled by this probe over {START_UP_PROBE_S} s: x{scale:.2f}",
            "device": cuda[0] if cuda else "cpu", "stages": stages}
-    if out is None:
+    from . import storage
+
+    text = (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
+    if out is not None:  # a path the user named: never inside a results folder (it would replace a file the run wrote)
+        storage.write_user_file(text, out, protect=tuple(r for r in results if Path(r).is_dir()),
+                                what="plan --calibrate --costs")
+    else:
         out = default_output(results, bool(cuda))
         inside = Path(out).resolve()
         if prov.PACKAGE_DIR in inside.parents:  # a timings file or results folder in the package: never write there
             raise SystemExit(f"depthlab plan --calibrate: the default destination {out} lies inside the package "
                              f"({prov.PACKAGE_DIR}), which ships the calibration; refitting it takes --costs naming the "
                              "file, and anything else belongs outside the code")
-    Path(out).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        storage.write_bytes(text, out)
     extra = {}
     if cuda:  # a GPU run: its timed training stacks refit the throughput model too (depthlab.gpumodel)
         from . import gpumodel

@@ -466,6 +466,7 @@ def _figure_state(root: Path, prov_path: Path, records: dict[str, str]) -> str:
 def list_results(results: str | Path) -> str:
     """Per study and stage: jobs, their coordinates' values and the size on disk; per figure, whether it is up to date.
     Reads the stores' root metadata only."""
+    from .machine import summary as machine_summary
     from .studies import get_study, names
 
     root = Path(results)
@@ -490,6 +491,7 @@ def list_results(results: str | Path) -> str:
         study = get_study(study_dir.name)
         by_stage: dict[str, list[Found]] = {}
         records: dict[str, str] = {}
+        machines: dict[str, int] = {}
         for p in _stores(study_dir):
             rel = p.relative_to(root).as_posix()
             try:
@@ -498,6 +500,8 @@ def list_results(results: str | Path) -> str:
                 lines.append(f"  ! {e}")
                 continue
             records[rel] = rec.get("record_hash")
+            where = machine_summary(rec.get("machine"))
+            machines[where] = machines.get(where, 0) + 1
             by_stage.setdefault(str(rec.get("stage")), []).append(Found(p, rel, rec, rec.get("job") or {}))
         lines.append(f"{study.name}: {study.title}")
         for st in study.store_stages():
@@ -512,6 +516,8 @@ def list_results(results: str | Path) -> str:
                 shown = ", ".join(map(str, vals[:8])) + (f", ... ({len(vals)})" if len(vals) > 8 else "")
                 coords.append(f"{k} [{shown}]")
             lines.append(f"  {st.name:<14} {len(got):>4} store(s) {_human(size):>9}  " + ("  ".join(coords) or "(one job)"))
+        for where, n in sorted(machines.items()):
+            lines.append(f"  made on       {n:>4} store(s): {where}")
         figs = sorted((study_dir / "figures").glob("*.provenance.json")) if (study_dir / "figures").is_dir() else []
         for prov in figs:
             name = prov.name.removesuffix(".provenance.json")

@@ -422,6 +422,22 @@ def results_folder_of(path: str | Path, extra: tuple = ()) -> Path | None:
     return None
 
 
+def check_output_folder(folder: str | Path, *, what: str = "--out") -> Path:
+    """A folder a command will fill with a run of its own (``paper-check --out``, ``sweep --out``, a benchmark's
+    ``--stores``): never the file system's root (resolved, links followed), nor inside another run's results folder.
+    Raises :class:`OutputRefused` with one line naming it; returns the path."""
+    folder = Path(folder)
+    real = folder.resolve()
+    if real == Path(real.anchor):
+        raise OutputRefused(f"{what} {folder}: the file system's root{f' (through a link to {real})' if real != folder else ''}; "
+                            "give it a folder of its own")
+    inside = results_folder_of(real)
+    if inside is not None:
+        raise OutputRefused(f"{what} {folder}: lies in the results folder {inside}; give it a folder of its own (a run's "
+                            "folder holds only what its run wrote)")
+    return folder
+
+
 def write_user_file(data: bytes, path: str | Path, *, protect: tuple = (), what: str = "the output") -> str:
     """Write a file a user named for a command's output (``diff --markdown`` / ``--plot``); returns the bytes' SHA-256.
 

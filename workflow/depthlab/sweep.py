@@ -244,6 +244,38 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def run_child(cmd: list[str], env: dict[str, str]) -> int:
+    """Run a child Snakemake and return its exit code; a SIGTERM or SIGINT to this process (``timeout``, a batch
+    system, Ctrl-C) is passed on to the child, which is then waited for, so no Snakemake runs on unattended (and
+    holds its lock) after its parent is gone.  The parent then exits with 128 + the signal."""
+    import signal
+
+    child = subprocess.Popen(cmd, env=env)
+    got: list[int] = []
+
+    def forward(signum, _frame):
+        got.append(signum)
+        try:
+            child.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while True:
+            try:
+                rc = child.wait()
+                break
+            except InterruptedError:  # pragma: no cover (PEP 475 retries wait itself)
+                continue
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if got:
+        raise SystemExit(128 + got[0])
+    return rc
+
+
 def _store_inodes(root: Path) -> dict[str, int]:
     """relative store path -> the inode of its zarr.json (hard-linked stores share it)."""
     from . import storage
@@ -290,10 +322,10 @@ def run(sw: Sweep, extra: list[str], say=print, execute: bool = True) -> None:
             cmd = snakemake_command(v.config_path, extra)
             say(f"{head}: running {' '.join(cmd)}")
             t0 = time.monotonic()
-            p = subprocess.run(cmd, env=child_env())
+            rc = run_child(cmd, child_env())
             v.seconds = time.monotonic() - t0
-            if p.returncode != 0:
-                raise SweepError(f"{head}: the run failed (exit {p.returncode}); its log is in {v.results}/logs. Run the "
+            if rc != 0:
+                raise SweepError(f"{head}: the run failed (exit {rc}); its log is in {v.results}/logs. Run the "
                                  "same command again to go on from where it stopped")
         before = _count(v, before)
         previous = v.results

@@ -29,7 +29,9 @@ CONDA_ENV = "../../envs/depthlab.yaml"
 # The device reaches jobs through the environment, recorded in every store but deliberately not in params:
 # switching it reruns nothing. `envvars` passes it (and the study search path) on to SLURM and other remote executors.
 os.environ.update(
-    DEPTHLAB_DEVICE=config["device"], DEPTHLAB_DEVICE_BY_STUDY=dlc.canonical_json(config["device_by_study"])
+    DEPTHLAB_DEVICE=config["device"],
+    DEPTHLAB_DEVICE_BY_STUDY=dlc.canonical_json(config["device_by_study"]),
+    DEPTHLAB_CPU_KERNELS=config["cpu_kernels"],
 )
 os.environ.setdefault("DEPTHLAB_STUDY_PATH", "")
 os.environ.setdefault("DEPTHLAB_TEST_HOLD", "")  # tests only (depthlab.checkpoint): a job waits after a checkpoint
@@ -38,6 +40,7 @@ os.environ.setdefault("DEPTHLAB_TEST_HOLD", "")  # tests only (depthlab.checkpoi
 envvars:
     "DEPTHLAB_DEVICE",
     "DEPTHLAB_DEVICE_BY_STUDY",
+    "DEPTHLAB_CPU_KERNELS",
     "DEPTHLAB_TEST_HOLD",
     "DEPTHLAB_STUDY_PATH",
 

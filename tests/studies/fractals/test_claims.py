@@ -257,3 +257,20 @@ def test_m2_whose_resamples_hold_but_whose_permutation_p_does_not_says_so_not_in
     v = m2(_table(four), n_test=5000)[0]
     assert v.verdict == "inconclusive" and "too few curves to tell the ranking from chance" in v.reason
     assert "inside the error bars" not in v.reason and "p = 0.167" in v.reason
+
+
+def test_a_row_resting_on_one_seed_per_net_is_not_decided_and_says_what_would_decide_it():
+    """One trajectory per net: the SE is binomial + window noise, which cannot hold the run-to-run spread, so a verdict
+    that holds on its numbers becomes inconclusive naming the seeds; with two seeds the same numbers decide it."""
+    from depthlab.studies.fractals.claims import m1, one_run
+
+    rows = [(0, T, w, 0.001, 0, a, 0.8, 0.9) for T, w, a in [(1, 10, 0.6), (5, 10, 0.8), (5, 200, 0.99)]]
+    t = _sound(rows, True).assign(n_params=[41, 481, 160801])
+    top = [v for v in m1(t, 0.95, n_test=5000) if "near-perfect" in v.statement][0]
+    assert top.holds is True
+    v = one_run(top, t)
+    assert v.verdict == "inconclusive" and "one trajectory" in v.reason and "training.seeds [0, 1]" in v.reason
+    assert "on these numbers alone it would hold" in v.reason
+    two = pd.concat([t, t.assign(seed=1, best_accuracy=t.best_accuracy - 0.001)])
+    top2 = [v for v in m1(two, 0.95, n_test=5000) if "near-perfect" in v.statement][0]
+    assert one_run(top2, two) is top2 and top2.holds is True

@@ -140,6 +140,24 @@ class Halving:
         self.log = []
         self.out = np.zeros(self.candidates, dtype=bool)  # candidates cut at an earlier rung
 
+    def resume(self, reason: np.ndarray, stopped_at: np.ndarray, epoch: int) -> None:
+        """Rebuild the race at ``epoch`` from a restored state's stop reasons (a resumed run): the candidates cut at the
+        rungs up to it are those with a fold stopped as ``pruned``, and the log is what those rungs said.  Without
+        this, a search killed past a rung raced every candidate again at the next one."""
+        from .stopping import PRUNED
+
+        K = self.va.shape[0]
+        cut_at = np.where(np.asarray(reason) == PRUNED, np.asarray(stopped_at), -1).reshape(self.candidates, K).max(1)
+        self.out = cut_at >= 0
+        self.log = []
+        racing = self.candidates
+        for e in self.epochs:
+            if e > epoch:
+                break
+            keep_n = int(np.ceil(racing / self.eta))
+            self.log.append((int(e), racing, keep_n))
+            racing -= int((cut_at == e).sum())
+
     def errors(self, active: np.ndarray, params, final, reason: np.ndarray) -> np.ndarray:
         """Validation error of every model [M] (float64)."""
         from .stopping import DIVERGED

@@ -98,6 +98,9 @@ class Pruner(Protocol):
 
     def __call__(self, epoch: int, active: np.ndarray, params: Params, final: Params, reason: np.ndarray) -> np.ndarray: ...
 
+    def resume(self, reason: np.ndarray, stopped_at: np.ndarray, epoch: int) -> None:
+        """Rebuild what the rungs up to ``epoch`` decided from a restored state (a resumed or continued run)."""
+
 
 class Checkpoint(Protocol):
     """Where a run's state survives a kill: load once at the start, save at every check."""
@@ -361,6 +364,8 @@ def train(
             raise ValueError(f"the state to start from holds {len(st.epochs)} models, not M = {M}")
         say(f"{'resumed from checkpoint' if resumed else 'going on'} at epoch {st.epoch}: {len(st.active)} of {M} "
             "models still training")
+        if prune is not None:  # the rungs already passed are in the stop reasons, not in a fresh pruner
+            prune.resume(st.stopping.reason, st.stopping.stopped_at, st.epoch)
     else:
         params = [(W.to(dev).clone(), b.to(dev).clone()) for W, b in init]
         st = TrainState(
