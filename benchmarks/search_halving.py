@@ -42,7 +42,7 @@ def _full(config: dict) -> dict:
     """The config with the rate search's halving off and its checks at training's (a282204's search)."""
     c = copy.deepcopy(config)
     mu = c["studies"]["mori_ueda"]
-    mu["lrsearch"]["halving"] = {**mu["lrsearch"]["halving"], "eta": 0, "first_rung_folds": 0}
+    mu["lrsearch"]["halving"] = {**mu["lrsearch"]["halving"], "eta": 0, "first_rung_folds": 0, "first_rung_se": 0.0}
     mu["lrsearch"]["check_every"] = mu["training"]["check_every"]
     return c
 
@@ -55,9 +55,10 @@ def _with_halving(config: dict, halving: str | None) -> dict:
         eta, rungs = (int(v) for v in halving.split(","))
     except ValueError:
         raise SystemExit(f"error: --halving {halving!r}: expected ETA,RUNGS, two integers (e.g. 4,2)") from None
-    if eta < 2 or rungs < 1:
+    if not 2 <= eta <= 100 or not 1 <= rungs <= 10:  # the config schema's bounds
         raise SystemExit(f"error: --halving {halving!r}: eta must be at least 2 and rungs at least 1 (eta 0 is the "
-                         "full search, which the benchmark runs anyway)")
+                         "full search, which the benchmark runs anyway), within the config schema's 2 <= eta <= 100 "
+                         "and 1 <= rungs <= 10")
     c = copy.deepcopy(config)
     c["studies"]["mori_ueda"]["lrsearch"]["halving"] = {**c["studies"]["mori_ueda"]["lrsearch"]["halving"],
                                                          "eta": eta, "rungs": rungs}
@@ -128,7 +129,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--stores", default=None, metavar="DIR",
                     help="write each side's stores to DIR/full and DIR/pruned (for docs/compare_searches.py)")
     a = ap.parse_args(argv)
+    if a.workers < 1 or a.jobs < 0:
+        raise SystemExit(f"error: --workers must be at least 1 and --jobs 0 (all) or more; got {a.workers}, {a.jobs}")
     from depthlab import storage
+    from depthlab.config import ConfigError
 
     try:  # before any search: neither output may land in a run's results folder (or at the root)
         if a.stores:
@@ -138,7 +142,10 @@ def main(argv: list[str] | None = None) -> None:
             storage.check_user_file(a.out, what="--out")
     except storage.OutputRefused as e:
         raise SystemExit(f"error: {e}") from None
-    config = _with_halving(load(a.config), a.halving)
+    try:
+        config = _with_halving(load(a.config), a.halving)
+    except (ConfigError, OSError) as e:
+        raise SystemExit(f"error: --config {a.config}: {e}") from None
     if "mori_ueda" not in config.get("studies", {}):
         raise SystemExit(f"error: {a.config} builds no mori_ueda study: there is no rate search to time")
     jobs = LrSearchSpec.jobs(config)

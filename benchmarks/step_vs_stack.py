@@ -57,15 +57,32 @@ def main(argv: list[str] | None = None) -> None:
     from depthlab.core.shapes import layer_sizes, width_for_hidden_weights
     from depthlab.core.trainer import epoch_order, models_per_step, step_in_groups
 
-    cfg = load(a.config)
-    mu = cfg["studies"]["mori_ueda"]
+    from depthlab.config import ConfigError
+
+    try:  # one line naming the option, never a traceback
+        cfg = load(a.config)
+    except (ConfigError, OSError) as e:
+        raise SystemExit(f"error: --config {a.config}: {e}") from None
+    mu = cfg["studies"].get("mori_ueda")
+    if mu is None:
+        raise SystemExit(f"error: --config {a.config} builds no mori_ueda study")
+    if a.figure not in mu["figures"]:
+        raise SystemExit(f"error: --figure {a.figure!r}: the config's figures are {', '.join(sorted(mu['figures']))}")
     fig = mu["figures"][a.figure]
+    if a.target not in fig["targets"]:
+        raise SystemExit(f"error: --target {a.target!r}: {a.figure}'s targets are {', '.join(sorted(fig['targets']))}")
     t = fig["targets"][a.target]
     folds = mu["lrsearch"]["folds"]
     B = mu["training"]["batch_size"]
     d, N = int(t["d"]), int(t["n_train"])
     n = N * (folds - 1) // folds
-    stacks = [int(s) for s in a.stacks.split(",")]
+    try:
+        stacks = [int(s) for s in a.stacks.split(",")]
+    except ValueError:
+        stacks = []
+    if not stacks or min(stacks) < 1 or a.epochs < 1:
+        raise SystemExit(f"error: --stacks {a.stacks!r} must list whole numbers of at least 1 (e.g. 1,2,6) and --epochs "
+                         "be at least 1")
     set_threads(1)
     rng = np.random.default_rng(0)
     X = torch.as_tensor(rng.standard_normal((N, d)), dtype=torch.float32)

@@ -12,6 +12,7 @@ code from the folder).
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from collections import defaultdict
@@ -24,11 +25,14 @@ from depthlab import plan, safeio, storage  # noqa: E402
 
 
 def _seconds(tsv: Path) -> float | None:
+    """A benchmark file's seconds; None for one that is special (a FIFO is never opened), huge, malformed or not a
+    finite, non-negative number (a TSV of 1e308 published "inf core-min")."""
     try:
-        head, row = tsv.read_text().splitlines()[:2]
-        return float(dict(zip(head.split("\t"), row.split("\t")))["s"])
+        head, row = safeio.read_text(tsv, 1 << 20).splitlines()[:2]
+        s = float(dict(zip(head.split("\t"), row.split("\t")))["s"])
     except (OSError, ValueError, KeyError):
         return None
+    return s if math.isfinite(s) and 0 <= s < 1e9 else None
 
 
 def header(results: Path, audit_line: str, config: Path, history: str = "") -> str:
@@ -42,7 +46,9 @@ def header(results: Path, audit_line: str, config: Path, history: str = "") -> s
             per[parts[0] if len(parts) > 1 else "index and config snapshot"].append(s)
     cost = ", ".join(f"{k} {len(v)} jobs, {sum(v) / 60:.1f} core-min" for k, v in sorted(per.items()))
     total = sum(sum(v) for v in per.values()) / 60
-    probe = ", ".join(f"{p['probe_s']:.3f} s ({p['time']})" for p in probes if isinstance(p, dict) and "probe_s" in p)
+    probe = ", ".join(f"{p['probe_s']:.3f} s ({p.get('time', '?')})" for p in (probes if isinstance(probes, list) else [])
+                      if isinstance(p, dict) and isinstance(p.get("probe_s"), (int, float))
+                      and math.isfinite(p["probe_s"]))  # a string or NaN probe_s is left out, not a traceback
     calib = safeio.read_json(plan.COSTS).get("probe_s")  # the package's CPU calibration
     calib = f"{calib:.3f} s" if isinstance(calib, (int, float)) else "not recorded"
     return "\n".join([

@@ -50,6 +50,10 @@ def test_diff_names_the_changed_config_key_the_missing_store_and_the_moved_rows(
     p = subprocess.run([*base, "--plot", str(png)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "wrote" in p.stderr and "(2 claim rows, both runs)" in p.stderr, p.stderr
     assert png.read_bytes().startswith(b"\x89PNG")
+    none = tmp_path / "none.png"  # nothing changed: said so, nothing drawn
+    p = subprocess.run([sys.executable, "-m", "depthlab", "diff", str(a), str(a), "--plot", str(none)], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0 and "not drawn" in p.stderr and not none.exists(), p.stderr
     p = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and json.loads(p.stdout)["rows_unchanged"] == d.same
     p = subprocess.run([sys.executable, "-m", "depthlab", "diff", str(a), str(tmp_path / "nowhere")], capture_output=True,

@@ -68,6 +68,8 @@ CASES = [
      r"config error at studies.mori_ueda.lrsearch.halving.first_rung_folds: 2 must be below lrsearch.folds = 2; allowed: 0 \(every fold\) .. 1"),
     ("negative screen SE", lambda c: mu_(c)["lrsearch"]["halving"].update(first_rung_se=-1.0),
      r"config error at studies.mori_ueda.lrsearch.halving.first_rung_se: -1.0 is less than the minimum of 0"),
+    ("screen SE without a screen", lambda c: mu_(c)["lrsearch"]["halving"].update(first_rung_folds=0, first_rung_se=1.0),
+     r"config error at studies.mori_ueda.lrsearch.halving.first_rung_se: 1.0 needs a one-fold screen"),
     ("search check not dividing", lambda c: mu_(c)["lrsearch"].update(check_every=3),
      r"config error at studies.mori_ueda.lrsearch.check_every: 3 does not divide training.check_every = 10 .*allowed: 1, 2, 5, 10"),
     # whole numbers written as floats (JSON-schema alone accepts 2.0 as an integer)

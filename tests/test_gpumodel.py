@@ -83,3 +83,22 @@ def test_calibrate_on_a_gpu_run_refits_the_throughput_model(smoke_run, tmp_path)
         assert model.device == "cuda:FAKE GPU" and len(model.points) == doc["throughput_points"]
     model = gpumodel.fit(pts, "cuda:FAKE GPU")  # the refit itself, on the timed points
     assert model.r_max > 0 and model.h0 > 0 and model.step_s > 0 and len(gpumodel.check(model)) == len(pts)
+
+
+@pytest.mark.parametrize("doc", [{"r_max": 0, "h0": 500.0, "step_s": 1e-5}, {"r_max": -3e13, "h0": 500.0, "step_s": 1e-5},
+                                 {"r_max": 1e-300, "h0": 500.0, "step_s": 1e-5},
+                                 {"r_max": 3e13, "h0": -707, "step_s": 1e-5},
+                                 {"r_max": 3e13, "h0": 500.0, "step_s": 1e-5, "adam": 0},
+                                 {"r_max": "3e13", "h0": 500.0, "step_s": 1e-5}, {"h0": 500.0, "step_s": 1e-5}, [1, 2]])
+def test_a_damaged_refitted_throughput_model_is_refused_naming_the_key(tmp_path, doc):
+    import json
+
+    from depthlab import gpumodel
+
+    p = tmp_path / "gpu_throughput.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(gpumodel.ThroughputError, match="gpu_throughput.json"):
+        gpumodel.load(p)
+    good = {"r_max": 3e13, "h0": 500.0, "step_s": 1e-5, "adam": 1.5}
+    p.write_text(json.dumps(good))
+    assert gpumodel.load(p).adam == 1.5

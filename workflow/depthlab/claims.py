@@ -353,10 +353,35 @@ def render(title: str, verdicts: list[Verdict], notes: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_index(studies: list[tuple[str, str, list[dict]]]) -> str:
-    """The index over all studies: (study, title, verdict dicts) -> markdown with per-study counts of the papers' claims
-    and every row, then the extension rows apart with their own counts."""
-    lines = ["# depthlab claims: every study", "",
+def per_claim(parsed: list[tuple[str, str, list[Verdict]]]) -> list[str]:
+    """One line per paper claim (its SPEC id): its statements, and how many of its rows hold, do not hold, are
+    inconclusive and are not applicable; the papers' own rows only (extensions are counted apart)."""
+    out = ["| study | claim | what it says | holds | does not hold | inconclusive | not applicable |",
+           "|---|---|---|---|---|---|---|"]
+    for name, _, vs in parsed:
+        by: dict[str, list[Verdict]] = {}
+        for v in vs:
+            if v.kind == "claim" and v.scope == "paper":
+                by.setdefault(v.claim, []).append(v)
+        for claim in sorted(by, key=lambda c: (len(c), c)):
+            rows = by[claim]
+            said = list(dict.fromkeys(v.statement for v in rows))
+            text = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
+            yes, no, na, off = counts(rows)
+            out.append(f"| {name} | {claim} | {_cell(text)} | {yes} | {no} | {na} | {off} |")
+    return out
+
+
+SMOKE_BANNER = ("> **Smoke scale.** This run is the smoke config: every study at a tiny scale, to show that every stage "
+                "runs and chains. Its numbers and verdicts are not findings; the default run (`config/config.yaml`) and "
+                "the paper run (`config/paper.yaml`) are where the claims are judged.")
+
+
+def render_index(studies: list[tuple[str, str, list[dict]]], smoke: bool = False) -> str:
+    """The index over all studies: (study, title, verdict dicts) -> markdown with per-study counts of the papers' claims,
+    one line per paper claim, and every row, then the extension rows apart with their own counts.  ``smoke``: it opens
+    with :data:`SMOKE_BANNER`."""
+    lines = ["# depthlab claims: every study", "", *([SMOKE_BANNER, ""] if smoke else []),
              "One row per verdict of every study built by this run, each labelled with its SPEC claim id. The counts are "
              "of the papers' own claims, judged where the papers make them; rows beyond the papers' claims (*extensions*) "
              "are listed apart at the end and not counted.", "",
@@ -365,6 +390,7 @@ def render_index(studies: list[tuple[str, str, list[dict]]]) -> str:
     for name, title, vs in parsed:
         yes, no, na, off = counts(vs)
         lines.append(f"| [{title}]({name}/claims.md) | {yes} | {no} | {na} | {off} | {sum(v.scope == 'extension' for v in vs)} |")
+    lines += ["", *per_claim(parsed)]
     head = ["| study | claim | figure | subject | verdict | effect | SE | threshold | z | evidence |",
             "|---|---|---|---|---|---|---|---|---|---|"]
 

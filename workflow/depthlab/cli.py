@@ -284,8 +284,9 @@ def index(args: argparse.Namespace) -> None:
     rows = [(name, get_study(name).title, json.loads(Path(p).read_text())) for name, p in sorted(inputs.items())]
     out = Path(args.output)
     record = {"study": "*", "stage": "index", "job": {}, "path": storage.relpath(out, args.results),
-              "code_version": prov.code_version(), "inputs": {n: _file_input(p, args.results) for n, p in sorted(inputs.items())}}
-    record["md_sha256"] = storage.write_text(claims.render_index(rows), out)
+              "code_version": prov.code_version(), "inputs": {n: _file_input(p, args.results) for n, p in sorted(inputs.items())},
+              "scale": args.scale}
+    record["md_sha256"] = storage.write_text(claims.render_index(rows, smoke=args.scale == "smoke"), out)
     storage.failpoint("index")
     storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
     log.info("wrote %s", out)
@@ -337,6 +338,17 @@ def _cores(text: str) -> int:
     return n
 
 
+def _factor(text: str) -> float:
+    """--factor: a finite ratio above 1 (nan and -1 were taken, and every stage was then marked "!")."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(v) or v <= 1:
+        raise argparse.ArgumentTypeError(f"{text}: give a finite factor above 1 (2: within half to twice the plan)")
+    return v
+
+
 def _minutes(text: str) -> float:
     """--max-minutes: a finite number of minutes, 0 or more."""
     try:
@@ -362,7 +374,9 @@ def diff_runs(args: argparse.Namespace) -> None:
             storage.write_user_file(compare.markdown(d).encode(), args.markdown, protect=folders, what="--markdown")
         if args.plot:
             n = compare.plot(d, args.plot, every_row=args.plot_every_row)
-            print(f"wrote {args.plot} ({n} claim rows, both runs)", file=sys.stderr)
+            print(f"wrote {args.plot} ({n} claim rows, both runs)" if n else
+                  f"--plot {args.plot}: not drawn: no verdict changed and no effect moved (--plot-every-row draws every "
+                  "row)", file=sys.stderr)
     except (compare.DiffError, storage.OutputRefused) as e:
         print(f"depthlab diff: {e}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -526,9 +540,19 @@ def plan(args: argparse.Namespace) -> None:
     config = _load_or_exit(args.config, memory=False)
     costs = pl.load_costs(args.costs) if args.costs else None
     gpu_costs, gpu_device, gpu_note = pl.gpu_calibration(args.gpu_costs or pl.COSTS_GPU)
+    if args.gpu_costs and not gpu_costs:  # a file named on purpose is never dropped without a word
+        print(f"depthlab plan: note: --gpu-costs {args.gpu_costs} is not a GPU calibration (missing, unreadable, or its "
+              "device is not cuda): the GPU column is priced by the throughput model alone", file=sys.stderr)
     here = None if args.no_probe else probe.measure()
     speed = probe.ratio(here, calib)
-    print(pl.render(pl.plan(config, costs, args.results, gpu_costs, speed), args.config, gpu_device, gpu_note))
+    from .gpumodel import ThroughputError
+
+    try:
+        rows = pl.plan(config, costs, args.results, gpu_costs, speed)
+    except ThroughputError as e:  # a damaged GPU throughput model (depthlab.gpumodel.load): one line naming the file
+        print(f"depthlab plan: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(pl.render(rows, args.config, gpu_device, gpu_note))
     print(_probe_line("this machine's", here, calib, speed))
 
 
@@ -588,6 +612,8 @@ def main(argv: list[str] | None = None) -> None:
     i.add_argument("--inputs", required=True, help="JSON {study: path of its claims.json}")
     i.add_argument("--output", required=True)
     i.add_argument("--results", required=True)
+    i.add_argument("--scale", default="as configured", choices=["as configured", "smoke"],
+                   help="smoke: open with a banner saying the numbers only show that everything runs")
     i.set_defaults(func=index)
     c = sub.add_parser("snapshot", help="write the validated config (defaults filled in) as YAML")
     c.add_argument("--config-json", required=True, help="the config as JSON")
@@ -652,7 +678,7 @@ def main(argv: list[str] | None = None) -> None:
                      "core-minutes; exits 1 when a stage is off by more than --factor")
     pl_.add_argument("--no-probe", action="store_true", help="do not time the speed probe (about a second); CPU times "
                      "as calibrated, unscaled")
-    pl_.add_argument("--factor", type=float, default=2.0, help="the tolerated factor of --check (default 2)")
+    pl_.add_argument("--factor", type=_factor, default=2.0, help="the tolerated factor of --check (default 2)")
     pl_.add_argument("--gpu-costs", metavar="FILE", help="the GPU calibration (default: the package's costs_gpu.json)")
     pl_.add_argument("--measure", metavar="RESULTS", help="print a finished run's timings as JSON (--calibrate reads "
                      "such a file in place of a results folder)")

@@ -107,10 +107,32 @@ def load(path: str | Path | None = None) -> Throughput:
     path = Path(path) if path is not None else THROUGHPUT
     if path.is_file():
         doc = safeio.read_json(path)
-        return Throughput(float(doc["r_max"]), float(doc["h0"]), float(doc["step_s"]), float(doc.get("adam", 1.0)),
-                          str(doc.get("device", "")), tuple(doc.get("points", ())))
+        if not isinstance(doc, dict):
+            raise ThroughputError(f"{path}: not a JSON object")
+        vals = {k: _bounded(path, doc, k, lo, hi) for k, (lo, hi) in BOUNDS.items()}
+        pts = doc.get("points", [])
+        return Throughput(vals["r_max"], vals["h0"], vals["step_s"], vals["adam"], str(doc.get("device", "")),
+                          tuple(pts) if isinstance(pts, list) else ())
     points, device = load_points()
     return fit(points, device)
+
+
+class ThroughputError(ValueError):
+    """A refitted GPU throughput model (``gpu_throughput.json``) that is damaged; the message names the file and key."""
+
+
+# what a refitted model may say: a GPU's float32 matmul rate, the half-rate width, a step's launch cost per layer, and
+# Adam's factor over SGD; outside these a file is damaged or hand-edited (0 divided, a negative made a plan negative,
+# 1e-300 made it infinite, adam 0 made it free)
+BOUNDS = {"r_max": (1e9, 1e18), "h0": (1e-3, 1e6), "step_s": (1e-8, 10.0), "adam": (0.1, 100.0)}
+
+
+def _bounded(path: Path, doc: dict, key: str, lo: float, hi: float) -> float:
+    v = doc.get(key, 1.0 if key == "adam" else None)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+        raise ThroughputError(f"{path}: {key} is {v!r}; a refitted GPU throughput model needs a number in [{lo:g}, {hi:g}] "
+                         "(refit it with depthlab plan --calibrate, or remove the file)")
+    return float(v)
 
 
 def save(model: Throughput, path: str | Path) -> None:

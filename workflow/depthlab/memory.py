@@ -56,7 +56,9 @@ def data(n: int, d: int) -> int:
 
 
 def gib(nbytes: float) -> str:
-    return f"{nbytes / GIB:.1f} GiB"
+    """GiB to one decimal, or to two significant digits below 0.1 GiB (0.001 GiB read '0.0 GiB')."""
+    g = nbytes / GIB
+    return f"{g:.1f} GiB" if g >= 0.1 or g == 0 else f"{g:.2g} GiB"
 
 
 def job(label: str, parts: dict[str, int]) -> tuple[str, str, int]:

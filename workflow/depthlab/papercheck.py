@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -108,18 +109,22 @@ def choose(config: dict, machine_gib: float, max_minutes: float) -> list[Check]:
 
 
 def _tsv(path: Path) -> tuple[float | None, float | None]:
-    """(seconds, max_rss in GiB) from a Snakemake benchmark file."""
+    """(seconds, max_rss in GiB) from a Snakemake benchmark file; (None, None) for one that is missing, special (a FIFO
+    is never opened: it would hang), huge or malformed."""
+    from . import safeio
+
     try:
-        head, row = path.read_text().splitlines()[:2]
+        head, row = safeio.read_text(path, 1 << 20).splitlines()[:2]
     except (OSError, ValueError):
         return None, None
     cols = dict(zip(head.split("\t"), row.split("\t")))
 
     def num(k: str) -> float | None:
         try:
-            return float(cols[k])
+            v = float(cols[k])
         except (KeyError, ValueError):
             return None
+        return v if math.isfinite(v) and v >= 0 else None
 
     rss = num("max_rss")
     return num("s"), None if rss is None else rss / 1024  # MB -> GiB (Snakemake's MB are MiB)

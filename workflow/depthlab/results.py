@@ -204,8 +204,12 @@ def open_results(results: str | Path, study: str, stage: str | None = None, *, v
     if stage is None:
         from .studies import get_study
 
+        try:  # an unknown study: one ResultsError naming the studies, as with a stage (not a KeyError)
+            stages = get_study(study).store_stages()
+        except KeyError as e:
+            raise ResultsError(f"{Path(results)}: {e.args[0] if e.args else e}") from None
         nodes = {}
-        for st in get_study(study).store_stages():
+        for st in stages:
             try:
                 nodes[st.name] = open_results(results, study, st.name, verify=verify, complete=complete, config=config)
             except ResultsError as e:

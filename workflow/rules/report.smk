@@ -95,8 +95,10 @@ rule claims_index:
     params:
         inputs=index_inputs_json,
         results=results_root,
+        scale="smoke" if config["smoke"] else "as configured",
     shell:
-        "depthlab index --inputs {params.inputs:q} --output {output.md:q} --results {params.results:q} > {log:q} 2>&1"
+        "depthlab index --inputs {params.inputs:q} --output {output.md:q} --results {params.results:q}"
+        " --scale {params.scale:q} > {log:q} 2>&1"
 
 
 rule config_snapshot:

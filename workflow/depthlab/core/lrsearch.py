@@ -477,9 +477,13 @@ def search_lr(
     score = -np.log10(np.nanmean(val, 1))
     lr_all = 10.0 ** np.concatenate(us)
     best = choice.index
-    say(f"lr search depth {depth}: best lr {lr_all[best]:.4g} (mean val error {val[best].mean():.4g})"
-        + (f", at the {choice.edge} edge of the rates evaluated" + (" (flagged: could grow no further)" if choice.at_edge else "")
-           if choice.at_edge else ""))
+    if best < 0:  # choose() found no usable rate: index -1 is only the last rate evaluated, not a choice
+        say(f"lr search depth {depth}: every one of the {len(lr_all)} rates evaluated diverged or scored no error: no "
+            f"usable rate (best_lr records the last evaluated, {lr_all[best]:.4g}, flagged)")
+    else:
+        say(f"lr search depth {depth}: best lr {lr_all[best]:.4g} (mean val error {val[best].mean():.4g})"
+            + (f", at the {choice.edge} edge of the rates evaluated" + (" (flagged: could grow no further)" if choice.at_edge
+                                                                        else "") if choice.at_edge else ""))
     return SearchResult(
         lr=lr_all, round=np.concatenate([np.full(len(u), r) for r, u in enumerate(us)]), val_error=val,
         diverged=np.concatenate([o["diverged"] for o in rows]), converged=np.concatenate([o["converged"] for o in rows]),

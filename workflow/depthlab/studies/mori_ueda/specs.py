@@ -43,6 +43,10 @@ def check(sec: dict, config: dict) -> None:
     if screen >= sec["lrsearch"]["folds"]:
         raise ConfigError(f"config error at {where0}.lrsearch.halving.first_rung_folds: {screen} must be below "
                           f"lrsearch.folds = {sec['lrsearch']['folds']}; allowed: 0 (every fold) .. {sec['lrsearch']['folds'] - 1}")
+    se = sec["lrsearch"].get("halving", {}).get("first_rung_se", 0)
+    if se and not screen:  # the SE rule belongs to the one-fold screen: alone it was ignored without a word
+        raise ConfigError(f"config error at {where0}.lrsearch.halving.first_rung_se: {se} needs a one-fold screen "
+                          "(halving.first_rung_folds: 1 .. folds - 1); without one, set first_rung_se: 0 or leave it out")
     every, train_every = sec["lrsearch"].get("check_every"), sec["training"]["check_every"]
     if every is not None and train_every % every:
         allowed = ", ".join(str(v) for v in range(1, train_every + 1) if train_every % v == 0)
