@@ -36,11 +36,51 @@ from depthlab import plan  # noqa: E402
 SAME = 0.01  # decades: closer than this, two choices are the same candidate
 
 
+class Damaged(ValueError):
+    """A store this script will not tabulate; the message says why."""
+
+
+def _load(path: Path, root: Path) -> xr.Dataset:
+    """A rate-search store, refused unless it is sound: inside its folder (no symlink out), no special file or pickling
+    codec, its arrays those its record names (content hash) and its record unedited (a forged ``best_lr`` whose audit
+    fails is not tabulated as real), with the arrays the table reads present and valid."""
+    from depthlab import provenance as prov
+    from depthlab import storage
+
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise Damaged(f"leads outside {root} (to {path.resolve()})")
+    try:
+        storage.check_store(path)
+        ds = storage.read_store(path)
+    except Exception as e:  # unreadable, truncated metadata, a chunk missing
+        raise Damaged(f"unreadable ({type(e).__name__}: {str(e)[:120]})") from None
+    try:
+        rec = storage.read_record(path)
+    except KeyError:  # a benchmark's scratch store (search_halving --stores) carries no record: nothing to check it by
+        rec = None
+    except Exception as e:
+        raise Damaged(f"its provenance record is unreadable ({type(e).__name__})") from None
+    if rec is not None:
+        if not isinstance(rec, dict) or prov.record_hash(rec) != rec.get("record_hash"):
+            raise Damaged("its provenance record was edited")
+        if storage.content_hash(ds) != rec.get("content_hash"):
+            raise Damaged("its arrays are not those its record names (content hash): audit it")
+    for k in ("lr", "best_lr", "val_error", "epochs"):
+        if k not in ds.variables:
+            raise Damaged(f"it has no {k}")
+    lr = np.asarray(ds.lr.values, dtype=float)
+    if not (np.isfinite(lr).all() and (lr > 0).all()) or not (np.isfinite(float(ds.best_lr)) and float(ds.best_lr) > 0):
+        raise Damaged("a rate that is not a positive number")
+    return ds
+
+
 def _choice(ds: xr.Dataset) -> tuple[float, float, float]:
     """(chosen lr, its mean CV error, the SE of that mean over folds)."""
     lr = ds.lr.values
     i = int(np.argmin(np.abs(np.log10(lr) - np.log10(float(ds.best_lr)))))
     v = ds.val_error.values[i]
+    if not np.isfinite(v).all():  # the chosen candidate was trained on every fold: a NaN there is damage, not "same"
+        raise Damaged(f"the chosen rate's CV errors are not all numbers ({v.tolist()})")
     return float(lr[i]), float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0
 
 
@@ -56,8 +96,12 @@ def compare(full: Path, pruned: Path) -> tuple[list[dict], dict]:
         b_path = pruned / rel
         if not b_path.is_dir():
             continue
-        a, b = xr.open_zarr(a_path).load(), xr.open_zarr(b_path).load()
-        (la, ea, sa), (lb, eb, sb) = _choice(a), _choice(b)
+        try:
+            a, b = _load(a_path, full), _load(b_path, pruned)
+            (la, ea, sa), (lb, eb, sb) = _choice(a), _choice(b)
+        except Damaged as e:
+            tot.setdefault("skipped", []).append(f"{rel}: {e}")
+            continue
         gap = abs(np.log10(la) - np.log10(lb))
         kind = "same" if gap < SAME else ("within SE" if abs(ea - eb) <= np.hypot(sa, sb) else "beyond SE")
         n_pruned = int(b.pruned.values.any(1).sum()) if "pruned" in b else 0
@@ -79,6 +123,8 @@ def main(argv: list[str]) -> None:
     if len(argv) != 3:
         sys.exit("usage: python docs/compare_searches.py FULL_RESULTS PRUNED_RESULTS")
     rows, tot = compare(Path(argv[1]), Path(argv[2]))
+    for line in tot.get("skipped", []):
+        print(f"not tabulated: {line}", file=sys.stderr)
     if not rows:
         sys.exit(f"no rate search found in both {argv[1]} and {argv[2]} (mori_ueda/fig*/lrsearch/*/L*.zarr)")
     print("| job | full: lr | CV error | pruned: lr | CV error | decades apart | | rates evaluated (pruned) | epochs full / pruned |")
@@ -94,6 +140,8 @@ def main(argv: list[str]) -> None:
     if tot["timed"]:
         print(f"job seconds ({tot['timed']} jobs timed in both): {tot['s_full']:.0f} full, {tot['s_pruned']:.0f} pruned, "
               f"x{tot['s_full'] / max(tot['s_pruned'], 1e-9):.2f}")
+    if tot.get("skipped"):
+        sys.exit(f"{len(tot['skipped'])} damaged store(s) not tabulated (above)")
 
 
 if __name__ == "__main__":

@@ -30,17 +30,30 @@ def main(argv: list[str]) -> None:
         sys.exit("usage: python docs/rejudge.py OLD_RESULTS NEW_RESULTS [CONFIG]")
     old, new = Path(argv[1]), Path(argv[2])
     config = Path(argv[3]) if len(argv) > 3 else HERE.parent / "config" / "config.yaml"
-    figures = dlc.validate(dlc.read_yaml(config), memory=False)["studies"]["mori_ueda"]["figures"]
+    try:  # one line naming what is wrong, never a traceback
+        figures = dlc.validate(dlc.read_yaml(config), memory=False)["studies"]["mori_ueda"]["figures"]
+    except (dlc.ConfigError, OSError, KeyError) as e:
+        sys.exit(f"CONFIG {config}: {e}")
+    try:
+        rows_new = safeio.read_json(new / "mori_ueda" / "claims.json")
+    except (OSError, ValueError) as e:
+        sys.exit(f"NEW {new}: no readable mori_ueda/claims.json ({e})")
     ours: dict[tuple, list[str]] = {}
-    for r in safeio.read_json(new / "mori_ueda" / "claims.json"):
-        key = (r["figure"], r["claim"], r["subject"], r["statement"])
-        ours.setdefault(key, []).append(Verdict.from_dict(r).verdict)
+    for r in rows_new if isinstance(rows_new, list) else []:
+        try:
+            key = (r["figure"], r["claim"], r["subject"], r["statement"])
+            ours.setdefault(key, []).append(Verdict.from_dict(r).verdict)
+        except (KeyError, TypeError, ValueError) as e:
+            sys.exit(f"NEW {new}: a claims.json row without its keys ({type(e).__name__}: {e})")
     n = moved = 0
     for name in sorted(figures):
         table = old / "mori_ueda" / "figures" / f"{name}.csv"
         if not table.is_file():
             continue
         t = pd.read_csv(table)
+        errs = [c for c in t.columns if "error" in c or "nmse" in c]
+        if errs and t[errs].isna().all().all():  # a table whose errors are all NaN judges nothing: not "0 moved"
+            sys.exit(f"OLD {table}: every error in the table is NaN: nothing to re-judge")
         rows = lr_claims(name, t) if name == "fig3" else depth_claims(name, _variant(figures[name]), t)
         for v in rows:
             n += 1

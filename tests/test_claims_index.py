@@ -16,10 +16,10 @@ def test_the_index_has_a_per_claim_table_that_counts_the_four_states():
             _v("A4", "beyond", True, scope="extension")]
     text = render_index([("acceleration", "Acceleration", rows)])
     lines = text.splitlines()
-    i = lines.index("| study | claim | what it says | holds | does not hold | inconclusive | not applicable |")
+    i = lines.index("| claim | study | what it says | holds | does not hold | inconclusive | not applicable |")
     table = lines[i + 2: i + 4]
-    assert table == ["| acceleration | A3 | rate | 2 | 0 | 0 | 1 |",
-                     "| acceleration | A4 | depth beats AdaGrad; depth beats AdaDelta; x | 1 | 1 | 1 | 0 |"]
+    assert table == ["| A3 | acceleration | rate | 2 | 0 | 0 | 1 |",
+                     "| A4 | acceleration | depth beats AdaGrad; depth beats AdaDelta; x | 1 | 1 | 1 | 0 |"]
     assert i < text.index("| study | claim | figure |")  # before the row-by-row table
 
 
@@ -41,4 +41,4 @@ def test_the_smoke_runs_index_opens_with_the_banner_and_the_per_claim_table(smok
     from depthlab.claims import SMOKE_BANNER
 
     text = (smoke_run.results / "claims.md").read_text()
-    assert SMOKE_BANNER in text and "| study | claim | what it says |" in text
+    assert SMOKE_BANNER in text and "| claim | study | what it says |" in text

@@ -102,3 +102,38 @@ def test_compare_searches_tells_the_same_choice_from_one_within_and_one_beyond_t
     assert kinds == {"same": "same", "within": "within SE", "beyond": "beyond SE"}, p.stdout
     assert "3 searches: 1 same, 1 within SE, 1 beyond SE" in p.stdout
     assert "epochs (candidates x folds): 600 full, 600 pruned, x1.00" in p.stdout
+
+
+def test_compare_searches_tabulates_no_damaged_store_and_rejudge_names_a_bad_argument(smoke_run, tmp_path):
+    """A forged best_lr (its audit fails), a store linked out of its folder: not tabulated, named, exit 1; rejudge
+    with a missing NEW or an invalid CONFIG: one line, no traceback."""
+    import shutil
+    import subprocess
+    import sys
+
+    import zarr
+
+    rel = "mori_ueda/fig2/lrsearch/2-local/L2.zarr"
+    for side in ("full", "pruned"):
+        shutil.copytree(smoke_run.results / rel, tmp_path / side / rel)
+    script = [sys.executable, str(ROOT / "docs" / "compare_searches.py"), str(tmp_path / "full"), str(tmp_path / "pruned")]
+    p = subprocess.run(script, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "1 searches: 1 same" in p.stdout, p.stdout + p.stderr
+    z = zarr.open_group(str(tmp_path / "pruned" / rel), mode="r+")
+    z["best_lr"][...] = 0.5
+    p = subprocess.run(script, capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0 and "not tabulated" in p.stderr and "content hash" in p.stderr, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    shutil.rmtree(tmp_path / "pruned" / rel)
+    (tmp_path / "pruned" / rel).symlink_to(tmp_path / "full" / rel)  # a store that leads out of its folder
+    p = subprocess.run(script, capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0 and "leads outside" in p.stderr, p.stderr
+    rejudge = [sys.executable, str(ROOT / "docs" / "rejudge.py")]
+    p = subprocess.run([*rejudge, str(smoke_run.results), str(tmp_path / "nowhere")], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode != 0 and "NEW" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seed: -1\n")
+    p = subprocess.run([*rejudge, str(smoke_run.results), str(smoke_run.results), str(bad)], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode != 0 and "CONFIG" in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -65,3 +65,35 @@ def test_the_benchmarks_outputs_are_checked_before_any_work(tmp_path, argv):
     assert p.returncode != 0 and "error:" in p.stderr and "Traceback" not in p.stderr, p.stderr[-2000:]
     assert not (tmp_path / "a").exists()
     assert sorted(q.name for q in run.iterdir()) == [".depthlab.config.json"]
+
+
+def test_paper_check_with_every_stage_skipped_exits_non_zero_and_says_why(tmp_path):
+    p = _run(["-m", "depthlab", "paper-check", str(ROOT / "config" / "paper.yaml"), "--out", str(tmp_path / "pc"),
+              "--max-minutes", "0"], tmp_path)
+    assert p.returncode == 1 and "nothing was checked" in p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
+
+
+def test_a_fifo_as_a_benchmark_file_is_never_opened(tmp_path):
+    import os
+    import sys as _sys
+
+    from depthlab import papercheck
+
+    fifo = tmp_path / "job.tsv"
+    os.mkfifo(fifo)
+    assert papercheck._tsv(fifo) == (None, None)  # read_text would block here for ever
+    _sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import publish_run
+    finally:
+        _sys.path.pop(0)
+    assert publish_run._seconds(fifo) is None
+    huge = tmp_path / "huge.tsv"
+    huge.write_text("s\th:m:s\n1e308\t0\n")
+    assert publish_run._seconds(huge) is None  # "inf core-min" no more
+
+
+@pytest.mark.parametrize("factor", ["nan", "-1", "1", "inf"])
+def test_plan_check_refuses_a_factor_that_is_not_a_finite_ratio_above_one(tmp_path, factor):
+    p = _run(["-m", "depthlab", "plan", "--check", str(tmp_path), "--factor", factor], tmp_path)
+    assert p.returncode == 2 and "--factor" in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -67,7 +67,8 @@ def _same(a, b) -> None:
     assert a.best_lr == b.best_lr
 
 
-@pytest.mark.parametrize("form", list(FORMS))
+# the paper config's form (the one that resumed to another store) in the fast suite; the others in the slow set
+@pytest.mark.parametrize("form", [f if f == "every fold, 2 rungs" else pytest.param(f, marks=pytest.mark.slow) for f in FORMS])
 def test_a_search_stopped_after_each_checkpoint_resumes_to_the_uninterrupted_bits(problem, tmp_path, form):
     search = dataclasses.replace(BASE, **FORMS[form])
     said: list[str] = []

@@ -356,7 +356,7 @@ def render(title: str, verdicts: list[Verdict], notes: list[str]) -> str:
 def per_claim(parsed: list[tuple[str, str, list[Verdict]]]) -> list[str]:
     """One line per paper claim (its SPEC id): its statements, and how many of its rows hold, do not hold, are
     inconclusive and are not applicable; the papers' own rows only (extensions are counted apart)."""
-    out = ["| study | claim | what it says | holds | does not hold | inconclusive | not applicable |",
+    out = ["| claim | study | what it says | holds | does not hold | inconclusive | not applicable |",
            "|---|---|---|---|---|---|---|"]
     for name, _, vs in parsed:
         by: dict[str, list[Verdict]] = {}
@@ -368,7 +368,7 @@ def per_claim(parsed: list[tuple[str, str, list[Verdict]]]) -> list[str]:
             said = list(dict.fromkeys(v.statement for v in rows))
             text = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
             yes, no, na, off = counts(rows)
-            out.append(f"| {name} | {claim} | {_cell(text)} | {yes} | {no} | {na} | {off} |")
+            out.append(f"| {claim} | {name} | {_cell(text)} | {yes} | {no} | {na} | {off} |")
     return out
 
 

@@ -121,10 +121,11 @@ class ThroughputError(ValueError):
     """A refitted GPU throughput model (``gpu_throughput.json``) that is damaged; the message names the file and key."""
 
 
-# what a refitted model may say: a GPU's float32 matmul rate, the half-rate width, a step's launch cost per layer, and
-# Adam's factor over SGD; outside these a file is damaged or hand-edited (0 divided, a negative made a plan negative,
+# what a refitted model may say: a matmul rate, the half-rate width, a step's launch cost per layer, and Adam's factor
+# over SGD (wide enough for a refit on a slow device: a CPU run played as a GPU fits r_max near 2e7); outside these a
+# file is damaged or hand-edited (0 divided, a negative made a plan negative,
 # 1e-300 made it infinite, adam 0 made it free)
-BOUNDS = {"r_max": (1e9, 1e18), "h0": (1e-3, 1e6), "step_s": (1e-8, 10.0), "adam": (0.1, 100.0)}
+BOUNDS = {"r_max": (1e3, 1e18), "h0": (1e-6, 1e9), "step_s": (1e-12, 100.0), "adam": (0.01, 100.0)}
 
 
 def _bounded(path: Path, doc: dict, key: str, lo: float, hi: float) -> float:

@@ -243,9 +243,9 @@ def reproduce(a: "Audit", n: int, named: list[str], seed: int = 0, timeout: floa
             same_env, diffs = _environments(rec, rerun)
             if same_env:
                 if got != have:
-                    a.fail(1, f"{rel}: re-running its job from its recorded spec and inputs in the kernel environment it "
-                              f"recorded gives other arrays (content hash {str(got)[:12]} against the store's "
-                              f"{str(have)[:12]}): the store is not what its spec and inputs make")
+                    a.fail(1, f"{rel}: re-running its job from its recorded spec and inputs gives other arrays (content "
+                              f"hash {str(got)[:12]} against the store's {str(have)[:12]}), in the kernel environment it "
+                              "recorded: the store is not what its spec and inputs make")
                 else:
                     a.say(1, f"reproduced {rel}: the same content hash ({str(got)[:12]}), bitwise in its own environment")
                 continue
