@@ -52,6 +52,9 @@ def test_the_kernel_key_names_what_changes_bits_and_portable_mode_drops_the_cpu(
 
 
 def test_portable_mode_pins_the_kernel_variables_and_refuses_a_typo(monkeypatch):
+    for var in machine.PORTABLE:  # registered with monkeypatch, so what apply_portable sets is undone after the test
+        monkeypatch.setenv(var, "unset-by-the-test")
+        monkeypatch.delenv(var)
     monkeypatch.setenv("DEPTHLAB_CPU_KERNELS", "portable")
     monkeypatch.setenv("MKL_CBWR", "AVX2")
     monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
@@ -61,6 +64,12 @@ def test_portable_mode_pins_the_kernel_variables_and_refuses_a_typo(monkeypatch)
     monkeypatch.setenv("DEPTHLAB_CPU_KERNELS", "portabel")
     with pytest.raises(SystemExit, match="native, portable"):
         machine.apply_portable()
+
+
+def test_the_portable_test_leaves_the_environment_as_it_found_it():
+    """Run after the one above in the same worker: a leaked ATEN_CPU_CAPABILITY would put every later subprocess of the
+    suite on other kernels (and make the audit see another environment)."""
+    assert os.environ.get("ATEN_CPU_CAPABILITY") != "default" and os.environ.get("OPENBLAS_CORETYPE") != "Prescott"
 
 
 def test_array_differences_against_numpy():
