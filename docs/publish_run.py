@@ -32,7 +32,7 @@ def _seconds(tsv: Path) -> float | None:
         s = float(dict(zip(head.split("\t"), row.split("\t")))["s"])
     except (OSError, ValueError, KeyError):
         return None
-    return s if math.isfinite(s) and 0 <= s < 1e9 else None
+    return s if math.isfinite(s) and 0 <= s <= plan.MAX_SECONDS else None  # the cost model's bound on a job's time
 
 
 def header(results: Path, audit_line: str, config: Path, history: str = "") -> str:

@@ -54,31 +54,32 @@ def apply_portable() -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo on Linux, else what the platform module says)."""
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo (lower-case keys); empty where there is none."""
+    out: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break  # the first processor's block ends here
+                key, _, value = line.partition(":")
+                out.setdefault(key.strip().lower(), value.strip())
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown"
+    return out
 
 
-@functools.lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux, else what the platform module says)."""
+    return _cpuinfo().get("model name") or platform.processor() or platform.machine() or "unknown"
+
+
 def cpu_flags() -> tuple[str, ...]:
     """The SIMD flags that decide a kernel path (of those /proc/cpuinfo lists), sorted."""
     wanted = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16",
               "amx_tile", "asimd", "sve"}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.lower().startswith(("flags", "features")):
-                    return tuple(sorted(wanted & set(line.split(":", 1)[1].split())))
-    except OSError:
-        pass
-    return ()
+    info = _cpuinfo()
+    return tuple(sorted(wanted & set((info.get("flags") or info.get("features") or "").split())))
 
 
 def _predicted_capability() -> str:

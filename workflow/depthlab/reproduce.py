@@ -125,24 +125,20 @@ def _tables(a: "Audit", figure_rel: str, substitutes: dict[str, Path]):
     import pandas as pd
 
     from . import render
+    from .cli import figure_inputs
     from .studies import get_study
-    from .study import StoreInput
 
     rec = a.figures.get(figure_rel)
     if rec is None:
         return None
-    paths = [inp.get("path") for _, inp in sorted((rec.get("inputs") or {}).items())]
-    if not any(p in substitutes for p in paths):
+    paths = {k: inp.get("path") for k, inp in (rec.get("inputs") or {}).items()}
+    if not any(p in substitutes for p in paths.values()):
         return None
     study = get_study(rec["study"])
     make_table = study.stage(rec["stage"]).table_function()
     if make_table is None:
         return None
-    inputs = []
-    for p in paths:
-        src = substitutes.get(p, a.root / p)
-        r = storage.read_record(src)
-        inputs.append(StoreInput(r["stage"], study.stage(r["stage"]).job(r["job"]), storage.read_store(src)))
+    inputs = figure_inputs(study, {k: str(substitutes.get(p, a.root / p)) for k, p in paths.items()})  # the figure stage's reader
     return pd.read_csv(io.StringIO(render.table_csv(make_table(study.spec_from_dict(rec["spec"]), inputs))))
 
 
@@ -234,10 +230,11 @@ def reproduce(a: "Audit", n: int, named: list[str], seed: int = 0, timeout: floa
     envs_said: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="depthlab-reproduce-") as tmp:
         for rel in chosen:
-            out = _rerun(a, rel, named_rels, Path(tmp), timeout)
-            if out is None:
+            got_run = _rerun(a, rel, named_rels, Path(tmp), timeout)
+            if got_run is None:
                 continue
-            rec, rerun = storage.read_record(a.root / rel), storage.read_record(out)
+            out, rec = got_run
+            rerun = storage.read_record(out)
             mine, theirs = storage.read_store(out), storage.read_store(a.root / rel)
             got, have = storage.content_hash(mine), storage.content_hash(theirs)
             same_env, diffs = _environments(rec, rerun)
@@ -274,8 +271,9 @@ def reproduce(a: "Audit", n: int, named: list[str], seed: int = 0, timeout: floa
             verdict_effects(a, substitutes)
 
 
-def _rerun(a: "Audit", rel: str, named_rels: set[str], tmp: Path, timeout: float) -> Path | None:
-    """Re-run one store's job into ``tmp`` (in the kernel mode it recorded); its path, or None (said why)."""
+def _rerun(a: "Audit", rel: str, named_rels: set[str], tmp: Path, timeout: float) -> tuple[Path, dict] | None:
+    """Re-run one store's job into ``tmp`` (in the kernel mode it recorded); (the re-run's path, the store's record), or
+    None (said why)."""
     from .studies import get_study
 
     path = a.root / rel
@@ -310,4 +308,4 @@ def _rerun(a: "Audit", rel: str, named_rels: set[str], tmp: Path, timeout: float
     if p.returncode != 0:
         a.fail(1, f"{rel}: re-running its job failed (exit {p.returncode}): {p.stderr.strip().splitlines()[-1:]}")
         return None
-    return out
+    return out, rec

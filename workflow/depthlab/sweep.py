@@ -187,12 +187,11 @@ def check_folder(sw: Sweep) -> None:
     configs); a folder of another sweep with other values is refused rather than mixed into one table."""
     from . import storage
 
+    try:
+        storage.check_output_folder(sw.folder, what="--out")
+    except storage.OutputRefused as e:
+        raise SweepError(str(e)) from None
     folder = sw.folder.resolve()
-    if folder == Path(folder.anchor):
-        raise SweepError(f"--out {sw.folder}: the file system's root; give the sweep a folder of its own")
-    inside = storage.results_folder_of(folder)
-    if inside is not None:
-        raise SweepError(f"--out {sw.folder}: lies in the results folder {inside}; give the sweep a folder of its own")
     if not folder.is_dir() or not any(folder.iterdir()):
         return
     mine = {v.config_path.name for v in sw.values}
@@ -262,12 +261,7 @@ def run_child(cmd: list[str], env: dict[str, str]) -> int:
 
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        while True:
-            try:
-                rc = child.wait()
-                break
-            except InterruptedError:  # pragma: no cover (PEP 475 retries wait itself)
-                continue
+        rc = child.wait()  # a signal runs forward() and wait() goes on (PEP 475)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
