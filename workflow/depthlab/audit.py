@@ -332,7 +332,6 @@ def _rederive_table(a: Audit, depth: int, stem_rel: str, stem: Path, rec: dict) 
     """Re-derive the figure's table from its input stores with the study's own make_table and compare with the CSV."""
     from . import render
     from .studies import get_study
-    from .study import StoreInput
 
     csv = stem.with_suffix(".csv")
     try:
@@ -343,11 +342,7 @@ def _rederive_table(a: Audit, depth: int, stem_rel: str, stem: Path, rec: dict) 
             a.note(depth, f"{stem_rel}: study {rec['study']} has no make_table, so its table was not re-derived", strict_fails=True)
             return
         spec = study.spec_from_dict(rec["spec"])
-        inputs = []
-        for _, inp in sorted(rec.get("inputs", {}).items()):
-            p = a.root / inp["path"]
-            r = storage.read_record(p)
-            inputs.append(StoreInput(r["stage"], study.stage(r["stage"]).job(r["job"]), storage.read_store(p)))
+        inputs = storage.figure_inputs(study, {k: str(a.root / inp["path"]) for k, inp in rec.get("inputs", {}).items()})
         derived = render.table_csv(make_table(spec, inputs))
     except Exception as e:
         a.fail(depth, f"{stem_rel}: its table could not be re-derived from its stores ({type(e).__name__}: {str(e)[:200]})")

@@ -33,7 +33,7 @@ from . import config as cfg
 from . import machine
 from . import provenance as prov
 from . import storage
-from .study import StoreInput, load_json, to_plain
+from .study import load_json, to_plain
 
 if TYPE_CHECKING:
     from .study import Spec, Study
@@ -105,13 +105,7 @@ def run_store(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str]
     log.info("wrote %s in %.1fs", output, time.perf_counter() - t0)
 
 
-def figure_inputs(study: "Study", inputs: dict[str, str]) -> list[StoreInput]:
-    """The stores a figure reads, each with the stage and typed job its provenance record names (never parsed from paths)."""
-    out = []
-    for _, p in sorted(inputs.items()):
-        rec = storage.read_record(p)
-        out.append(StoreInput(rec["stage"], study.stage(rec["stage"]).job(rec["job"]), storage.read_store(p)))
-    return out
+figure_inputs = storage.figure_inputs  # the name the figure stage and older scripts use
 
 
 def run_figure(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str], stem: Path, results: str) -> None:

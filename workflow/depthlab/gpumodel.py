@@ -125,7 +125,9 @@ class ThroughputError(ValueError):
 # over SGD (wide enough for a refit on a slow device: a CPU run played as a GPU fits r_max near 2e7); outside these a
 # file is damaged or hand-edited (0 divided, a negative made a plan negative,
 # 1e-300 made it infinite, adam 0 made it free)
-BOUNDS = {"r_max": (1e3, 1e18), "h0": (1e-6, 1e9), "step_s": (1e-12, 100.0), "adam": (0.01, 100.0)}
+# h0 and step_s may fit to ~0 (on start-up-bound smoke stacks a refit gave h0 1e-7 and step_s 9e-13: the rate saturated
+# at every width timed, no per-step cost left), and neither divides, so only a negative one is refused
+BOUNDS = {"r_max": (1e3, 1e18), "h0": (0.0, 1e9), "step_s": (0.0, 100.0), "adam": (0.01, 100.0)}
 
 
 def _bounded(path: Path, doc: dict, key: str, lo: float, hi: float) -> float:

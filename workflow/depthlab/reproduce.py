@@ -125,7 +125,6 @@ def _tables(a: "Audit", figure_rel: str, substitutes: dict[str, Path]):
     import pandas as pd
 
     from . import render
-    from .cli import figure_inputs
     from .studies import get_study
 
     rec = a.figures.get(figure_rel)
@@ -138,7 +137,7 @@ def _tables(a: "Audit", figure_rel: str, substitutes: dict[str, Path]):
     make_table = study.stage(rec["stage"]).table_function()
     if make_table is None:
         return None
-    inputs = figure_inputs(study, {k: str(substitutes.get(p, a.root / p)) for k, p in paths.items()})  # the figure stage's reader
+    inputs = storage.figure_inputs(study, {k: str(substitutes.get(p, a.root / p)) for k, p in paths.items()})  # the figure stage's reader
     return pd.read_csv(io.StringIO(render.table_csv(make_table(study.spec_from_dict(rec["spec"]), inputs))))
 
 

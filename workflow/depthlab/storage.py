@@ -565,3 +565,16 @@ def pdf_subject(pdf: bytes | str | Path) -> str | None:
         raise ValueError("its /Subject is not a literal string")
     raw = _pdf_literal(data, i)
     return raw[2:].decode("utf-16-be") if raw.startswith(b"\xfe\xff") else raw.decode("latin-1")
+
+
+def figure_inputs(study: Any, inputs: dict[str, str]) -> list:
+    """The stores a figure reads, each a ``study.StoreInput`` with the stage and typed job its provenance record names
+    (never parsed from paths).  It lives here, not in cli, so that audit and reproduce read a figure's inputs as the
+    figure stage does without importing the command line (which imports them)."""
+    from .study import StoreInput
+
+    out = []
+    for _, p in sorted(inputs.items()):
+        rec = read_record(p)
+        out.append(StoreInput(rec["stage"], study.stage(rec["stage"]).job(rec["job"]), read_store(p)))
+    return out
