@@ -66,6 +66,7 @@ class Verdict:
     applicable: bool = True  # False: the claim has no content at this config (``reason`` says why, and how to make it apply)
     substituted: str = ""  # nets it rests on trained at a rate other than the one chosen (a seed diverged): which, and why
     scope: str = "paper"  # paper: a claim the paper makes, judged where it makes it | extension: beyond the papers' claims
+    to_decide: dict | None = None  # an inconclusive row: {text, changes: [{key, value}], seconds} (depthlab.decide)
 
     def __post_init__(self) -> None:
         if self.kind == "claim" and self.holds is None and not self.reason:
@@ -294,8 +295,30 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def cost_text(seconds: float | None) -> str:
+    """'+40 core-s planned', '+1.2 core-min planned', '+2.30 core-h planned' ('' for None)."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"+{seconds:.0f} core-s planned"
+    if seconds < 3600:
+        return f"+{seconds / 60:.1f} core-min planned"
+    return f"+{seconds / 3600:.2f} core-h planned"
+
+
+def decide_text(v: Verdict) -> str:
+    """' To decide: ... (+... planned).' closing an inconclusive row's evidence ('' without one)."""
+    d = v.to_decide
+    if not d:
+        return ""
+    cost = cost_text(d.get("seconds"))
+    return f" To decide: {d.get('text', '')}" + (f" ({cost})" if cost else "") + "."
+
+
 def _evidence(v: Verdict) -> str:
-    if v.verdict in (INCONCLUSIVE, NOT_APPLICABLE):
+    if v.verdict == INCONCLUSIVE:
+        return f"{v.verdict}: {v.reason}. {v.evidence}{decide_text(v)}"
+    if v.verdict == NOT_APPLICABLE:
         return f"{v.verdict}: {v.reason}. {v.evidence}"
     return v.evidence
 

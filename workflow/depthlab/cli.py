@@ -139,7 +139,10 @@ def run_claims(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
 
     from . import render
 
+    from . import decide
+
     verdicts, notes = fn(spec, {name: pd.read_csv(p) for name, p in inputs.items()})
+    verdicts = decide.annotate(study, spec, verdicts)  # what would decide each inconclusive row, priced
     record = _record(study, spec, out, results, {}, "cpu")
     record["inputs"] = {name: _file_input(p, results) for name, p in sorted(inputs.items())}
     record["json_sha256"] = storage.write_text(render.verdicts_json(verdicts), out.with_suffix(".json"))
@@ -397,6 +400,15 @@ def fork_runs(args: argparse.Namespace) -> None:
               f"depthlab diff {args.base} {args.new}")
 
 
+def decide_run(args: argparse.Namespace) -> None:
+    """depthlab decide RUN --budget 2h (depthlab.decide)."""
+    from . import decide
+
+    rc = decide.run(args)
+    if rc:
+        raise SystemExit(rc)
+
+
 def sweep_runs(args: argparse.Namespace) -> None:
     """depthlab sweep CONFIG --set KEY=V1,V2,... (depthlab.sweep)."""
     from . import sweep
@@ -640,6 +652,15 @@ def main(argv: list[str] | None = None) -> None:
     fk.add_argument("base", help="a finished run: its config file or its results folder")
     fk.add_argument("new", help="the new config file (its `results:` folder must be new or empty)")
     fk.set_defaults(func=fork_runs)
+    dc = sub.add_parser("decide", help="a fork config applying every 'to decide' change of a finished run's "
+                        "inconclusive rows whose planned cost fits --budget, and the fork itself (depthlab.decide)")
+    dc.add_argument("run", help="a finished run: its results folder or its config file")
+    dc.add_argument("--budget", default="2h", help="planned CPU time the changes may add, e.g. 2h, 90m, 600s (default 2h)")
+    dc.add_argument("--out", help="the fork's config file (default: <results>-decide.yaml beside the results folder; "
+                    "its results folder is the file's name without .yaml)")
+    dc.add_argument("--study", action="append", help="only this study's rows (repeat for several; default: every study)")
+    dc.add_argument("--no-fork", action="store_true", help="write the config, do not fork the run into it")
+    dc.set_defaults(func=decide_run)
     sw = sub.add_parser("sweep", help="one knob over several values: a fork and a run per value, sharing every store "
                         "the knob does not touch, then a table of claim x value (depthlab.sweep)")
     sw.add_argument("config", help="the config to vary (its finished run, if any, is the first fork's base)")

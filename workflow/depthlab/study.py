@@ -246,6 +246,21 @@ class Spec:
 
 
 @dataclass(frozen=True)
+class ClaimsBase(Spec):
+    """The base of every study's claims spec: ``config``, the study's config section and the keys a plan needs (set by
+    :meth:`Study.spec`, never by the study), against which the claims stage prices what would decide each inconclusive
+    row (depthlab.decide).  Never the device or kernel keys (folder.IGNORED): they change no result."""
+
+    config: dict[str, Any] = field(default_factory=dict, kw_only=True)
+
+
+def claims_context(config: dict, study: str) -> dict[str, Any]:
+    """What :class:`ClaimsBase` carries: the master seed, the memory limit and the study's own section."""
+    return {"seed": config.get("seed", 0), "max_memory_gib": config.get("max_memory_gib"),
+            "studies": {study: config["studies"][study]}}
+
+
+@dataclass(frozen=True)
 class Stage:
     """One stage of a study: its kind, its typed spec, the function that runs it and, for stores, the path pattern."""
 
@@ -357,7 +372,10 @@ class Study:
         if st.kind == "figure" and job.figure not in self.figures(config):
             raise KeyError(f"study {self.name} has no figure {job.figure!r} in this config; figures: "
                            f"{', '.join(self.figures(config))}")
-        return st.spec.from_config(config, job)
+        spec = st.spec.from_config(config, job)
+        if isinstance(spec, ClaimsBase) and config.get("studies", {}).get(self.name) is not None:
+            spec = dataclasses.replace(spec, config=to_plain(claims_context(config, self.name)))
+        return spec
 
     def spec_from_dict(self, data: dict[str, Any]) -> Spec:
         return self.stage(data.get("stage", "")).spec.from_dict(data)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from depthlab import memory as mem
 from depthlab.config import ConfigError
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
+from depthlab.study import ClaimsBase, ClaimsJob, FigureJob, Job, Ref, Spec
 
 STUDY = "acceleration"
 FIGURES = ("loss_curves", "iterations", "distance")
@@ -245,7 +245,7 @@ class FigureSpec(Spec):
 
 
 @dataclass(frozen=True)
-class ClaimsSpec(Spec):
+class ClaimsSpec(ClaimsBase):
     STUDY = STUDY
     STAGE = "claims"
     job: ClaimsJob

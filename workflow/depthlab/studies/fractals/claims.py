@@ -242,7 +242,7 @@ def one_run(verdict: Verdict, table: pd.DataFrame) -> Verdict:
     import dataclasses
 
     why = ("it rests on one trajectory per net (training.seeds has one seed): its SE cannot hold the run-to-run spread "
-           "of a trajectory; to decide: training.seeds [0, 1] (two seeds, stacked with the rates in each job)")
+           "of a trajectory")  # what decides it (a second seed, stacked with the rates in each job): to_decide below
     if verdict.holds is None:
         return dataclasses.replace(verdict, reason=f"{verdict.reason}; {why}")
     return dataclasses.replace(verdict, holds=None,
@@ -294,3 +294,25 @@ def m4(table: pd.DataFrame, margin: float, n_test: int = 0) -> Verdict:
                  shown + f"; best deeper net depth {top}, {diff} above depth 1 (need > 0 and <= {margin:g}, each by {Z:g} SE): "
                          f"{t.text('.4f')}",
                  _unsound(per) + [_at_chance(per, 0.1 + margin)])
+
+
+def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
+    """What would decide an inconclusive row (depthlab.decide).  M2 and M3 rest on nets the paper trains for 1e6 steps
+    (training.max_epochs 2 000 at 500 steps per epoch; priced, but a GPU's work); M4 on the paper's CIFAR-10 (a user's
+    copy: fig7.dataset cifar10 with its cifar10_dir); M1 more seeds (one_run: the second seed), or a longer budget."""
+    from depthlab import decide
+
+    root = "studies.fractals"
+    t = decide.get(cfg, f"{root}.training")
+    if v.claim in ("M2", "M3") and ("did not converge" in v.reason or "nothing learned" in v.reason):
+        d = decide.get(cfg, f"{root}.data")
+        epochs = max(int(t["max_epochs"]), math.ceil(PAPER_STEPS / max(1, d["n_train"] // t["batch_size"])))
+        return decide.Suggestion(f"paper scale (the paper's {PAPER_STEPS:.0e} steps: training.max_epochs {epochs}; a GPU)",
+                                 [(f"{root}.training.max_epochs", epochs)])
+    if v.claim == "M4":
+        return decide.paper("the paper's CIFAR-10: fig7.dataset cifar10 with your copy in fig7.cifar10_dir; a GPU")
+    if "one trajectory per net" in v.reason and len(t["seeds"]) < 2:
+        return decide.Suggestion("training.seeds [0, 1]", [(f"{root}.training.seeds", [0, 1])])
+    return decide.generic(v, cfg, seeds=lambda v: (f"{root}.training.seeds", "every fractal net"),
+                          budget=lambda v: (f"{root}.training.max_epochs", "training.max_epochs", 2.0),
+                          grow=lambda v: (f"{root}.training.lr_growth.rounds", "training.lr_growth.rounds"))

@@ -22,7 +22,7 @@ from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.shapes import layer_sizes
 from depthlab.plan import batches
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
+from depthlab.study import ClaimsBase, ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 from .chance import CHANCE
 from .distributions import level_weights
@@ -386,7 +386,7 @@ class FigureSpec(Spec):
 
 
 @dataclass(frozen=True)
-class ClaimsSpec(Spec):
+class ClaimsSpec(ClaimsBase):
     STUDY = STUDY
     STAGE = "claims"
     job: ClaimsJob

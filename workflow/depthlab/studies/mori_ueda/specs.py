@@ -22,7 +22,7 @@ from depthlab.config import ConfigError
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes, n_params, width_for_hidden_weights
 from depthlab.plan import batches
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
+from depthlab.study import ClaimsBase, ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 from .targets import TargetError, check_target
 
@@ -520,7 +520,7 @@ def _variant(fig: dict) -> str | None:
 
 
 @dataclass(frozen=True)
-class ClaimsSpec(Spec):
+class ClaimsSpec(ClaimsBase):
     STUDY = STUDY
     STAGE = "claims"
     job: ClaimsJob

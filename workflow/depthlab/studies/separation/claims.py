@@ -459,3 +459,43 @@ def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Ver
         verdicts += symmetrisation_claims(tables["learner_alpha"], spec.deviation_growth, spec.alpha_gap, spec.deviation_max,
                                           tables.get("learner_error"), spec.learner_small, spec.flow_tolerance)
     return verdicts, [spec.scale_note, *NOTES]
+
+
+def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
+    """What would decide an inconclusive row (depthlab.decide).  R4 outside the gradient-flow regime: a flow rate a
+    quarter of the smallest, with the steps that keep its flow time (x 2); a reduced model that did not train: 4 x the
+    flow time.  R2's depth-1 nets that underfit at d = 64: nets that train there (paper scale).  Otherwise more seeds,
+    a longer budget or a wider rate grid of the row's experiment."""
+    from depthlab import decide
+
+    root = "studies.separation"
+    lr = f"{root}.radial.learner"
+    if v.claim == "R4":
+        lrs, steps = list(decide.get(cfg, f"{lr}.flow_lrs")), decide.get(cfg, f"{lr}.steps")
+        parts, factor = [], 1
+        if "smaller flow rate" in v.reason:
+            new = min(lrs) / 4
+            parts.append(decide.Suggestion(f"a flow rate {new:g}", [(f"{lr}.flow_lrs", sorted([new, *lrs]))]))
+            factor *= 2
+        if "did not train" in v.reason:
+            factor *= 4
+        if factor > 1:
+            parts.append(decide.Suggestion(f"learner steps {steps * factor}", [(f"{lr}.steps", steps * factor)]))
+        return decide.combine(*parts, decide.generic(
+            v, cfg, seeds=lambda v: (f"{lr}.seeds", "the learner"),
+            budget=None if factor > 1 else (lambda v: (f"{lr}.steps", "learner steps", 2.0)),
+            grow=lambda v: (f"{lr}.lr_growth.rounds", "learner lr_growth.rounds")))
+    if v.claim == "R2" and "underfit" in v.reason:
+        return decide.paper("depth-1 nets that train at d = 64: a larger budget P and N, config/paper.yaml")
+    if v.figure == "sawtooth_error":
+        sec = f"{root}.sawtooth"
+        return decide.generic(v, cfg, seeds=lambda v: (f"{sec}.seeds", "the sawtooth"),
+                              budget=lambda v: (f"{sec}.training.max_epochs", "sawtooth max_epochs", 2.0))
+    if v.figure in ("learner_error",):
+        return decide.generic(v, cfg, seeds=lambda v: (f"{lr}.seeds", "the learner"),
+                              budget=lambda v: (f"{lr}.steps", "learner steps", 2.0),
+                              grow=lambda v: (f"{lr}.lr_growth.rounds", "learner lr_growth.rounds"))
+    sec = f"{root}.radial"
+    return decide.generic(v, cfg, seeds=lambda v: (f"{sec}.seeds", "the radial nets"),
+                          budget=lambda v: (f"{sec}.training.max_epochs", "radial max_epochs", 2.0),
+                          grow=lambda v: (f"{sec}.search.grow_rounds", "radial search.grow_rounds"))

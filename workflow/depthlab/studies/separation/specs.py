@@ -23,7 +23,7 @@ from depthlab.config import ConfigError
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes, n_params, width_for_params
 from depthlab.plan import batches
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
+from depthlab.study import ClaimsBase, ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 STUDY = "separation"
 FIGURES = ("sawtooth_error", "sawtooth_pieces", "sawtooth_functions", "radial_error", "es16_error", "learner_error",
@@ -507,7 +507,7 @@ class FigureSpec(Spec):
 
 
 @dataclass(frozen=True)
-class ClaimsSpec(Spec):
+class ClaimsSpec(ClaimsBase):
     STUDY = STUDY
     STAGE = "claims"
     job: ClaimsJob

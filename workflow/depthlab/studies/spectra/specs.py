@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from depthlab import memory as mem
 from depthlab.config import ConfigError
-from depthlab.study import ClaimsJob, FigureJob, Job, Ref, Spec
+from depthlab.study import ClaimsBase, ClaimsJob, FigureJob, Job, Ref, Spec
 
 from .families import FIXED_DEPTH
 
@@ -234,7 +234,7 @@ class FigureSpec(Spec):
 
 
 @dataclass(frozen=True)
-class ClaimsSpec(Spec):
+class ClaimsSpec(ClaimsBase):
     STUDY = STUDY
     STAGE = "claims"
     job: ClaimsJob

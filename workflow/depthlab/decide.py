@@ -1,0 +1,398 @@
+"""What would decide an inconclusive row, at what planned cost; and ``depthlab decide RESULTS --budget 2h``.
+
+Every inconclusive paper row ends its evidence with "to decide: <what> (+<cost> planned)", and claims.json carries the
+same as the row's ``to_decide``: ``{"text", "changes": [{"key", "value"}], "seconds"}``.  ``changes`` are dotted config
+keys (the ones ``depthlab sweep --set`` takes) and their new values; ``seconds`` is the CPU time
+``depthlab plan --no-probe`` adds for them to the study (None where the row names no config change: paper scale, a
+GPU, a data set the laptop has not got).
+
+Each study's claims module says what decides its rows (``to_decide(verdict, config) -> Suggestion | None``), built from
+the helpers here; :func:`generic` is the fallback every study shares, read off the problems the shared verdict machinery
+(:mod:`depthlab.claims`) writes:
+
+* "inside the error bars": more seeds.  n = n0 (Z / z)^2 seeds bring the row's z to Z if its effect stays where it is
+  (the SE falls as 1 / sqrt(n)); at least one more than now;
+* "did not converge": the study's budget, doubled;
+* "sits at the edge of its grid": one more round of rate growth.
+
+The claims stage prices the suggestions against the study's config (the claims spec carries it: ``study.ClaimsBase``),
+so the row's cost is what the plan says for this config and this package's cost table
+(``study.claims_context``).  ``depthlab decide`` reads a
+finished run's claims, applies every change whose cost fits the budget (cheapest row first, the changes of one key
+merged: the larger seed list, the longer budget), prices the whole fork again (changes of several rows share jobs),
+writes the fork's config and forks the run into it, so that ``make run CONFIG=<fork>`` recomputes only what changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .claims import INCONCLUSIVE, Z, Verdict, cost_text
+
+PRICE_RESULTS = "/nonexistent/depthlab-decide"  # the plan prices every job as missing
+
+
+@dataclass
+class Suggestion:
+    text: str  # "seeds 8 on fig1", "paper scale (h = 5 000, lr ~ 1/h; a GPU)"
+    changes: list[tuple[str, Any]] = field(default_factory=list)  # (dotted config key, new value)
+    seconds: float | None = None  # planned CPU seconds the changes add (None: not priced, or no change)
+
+    def as_dict(self) -> dict:
+        return {"text": self.text, "changes": [{"key": k, "value": v} for k, v in self.changes], "seconds": self.seconds}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Suggestion":
+        return cls(str(d.get("text", "")), [(str(c["key"]), c["value"]) for c in d.get("changes", [])], d.get("seconds"))
+
+
+def combine(*parts: "Suggestion | None") -> "Suggestion | None":
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    changes: dict[str, Any] = {}
+    for p in parts:
+        for k, v in p.changes:
+            changes[k] = merge_value(changes[k], v) if k in changes else v
+    return Suggestion(" and ".join(dict.fromkeys(p.text for p in parts)), list(changes.items()))
+
+
+def merge_value(a: Any, b: Any) -> Any:
+    """Two rows' values for one key: the longer list (seeds, rates: their union, in order), the larger number."""
+    if isinstance(a, list) and isinstance(b, list):
+        return list(dict.fromkeys([*a, *b]))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return max(a, b)
+    return b
+
+
+def get(cfg: dict, key: str) -> Any:
+    node: Any = cfg
+    for part in key.split("."):
+        node = node[part]
+    return node
+
+
+def needed_seeds(n0: int, z: float | None) -> int | None:
+    """Seeds that bring z to Z if the effect stays (SE ~ 1 / sqrt(n)); None when z is unknown or zero."""
+    if z is None or not math.isfinite(z) or abs(z) < 1e-9:
+        return None
+    return max(n0 + 1, math.ceil(n0 * (Z / abs(z)) ** 2 - 1e-9))
+
+
+def more_seeds(v: Verdict, key: str, seeds: list, where: str) -> Suggestion:
+    """'seeds n on <where>': the seed list grown to n (the current seeds kept, new integers added)."""
+    n = needed_seeds(len(seeds), v.z) or 2 * len(seeds)
+    new = list(seeds)
+    k = 0
+    while len(new) < n:
+        if k not in new:
+            new.append(k)
+        k += 1
+    return Suggestion(f"seeds {n} on {where}", [(key, new)])
+
+
+def scaled(key: str, value: Any, factor: float, what: str) -> Suggestion:
+    new = type(value)(value * factor) if isinstance(value, (int, float)) else value
+    return Suggestion(f"{what} {new:g}" if isinstance(new, (int, float)) else f"{what} {new}", [(key, new)])
+
+
+def paper(text: str) -> Suggestion:
+    return Suggestion(f"paper scale ({text})")
+
+
+def generic(v: Verdict, cfg: dict, seeds: Callable[[Verdict], tuple[str, str] | None],
+            budget: Callable[[Verdict], tuple[str, str, float] | None] | None = None,
+            grow: Callable[[Verdict], tuple[str, str] | None] | None = None,
+            depths: Callable[[Verdict], tuple[str, str] | None] | None = None) -> Suggestion | None:
+    """The shared reading of a reason: ``seeds(v)`` -> (seeds key, where) for "inside the error bars" and for a part
+    with "no error bar" (one net: a second seed gives one), ``budget(v)`` -> (key, what, factor) for "did not
+    converge", ``grow(v)`` -> (key, what) for a rate at its grid's edge (one more growth round), ``depths(v)`` ->
+    (key, what) for "fewer than two depths" (the next depth added)."""
+    why = v.reason
+    parts: list[Suggestion | None] = []
+    if ("inside the error bars" in why or "no error bar" in why) and (s := seeds(v)):
+        parts.append(more_seeds(v, s[0], list(get(cfg, s[0])), s[1]))
+    if "did not converge" in why and budget and (b := budget(v)):
+        parts.append(scaled(b[0], get(cfg, b[0]), b[2], b[1]))
+    if "edge of its grid" in why and grow and (g := grow(v)):
+        parts.append(Suggestion(f"{g[1]} {get(cfg, g[0]) + 1}", [(g[0], get(cfg, g[0]) + 1)]))
+    if "fewer than two depths" in why and depths and (dk := depths(v)):
+        now = list(get(cfg, dk[0]))
+        new = sorted({*now, max(now) + 1})
+        parts.append(Suggestion(f"depths {new} on {dk[1]}", [(dk[0], new)]))
+    return combine(*parts)
+
+
+# ---- pricing ---------------------------------------------------------------------------------------------
+
+
+def _full(ctx: dict) -> dict:
+    cfg = {k: v for k, v in copy.deepcopy(ctx).items() if v is not None}
+    cfg.update(device="cpu", results=PRICE_RESULTS)
+    return cfg
+
+
+def planned_seconds(cfg: dict) -> float:
+    from . import plan
+
+    return sum(r.seconds_total for r in plan.plan(cfg, results=PRICE_RESULTS))
+
+
+def apply(cfg: dict, changes: list[tuple[str, Any]]) -> dict:
+    out = copy.deepcopy(cfg)
+    for key, value in changes:
+        node = out
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node[p]
+        node[parts[-1]] = copy.deepcopy(value)
+    return out
+
+
+def price(ctx: dict, changes: list[tuple[str, Any]], base: float | None = None) -> float:
+    """Planned CPU seconds the changes add to the study; raises config.ConfigError when the changed config is not valid."""
+    from . import config as dlc
+
+    full = _full(ctx)
+    new = dlc.validate(apply(full, changes), memory=False)
+    base = planned_seconds(dlc.validate(copy.deepcopy(full), memory=False)) if base is None else base
+    return max(0.0, planned_seconds(new) - base)
+
+
+def annotate(study: Any, spec: Any, verdicts: list[Verdict]) -> list[Verdict]:
+    """Each inconclusive claim row of the papers gets its ``to_decide`` (the study's ``to_decide`` hook, priced)."""
+    import importlib
+
+    from . import config as dlc
+
+    ctx = getattr(spec, "config", None) or {}
+    if not ctx.get("studies"):
+        return verdicts
+    hook = getattr(importlib.import_module(study.stage("claims").module), "to_decide", None)
+    base = None
+    cache: dict[str, float | str] = {}
+    for v in verdicts:
+        if v.kind != "claim" or v.verdict != INCONCLUSIVE:
+            continue
+        s = hook(v, ctx) if hook else None
+        s = s or Suggestion("not known at this config: no knob of it is known to decide this row (see its reason)")
+        if s.changes:
+            key = repr(s.changes)
+            if key not in cache:
+                if base is None:
+                    base = planned_seconds(dlc.validate(_full(ctx), memory=False))
+                try:
+                    cache[key] = price(ctx, s.changes, base)
+                except dlc.ConfigError as e:  # a hook's change the schema refuses: said, never silently unpriced
+                    cache[key] = f"not priced: the change is not a valid config ({e})"
+            if isinstance(cache[key], str):
+                s.text += f" ({cache[key]})"
+            else:
+                s.seconds = cache[key]
+        v.to_decide = s.as_dict()
+    return verdicts
+
+
+# ---- depthlab decide -----------------------------------------------------------------------------------
+
+
+class DecideError(ValueError):
+    pass
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(s|m|min|h)?\s*$")
+
+
+def parse_budget(arg: str) -> float:
+    """'2h', '90m', '600s', '1.5' (hours) -> seconds; a one-line error otherwise."""
+    m = _DURATION.match(str(arg))
+    if not m:
+        raise DecideError(f"--budget {arg!r}: write a duration such as 2h, 90m or 600s")
+    x = float(m.group(1))
+    secs = x * {"s": 1, "m": 60, "min": 60, "h": 3600, None: 3600}[m.group(2)]
+    if not math.isfinite(secs) or secs <= 0:
+        raise DecideError(f"--budget {arg!r}: the budget must be a positive duration")
+    return secs
+
+
+@dataclass
+class Row:
+    study: str
+    verdict: Verdict
+    suggestion: Suggestion
+
+
+@dataclass
+class Decision:
+    chosen: list[Row]
+    left: list[Row]  # priced rows over the budget
+    unpriced: list[Row]  # rows that name no config change (paper scale ...)
+    changes: dict[str, Any]  # dotted key -> value, all rows merged
+    seconds: float  # the fork's planned CPU seconds over the base's (all changes at once)
+    base_seconds: float
+
+
+def rows_of(results: Path) -> list[Row]:
+    """Every inconclusive paper row of a finished run, with its suggestion (claims.json of each study)."""
+    from . import safeio
+
+    out = []
+    for path in sorted(results.glob("*/claims.json")):
+        try:
+            rows = safeio.read_json(path)
+        except Exception as e:
+            raise DecideError(f"{path}: not a claims file this version can read ({type(e).__name__}: {e})") from None
+        if not isinstance(rows, list):
+            raise DecideError(f"{path}: not a list of verdict rows")
+        for r in rows:
+            if not isinstance(r, dict):
+                raise DecideError(f"{path}: a row is not a mapping")
+            v = Verdict.from_dict(r)
+            if v.kind == "claim" and v.scope == "paper" and v.verdict == INCONCLUSIVE:
+                d = r.get("to_decide")
+                s = Suggestion.from_dict(d) if isinstance(d, dict) else Suggestion("(the run predates 'to decide')")
+                out.append(Row(path.parent.name, v, s))
+    return out
+
+
+def decide(results: Path, config: dict, budget_s: float, studies: list[str] | None = None) -> Decision:
+    """The rows whose changes fit ``budget_s`` together, cheapest first, priced as one fork (``studies``: only theirs)."""
+    from . import config as dlc
+
+    rows = [r for r in rows_of(results) if not studies or r.study in studies]
+    priced = sorted([r for r in rows if r.suggestion.changes and r.suggestion.seconds is not None],
+                    key=lambda r: r.suggestion.seconds)
+    unpriced = [r for r in rows if not (r.suggestion.changes and r.suggestion.seconds is not None)]
+    base_cfg = copy.deepcopy(config)
+    base_cfg.update(device="cpu", results=PRICE_RESULTS)
+    base = planned_seconds(dlc.validate(copy.deepcopy(base_cfg), memory=False))
+    chosen, left, changes, spent = [], [], {}, 0.0
+    for r in priced:
+        trial = dict(changes)
+        for k, v in r.suggestion.changes:
+            trial[k] = merge_value(trial[k], v) if k in trial else v
+        try:
+            cost = planned_seconds(dlc.validate(apply(base_cfg, list(trial.items())), memory=False)) - base
+        except dlc.ConfigError:
+            left.append(r)
+            continue
+        if cost <= budget_s:
+            chosen.append(r)
+            changes, spent = trial, max(0.0, cost)
+        else:
+            left.append(r)
+    return Decision(chosen, left, unpriced, changes, spent, base)
+
+
+def write_fork(config_path: Path, raw: dict, d: Decision, out: Path, results: str) -> None:
+    import yaml
+
+    from . import storage
+
+    cfg = apply(raw, [(k, v) for k, v in d.changes.items() if _has_parent(raw, k)])
+    for k, v in d.changes.items():  # a key the raw config leaves to its default
+        if not _has_parent(raw, k):
+            node = cfg
+            for p in k.split(".")[:-1]:
+                node = node.setdefault(p, {})
+            node[k.split(".")[-1]] = v
+    cfg["results"] = results
+    head = (f"# written by depthlab decide from {config_path} (its run: {d.chosen and 'see below' or 'nothing chosen'});\n"
+            f"# planned +{d.seconds / 3600:.2f} core-h over the base's {d.base_seconds / 3600:.2f}; the rows it is to decide:\n"
+            + "".join(f"#   {r.study} {r.verdict.claim} ({r.verdict.subject}): {r.suggestion.text}\n" for r in d.chosen))
+    storage.write_text(head + yaml.safe_dump(cfg, sort_keys=False), out)
+
+
+def _has_parent(cfg: dict, key: str) -> bool:
+    node: Any = cfg
+    for p in key.split(".")[:-1]:
+        if not isinstance(node, dict) or p not in node:
+            return False
+        node = node[p]
+    return isinstance(node, dict)
+
+
+def render(d: Decision, budget_s: float) -> str:
+    lines = [f"budget {budget_s / 3600:.2f} core-h; the base plans {d.base_seconds / 3600:.2f} core-h", ""]
+    if d.chosen:
+        lines.append(f"to decide ({len(d.chosen)} rows, +{d.seconds / 3600:.2f} core-h planned together):")
+        lines += [f"  {r.study} {r.verdict.claim} | {r.verdict.subject}: {r.suggestion.text} "
+                  f"({cost_text(r.suggestion.seconds)} alone)" for r in d.chosen]
+    else:
+        lines.append("no row's changes fit the budget")
+    if d.left:
+        lines += ["", f"over the budget ({len(d.left)} rows):"]
+        lines += [f"  {r.study} {r.verdict.claim} | {r.verdict.subject}: {r.suggestion.text} ({cost_text(r.suggestion.seconds)})"
+                  for r in d.left]
+    if d.unpriced:
+        lines += ["", f"not a change of this config ({len(d.unpriced)} rows):"]
+        lines += [f"  {r.study} {r.verdict.claim} | {r.verdict.subject}: {r.suggestion.text}" for r in d.unpriced]
+    if d.changes:
+        lines += ["", "changes:"] + [f"  {k} = {v}" for k, v in d.changes.items()]
+    return "\n".join(lines)
+
+
+def run(args: Any) -> int:
+    """depthlab decide RUN [--budget 2h] [--out NEW.yaml] [--no-fork]: prints what it will decide and at what cost,
+    writes the fork's config, forks RUN into it (unless --no-fork); 0, or 2 with one line on bad input."""
+    import sys
+
+    from . import config as dlc
+    from . import fork, storage
+
+    def fail(msg: str) -> int:
+        print(f"depthlab decide: {msg}", file=sys.stderr)
+        return 2
+
+    try:
+        budget = parse_budget(args.budget)
+        p = Path(args.run)
+        if p.is_file():
+            source = p
+        elif p.is_dir():
+            source = p / "config.used.yaml"
+            if not source.is_file():
+                return fail(f"{p}: no config.used.yaml: not a finished run's results folder")
+        else:
+            return fail(f"{args.run}: neither a config file nor a results folder")
+        raw = dlc.read_yaml(source)
+        if not isinstance(raw, dict):
+            return fail(f"{source}: not a mapping of keys to values")
+        full = dlc.validate(copy.deepcopy(raw), memory=False, source=source)
+        results = p if p.is_dir() else Path(full["results"])
+        if not any(results.glob("*/claims.json")):
+            return fail(f"{results}: no study's claims.json: run it first (make run CONFIG=...)")
+        unknown = sorted(set(args.study or []) - set(full["studies"]))
+        if unknown:
+            return fail(f"--study {', '.join(unknown)}: not a study of this run; its studies: {', '.join(sorted(full['studies']))}")
+        d = decide(results, full, budget, args.study)
+    except (DecideError, dlc.ConfigError) as e:
+        return fail(str(e))
+    print(render(d, budget))
+    if not d.changes:
+        return 0
+    name = f"{results.name}-decide"
+    out = Path(args.out) if args.out else results.parent / f"{name}.yaml"
+    new_results = str(out.with_suffix("")) if args.out else str(results.parent / name)
+    try:
+        storage.check_output_folder(Path(new_results), what="the fork's results folder")
+        write_fork(source, raw, d, out, new_results)
+    except storage.OutputRefused as e:
+        return fail(str(e))
+    except (OSError, ValueError) as e:
+        return fail(f"cannot write {out}: {e}")
+    print(f"\nwrote {out} (results: {new_results})")
+    if not args.no_fork:
+        try:
+            done = fork.fork(results, out)
+        except fork.ForkError as e:
+            return fail(str(e))
+        print(done.summary())
+    print(f"next: make run CONFIG={out}   then: depthlab diff {results} {new_results}")
+    return 0
