@@ -68,7 +68,7 @@ def test_a_foreign_claims_file_cannot_drive_the_terminal_or_the_table_and_an_odd
     for f in (a, b):
         shutil.copytree(smoke_run.results, f, ignore=shutil.ignore_patterns("logs", "benchmarks"))
     rows = json.loads((b / "mori_ueda" / "claims.json").read_text())
-    rows[0]["subject"] = "evil\x1b[2J\x1b]0;pwned\x07\nline two | cell"
+    rows[0]["subject"] = "evil\x1b[2J\x1b]0;pwned\x07\nline two | cell <script>alert(1)</script>"
     rows[0]["verdict"] = ["x"]
     rows[0]["holds"] = True
     (b / "mori_ueda" / "claims.json").write_text(json.dumps(rows))
@@ -80,9 +80,11 @@ def test_a_foreign_claims_file_cannot_drive_the_terminal_or_the_table_and_an_odd
     md = compare.markdown(d)
     line = [ln for ln in md.splitlines() if "evil" in ln][0]
     assert "\\x0aline two \\| cell" in line and line.count(" | ") >= 6  # one row, the newline and the bar escaped
+    assert "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in line  # raw HTML would run where it is shown (H13)
     # a fork that has not run: its config is the one its fork record names, not every key '(absent)'
     cfg = dict(smoke_run.config)
     cfg["results"] = str(tmp_path / "fork")
+    cfg["device"] = "auto"  # the snapshot records the device it resolved: a device key changes no result, so no diff
     cfg_path = tmp_path / "fork.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg))
     p = subprocess.run([sys.executable, "-m", "depthlab", "fork", str(smoke_run.results), str(cfg_path)], capture_output=True,

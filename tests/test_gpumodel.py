@@ -102,3 +102,23 @@ def test_a_damaged_refitted_throughput_model_is_refused_naming_the_key(tmp_path,
     good = {"r_max": 3e13, "h0": 500.0, "step_s": 1e-5, "adam": 1.5}
     p.write_text(json.dumps(good))
     assert gpumodel.load(p).adam == 1.5
+
+
+def test_plan_reads_the_refit_beside_a_gpu_costs_file_elsewhere(tmp_path):
+    """Issue 79 H7-6: plan --calibrate --costs DIR/costs_gpu.json writes DIR/gpu_throughput.json, and
+    plan --gpu-costs DIR/costs_gpu.json ignored it.  Shown by a damaged one beside it: the plan now refuses it by name."""
+    import json
+    import shutil
+    import subprocess
+
+    from helpers import BIN
+
+    from depthlab import plan
+
+    shutil.copy(plan.COSTS_GPU, tmp_path / "costs_gpu.json")
+    args = [str(BIN / "depthlab"), "plan", "--no-probe", "--gpu-costs", str(tmp_path / "costs_gpu.json"), "config/config.yaml"]
+    ok = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    (tmp_path / "gpu_throughput.json").write_text(json.dumps({"r_max": 0, "h0": 500.0, "step_s": 1e-5}))
+    bad = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and str(tmp_path / "gpu_throughput.json") in bad.stderr and "r_max" in bad.stderr, bad.stderr

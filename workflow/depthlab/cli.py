@@ -554,7 +554,10 @@ def plan(args: argparse.Namespace) -> None:
     from .gpumodel import ThroughputError
 
     try:
-        rows = pl.plan(config, costs, args.results, gpu_costs, speed)
+        # a refit that plan --calibrate wrote beside a --gpu-costs file elsewhere goes with it (issue 79, H7-6)
+        beside = Path(args.gpu_costs).with_name("gpu_throughput.json") if args.gpu_costs else None
+        rows = pl.plan(config, costs, args.results, gpu_costs, speed,
+                       throughput=beside if beside is not None and beside.is_file() else None)
     except ThroughputError as e:  # a damaged GPU throughput model (depthlab.gpumodel.load): one line naming the file
         print(f"depthlab plan: {e}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -732,6 +735,8 @@ def main(argv: list[str] | None = None) -> None:
         target = getattr(args, "output", None) or getattr(args, "target", None) or ""
         if target:  # zarr's writer threads may still have been finishing chunks when the first clean-up ran
             storage.discard_own_tmp(target, settle=0.5)
+        # a command with no --output (plan --calibrate, say) names the file the error names
+        target = target or getattr(e, "filename", None) or getattr(e.__context__, "filename", None) or "its output"
         try:
             log.error("No space left on device while writing %s (%s); free some space and rerun: finished stores are "
                       "kept and this job starts again", target, _no_space(e))

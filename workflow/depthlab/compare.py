@@ -161,7 +161,10 @@ def diff(a: Side, b: Side) -> Diff:
     else:
         ca, cb = ({"device_by_study": {}, **c} for c in (a.config, b.config))  # a snapshot leaves an empty mapping out
         keys = folder.differences(ca, cb)
-        d.config = [(k, _get(ca, k), _get(cb, k)) for k in keys if k != "results"]
+        # the device and kernel keys change no result (folder.IGNORED; the stores record the machine), and a snapshot
+        # records the device it resolved ("cpu") where an unrun fork's file still says "auto": listing them was noise
+        d.config = [(k, _get(ca, k), _get(cb, k)) for k in keys
+                    if k != "results" and k.split(".")[0] not in folder.IGNORED]
     for rel in sorted(set(a.stores) | set(b.stores)):
         sa, sb = a.stores.get(rel), b.stores.get(rel)
         stage = (sa or sb)[0]
@@ -202,8 +205,11 @@ def clean(x: Any) -> str:
 
 
 def _cell(x: Any) -> str:
-    """A markdown table cell: control characters escaped (a newline would end the row), and the bar."""
-    return clean(x).replace("|", "\\|")
+    """A markdown table cell: control characters escaped (a newline would end the row), the bar, and HTML's <, > and &
+    (a renderer passes raw HTML through: a subject '<script>' would run in the page that shows the diff)."""
+    import html
+
+    return html.escape(clean(x), quote=False).replace("|", "\\|")
 
 
 def markdown(d: Diff) -> str:

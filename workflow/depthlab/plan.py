@@ -588,9 +588,11 @@ class Row:
 
 
 def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str | Path | None = None,
-         gpu_costs: dict[str, StageCost] | None = None, speed: float = 1.0) -> list[Row]:
+         gpu_costs: dict[str, StageCost] | None = None, speed: float = 1.0,
+         throughput: str | Path | None = None) -> list[Row]:
     """Every study's stages: jobs, peak memory, CPU seconds (times ``speed``, this machine's probe over the
-    calibration's: depthlab.probe) and the GPU column."""
+    calibration's: depthlab.probe) and the GPU column (``throughput``: the GPU throughput model's file; default the
+    package's, see gpumodel.load)."""
     from .config import device_of
     from .study import Ref
     from .studies import get_study
@@ -630,7 +632,7 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                 # sizes the calibration's measured times stand (the branch below)
                 from . import gpumodel
 
-                tp = gpumodel.load()
+                tp = gpumodel.load(throughput)
                 over = gpu_costs[key].overhead_s if key in gpu_costs else stage_cost(gpu_costs or costs, key).overhead_s
                 share = cost.fraction if cost.rate else 1.0  # the share of the budget its nets trained (calibration)
                 gsecs = []
