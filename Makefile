@@ -58,7 +58,7 @@ test: setup
 test-slow: setup
 	$(BIN)/python -m pytest -q --run-slow -m slow $(PYTEST_ARGS) tests
 
-# the SLURM fault-injection test of issue 41 alone (scancel, requeue, a time limit and a killed submit host on the
+# the SLURM fault-injection test alone (scancel, requeue, a time limit and a killed submit host on the
 # one-node SLURM; root, apt-get, about 15 minutes); it is part of the slow set, with the seeded local kills
 test-chaos: setup
 	$(BIN)/python -m pytest -q -s --run-slow -m chaos $(PYTEST_ARGS) tests
@@ -71,7 +71,7 @@ plan: setup
 	$(BIN)/depthlab plan $(CONFIG)
 
 # The largest job of every stage of config/paper.yaml, full shapes, budgets capped: no crash, memory within the plan
-# (depthlab paper-check; issue 56 item 0). Into results/paper-check/; its table in paper-check.md.
+# (depthlab paper-check). Into results/paper-check/; its table in paper-check.md.
 paper-check: setup
 	$(BIN)/depthlab paper-check config/paper.yaml
 

@@ -47,7 +47,7 @@ elif not workflow.subprocess_exec:
             )
 
 
-# A dry run says what the real run would (issue 68, N4): a folder that belongs to another config with other values
+# A dry run says what the real run would: a folder that belongs to another config with other values
 # stops it too, naming the keys (the real run checks under the folder's lock, in onstart, and records the owner).
 if DRY_RUN and not workflow.remote_exec and not workflow.subprocess_exec:
     import depthlab.folder

@@ -417,7 +417,7 @@ class ChildDied(RuntimeError):
 
 def child_result(p, q, what: str, poll: float = 1.0):
     """The result ``p`` puts on ``q``; :class:`ChildDied`, naming its exit signal or code, when it ends without one
-    (issue 56 item 0: a child killed by SIGSEGV left the parent waiting on ``q.get()`` for ever)."""
+    (a child killed by SIGSEGV left the parent waiting on ``q.get()`` for ever)."""
     import queue
     import signal
 

@@ -1,4 +1,4 @@
-"""Side-by-side benchmark of the Mori & Ueda rate search: the full search against the pruned one (issue 69).
+"""Side-by-side benchmark of the Mori & Ueda rate search: the full search against the pruned one.
 
     python benchmarks/search_halving.py [--config config/config.yaml] [--jobs N] [--workers 2] [--out FILE]
                                         [--halving ETA,RUNGS] [--stores DIR]

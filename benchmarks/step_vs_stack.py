@@ -3,7 +3,7 @@
     python benchmarks/step_vs_stack.py [--config config/config.yaml] [--figure fig2] [--target 2-local]
                                        [--stacks 1,2,3,4,6,9,12] [--epochs 5] [--out FILE]
 
-Why (issue 69): the pruned rate search trains 2.5x fewer candidate x fold epochs than the full one but ran only about
+Why: the pruned rate search trains 2.5x fewer candidate x fold epochs than the full one but ran only about
 2.2x faster.  Its stacks are smaller (2-6 models instead of 9-12), so if a step has a part that does not shrink with the
 stack, the seconds lag the epochs.  This prints, per depth of the config's (figure, target), the seconds of one epoch of
 the trainer's inner loop (the data order, the gather, ``step_in_groups`` over every minibatch: what

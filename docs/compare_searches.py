@@ -1,4 +1,4 @@
-"""Compare the Mori & Ueda rate searches of two results folders, (target, depth) by (target, depth) (issue 69: does the
+"""Compare the Mori & Ueda rate searches of two results folders, (target, depth) by (target, depth) (does the
 pruned search choose what the full search chooses, and what does it cost?).
 
     python docs/compare_searches.py FULL_RESULTS PRUNED_RESULTS

@@ -1,4 +1,4 @@
-"""Publish a finished default run's claims in the repository, as the run wrote them (issue 67 item 6):
+"""Publish a finished default run's claims in the repository, as the run wrote them:
 ``python docs/publish_run.py results/default [CONFIG] [OUT] [--history TEXT]`` writes ``docs/default-claims.md`` (CONFIG:
 the run's config, default ``config/config.yaml``; OUT: where to write; TEXT: how the folder came to be, when it is not
 one clean run, for example a clean run brought to a later commit by the workflow's own rerun).

@@ -1,5 +1,5 @@
 """Judge the Mori & Ueda figure tables of one results folder with this checkout's checkers, and compare the verdicts
-with another folder's ``claims.json`` (issue 69: did successive halving move a verdict?).
+with another folder's ``claims.json`` (did successive halving move a verdict?).
 
     python docs/rejudge.py OLD_RESULTS NEW_RESULTS [CONFIG]
 

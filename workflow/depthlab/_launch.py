@@ -32,7 +32,7 @@ def stage_threads(argv: list[str]) -> int | None:
 
 def pin_pools(threads: int | None) -> None:
     """Give the BLAS and OpenMP pools a stage's thread count through the environment, before numpy and scipy load them
-    (issue 56 item 0: switching two OpenBLAS libraries' thread counts at run time with threadpoolctl, numpy's and scipy's,
+    (switching two OpenBLAS libraries' thread counts at run time with threadpoolctl, numpy's and scipy's,
     crashed scipy's dpotrf at N = 20 000; a count set by the environment avoids it).  A value already set is kept."""
     if threads is not None:
         for var in POOLS:

@@ -56,7 +56,7 @@ def tensors_hash(tensors: dict[str, "torch.Tensor"]) -> str:
 
 
 def _test_hold(path: Path) -> None:
-    """Fault injection that does not depend on the machine's speed (issue 56 item 19): with ``$DEPTHLAB_TEST_HOLD`` set
+    """Fault injection that does not depend on the machine's speed: with ``$DEPTHLAB_TEST_HOLD`` set
     to a folder, a job that has just written a checkpoint waits until ``<folder>/release`` exists, so a test can cut
     its time limit, cancel or requeue it while it is certainly running and resumable.  It leaves ``held-<pid>`` in the
     folder while it waits.  Unset (every real run), nothing happens."""

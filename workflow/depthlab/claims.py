@@ -14,7 +14,7 @@ A fourth state, *not applicable*: the claim has no content at this config (S2 wh
 half with fewer than two interior depths); it is listed with its reason (saying what config would make it apply) and
 counted in its own column, never as inconclusive.
 
-Decisions under uncertainty (issue 53).  What a checker compares is a :class:`depthlab.core.stats.Estimate` (a value
+Decisions under uncertainty.  What a checker compares is a :class:`depthlab.core.stats.Estimate` (a value
 and its standard error), decided here, never by the checker:
 
 * :func:`exceeds`: "the effect is above (below) the threshold" *holds* when it clears the threshold by ``Z`` standard

@@ -229,7 +229,7 @@ def stage(args: argparse.Namespace) -> None:
 def _same_job(study: "Study", spec: "Spec", store: Path) -> bool:
     """True when ``store`` is whole and was written from this very spec and code: its record unedited (its own hash) and
     its arrays those the record names (their content hash), so a planted ``<store>.adopt-*`` or a store edited in place
-    is never kept (issue 56 item 13)."""
+    is never kept."""
     try:
         storage.check_store(store)  # no FIFO or device opened, no pickling codec
         rec = storage.read_record(store)
@@ -328,7 +328,7 @@ def _count(text: str) -> int:
 
 
 def _cores(text: str) -> int:
-    """--cores: a whole number of at least 1 (0 made a sweep's Snakemake wait forever; issue 68, H9)."""
+    """--cores: a whole number of at least 1 (0 made a sweep's Snakemake wait forever)."""
     n = _count(text)
     if n < 1:
         raise argparse.ArgumentTypeError(f"{n}: give at least 1 core")
@@ -449,7 +449,7 @@ def paper_check(args: argparse.Namespace) -> None:
     except (dlc.ConfigError, sweep.SweepError, storage.OutputRefused) as e:  # SweepError: no checkout's Snakefile
         print(f"depthlab paper-check: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    except OSError as e:  # --out on a read-only file system, a full disk: one line naming the path (issue 68, H11)
+    except OSError as e:  # --out on a read-only file system, a full disk: one line naming the path
         print(f"depthlab paper-check: cannot write {e.filename or args.out}: {e.strerror or e}", file=sys.stderr)
         raise SystemExit(2) from None
     print(papercheck.render(checks, args.config, memory.machine_bytes() / memory.GIB), end="")
@@ -554,7 +554,7 @@ def plan(args: argparse.Namespace) -> None:
     from .gpumodel import ThroughputError
 
     try:
-        # a refit that plan --calibrate wrote beside a --gpu-costs file elsewhere goes with it (issue 79, H7-6)
+        # a refit that plan --calibrate wrote beside a --gpu-costs file elsewhere goes with it
         beside = Path(args.gpu_costs).with_name("gpu_throughput.json") if args.gpu_costs else None
         rows = pl.plan(config, costs, args.results, gpu_costs, speed,
                        throughput=beside if beside is not None and beside.is_file() else None)
@@ -714,7 +714,7 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         args.func(args)
-    except CostsError as e:  # a cost file off its schema (issue 68, H7): one line naming the file and the key
+    except CostsError as e:  # a cost file off its schema: one line naming the file and the key
         print(f"depthlab: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except BrokenPipeError:  # `depthlab targets | head`: the reader is gone, nothing to say

@@ -1,4 +1,4 @@
-"""``depthlab diff A B``: what differs between two runs (issue 54 item 2), read only from what their folders record.
+"""``depthlab diff A B``: what differs between two runs, read only from what their folders record.
 
 A and B are results folders or config files (a config's folder is ``depthlab where CONFIG``).  Three parts:
 
@@ -57,7 +57,7 @@ def _root(arg: str) -> tuple[Path, dict | None]:
 def _recorded_config(root: Path) -> dict | None:
     """The config a folder records: its run's ``config.used.yaml``; for a fork that has not run yet, the config file its
     fork record names (validated); None when there is neither (then the config part says so instead of listing every
-    key as absent: issue 68, H13)."""
+    key as absent)."""
     from . import config as dlc
 
     used = root / "config.used.yaml"
@@ -200,7 +200,7 @@ _CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0x
 
 def clean(x: Any) -> str:
     """Text from a folder, made inert for a terminal: every control character (an ANSI escape's ESC, a newline, a
-    carriage return) shown as its \\x escape (issue 68, H13).  Claims files are untrusted input."""
+    carriage return) shown as its \\x escape.  Claims files are untrusted input."""
     return str(x).translate(_CONTROL)
 
 

@@ -281,13 +281,12 @@ def check_schema(value: Any, schema: dict, prefix: tuple = (), fill: bool = Fals
 
 def _unprintable(text: str) -> str | None:
     """The first character of ``text`` for which str.isprintable() is false (C0/C1 controls, U+2028, the right-to-left
-    override, ...), or None.  Under SLURM a U+2028 value reached the compute node escaped, as another value (issue 56
-    item 15)."""
+    override, ...), or None.  Under SLURM a U+2028 value reached the compute node escaped, as another value."""
     return next((c for c in text if not c.isprintable()), None)
 
 
 def _no_angles(text: str, path: tuple, shown: str) -> None:
-    """Snakemake reads ``<logs>``, ``<script>`` ... in a path as its own variables (issue 56 item 9)."""
+    """Snakemake reads ``<logs>``, ``<script>`` ... in a path as its own variables."""
     if "<" in text or ">" in text:
         raise ConfigError(f"config error at {key(path)}: {shown} holds '<' or '>', which Snakemake reads as one of its path "
                           "variables (<logs>, <script>, ...); choose a name without them")
@@ -375,7 +374,7 @@ def _is_results(folder: Path) -> bool:
 
 
 def _check_nesting(where: str, full: Path) -> None:
-    """A results folder inside a store, inside another results folder, or holding one (issue 56 item 2: a folder written
+    """A results folder inside a store, inside another results folder, or holding one (a folder written
     inside another run's store vanished, whole, when that run rebuilt the store by rename), or inside the code."""
     store = next((part for part in full.parts if part.endswith(".zarr")), None)
     if store:
@@ -421,7 +420,7 @@ def default_results(source: str | Path | None) -> str:
     folder itself)."""
     stem = Path(source).stem if source else "config"
     name = "default" if stem == "config" else stem
-    if not name.strip(".") or "/" in name:  # '...yaml' -> results/.., '..yaml' -> results/. (issue 56 item 16)
+    if not name.strip(".") or "/" in name:  # '...yaml' -> results/.., '..yaml' -> results/.
         raise ConfigError(f"config error: the config file {str(source)!r} has no usable name ({name!r} would put the results "
                           "outside results/); rename the file, or give it a `results:` folder")
     return f"results/{name}"

@@ -1,4 +1,4 @@
-"""Which config a results folder belongs to (issue 56 item 3): two configs with the same file name (``a/same.yaml``
+"""Which config a results folder belongs to: two configs with the same file name (``a/same.yaml``
 and ``b/same.yaml``, or any ``config.yaml`` and ``default.yaml``) share ``results/<name>``, and the second used to
 rewrite the first's figures and claims without a word.
 
@@ -58,7 +58,7 @@ def _read(path: Path) -> dict | None:
 
 
 def check(results: str | Path, config: dict, source: str | Path | None, force: bool = False) -> None:
-    """What :func:`claim` would refuse, without recording anything (a dry run: issue 68, N4).  Raises
+    """What :func:`claim` would refuse, without recording anything (a dry run).  Raises
     :class:`FolderTaken`."""
     results = Path(results)
     rec = _read(results / OWNER)

@@ -1,4 +1,4 @@
-"""Pictures of the verdicts (issue 54 item 4): a forest plot per study, and two runs on one plot for ``depthlab diff``.
+"""Pictures of the verdicts: a forest plot per study, and two runs on one plot for ``depthlab diff``.
 
 One line per claim row: the effect as a dot with its error bar (effect +- SE; a hollow dot where the row has no SE),
 its threshold as a black tick on the same line, the dot coloured by the row's verdict (four states, the legend
@@ -44,7 +44,7 @@ def _clip(x: float | None) -> float | None:
 
 def verdict(row: dict) -> str:
     """A claims.json row's verdict, also for an older run's row without the field (then from ``holds``); a ``verdict``
-    that is not one of the four states (or "answer") is "(not a verdict)" (issue 68, H13: ["x"] read as holds)."""
+    that is not one of the four states (or "answer") is "(not a verdict)" (["x"] read as holds)."""
     if "verdict" in row:  # a run's row: its verdict must be one of the states (["x"] or "great" is not a verdict)
         v = row.get("verdict")
         return v if isinstance(v, str) and v in (*STATES, "answer") else "(not a verdict)"

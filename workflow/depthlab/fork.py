@@ -1,5 +1,5 @@
-"""``depthlab fork BASE NEW``: start a new config's results folder from a finished one's, without copying its bytes
-(issue 54).  Then ``make run CONFIG=NEW`` recomputes only the jobs whose spec or code differ.
+"""``depthlab fork BASE NEW``: start a new config's results folder from a finished one's, without copying its bytes.
+Then ``make run CONFIG=NEW`` recomputes only the jobs whose spec or code differ.
 
 Why hard links, not Snakemake's between-workflow cache (``--cache``, ``SNAKEMAKE_OUTPUT_CACHE``): the cache needs every
 cached rule marked ``cache: True``, a shared cache folder set in the environment of every run, and it keys entries by
@@ -15,7 +15,7 @@ whose input stores were all taken, a study's claims when all its figures were.  
 spec changed would not be rerun if it were there, so the fork, not Snakemake, decides.  The config snapshot and the
 claims index are always rebuilt (seconds).
 
-What is shared, and what is not (issue 68, H5).  Only the chunks and metadata files inside stores are hard links, and
+What is shared, and what is not.  Only the chunks and metadata files inside stores are hard links, and
 they are made read-only: a store is never modified in place (the storage promise, ``depthlab.storage``: it is written
 into a new folder beside it and renamed into place, and Snakemake removes a job's output folder before the job runs), so
 BASE and NEW may share its inodes.  Everything small is copied: figures (PNG, PDF, CSV, provenance), claims files, a

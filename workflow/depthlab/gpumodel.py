@@ -1,4 +1,4 @@
-"""A throughput model of the batched trainer on a GPU, from the paper's own shapes (issue 69 item 3).
+"""A throughput model of the batched trainer on a GPU, from the paper's own shapes.
 
 The GPU column of ``depthlab plan`` came from ``costs_gpu.json``: seconds = overhead + work / rate, a rate fitted on smoke
 and default jobs, which are start-up-bound, and grown linearly to paper shapes (``extrapolated``).  A GPU's throughput
@@ -12,7 +12,7 @@ net of a stack through its N training points once) from what dominates it at eac
 * (N / B)(L + 1) c / M: every minibatch step launches kernels per layer, shared by the M models of the stack.
 
 Three constants (R_max, h0, c) are fitted to the timed points in ``gpu_points.json`` (the batched trainer on one H200 at
-the papers' Fig. 1 and Fig. 2 shapes, measured for issue 69) by least squares on log t; ``adam`` to the fractal net's
+the papers' Fig. 1 and Fig. 2 shapes, measured) by least squares on log t; ``adam`` to the fractal net's
 point.  :func:`check` says how close the fit comes to each point (within 25 % is the goal).  A job's time is its
 start-up (the GPU calibration's ``overhead_s``) plus its model-epochs times t.  ``depthlab plan --calibrate`` on a run
 whose jobs ran on CUDA refits it from that run's timed jobs (:func:`points_of`), into ``gpu_throughput.json``.

@@ -33,7 +33,7 @@ def nets(models: int, sizes: list[int], batch: int, n_eval: int, adam: bool = Fa
     return models * (state + acts) + evals
 
 
-STACK_GIB = 48.0  # a stack of models is split to stay under this (issue 69: every paper job under a 64 GiB node)
+STACK_GIB = 48.0  # a stack of models is split to stay under this (every paper job under a 64 GiB node)
 
 
 def stack_budget(config: dict) -> float:

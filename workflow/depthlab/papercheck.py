@@ -1,5 +1,5 @@
 """``depthlab paper-check [CONFIG]`` (``make paper-check``): the largest job of every stage of the paper-scale config, at
-its full shapes with its steps capped, run for real (issue 56 item 0: the NTK crashed at N = 20 000, and nobody had run
+its full shapes with its steps capped, run for real (the NTK crashed at N = 20 000, and nobody had run
 the paper profile, so nothing caught it).
 
 What it does:
@@ -164,7 +164,7 @@ def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_
     targets = [f"{full['results']}/{c.study}/{c.job}" for c in checks if c.status != "skipped"]
     from .sweep import child_env, run_child, snakemake_command
 
-    if not targets:  # no target would make Snakemake build `all`: the whole config (issue 68, H4)
+    if not targets:  # no target would make Snakemake build `all`: the whole config
         say("paper-check: nothing to run: every stage skipped (memory or time); the table says why")
     else:
         cmd = snakemake_command(cfg_file, ["--keep-going", *(["--cores", str(cores)] if cores else []), *targets])

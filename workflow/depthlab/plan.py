@@ -169,12 +169,12 @@ def fit(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_U
     unbiased.
 
     ``points``: (planned work, seconds[, trained share[, planned calls]]).  The calls (:func:`calls_of`: a training
-    loop's optimiser steps x layers) are the per-step term of issue 55: a small net's step costs a framework call
+    loop's optimiser steps x layers) are the per-step term: a small net's step costs a framework call
     whatever its size, so within a stage its seconds follow its steps, not its arithmetic.  They are scaled by the
     same trained share as the work, and ``call_fraction`` is their calls-weighted share.  A stage without calls (no
     training loop) fits the two constants alone.  Planned work charges every net its whole epoch budget; the
     trained share (``Spec.trained``, from the job's store; None or absent: 1) says how much of it the job really did
-    (issue 55: nets that stop early).  The rate is fitted per unit of work really done, and the stage's ``fraction`` is
+    (nets that stop early).  The rate is fitted per unit of work really done, and the stage's ``fraction`` is
     the work-weighted mean share, sum(share x work) / sum(work): the plan charges a job ``fraction`` of its budget, and
     in sample the stage's predicted total is unchanged by the split.
 
@@ -187,7 +187,7 @@ def fit(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_U
     most weight and puts a stage's level near the harmonic mean of its jobs, below their average: its totals came
     out low.  A stage whose work does not vary gets the mean of its runtimes (the same fit with no rate).
 
-    The fixed term is at most ``cap``, a job's start-up (issue 55): a stage calibrated on jobs that are all large (the
+    The fixed term is at most ``cap``, a job's start-up: a stage calibrated on jobs that are all large (the
     default's fractal nets, 2-7 minutes each) could otherwise put most of their time into the intercept, and charge a
     smoke-scale job of the same stage minutes it never takes.  Above the cap the rate is refitted with the fixed term
     at the cap, again with the stage's measured total unbiased.  Likewise a stage whose time grows with its work has a
@@ -354,7 +354,7 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
 def gpu_points(results: str | Path, gpu_costs: dict[str, StageCost] | None = None) -> list[dict]:
     """Timed points for depthlab.gpumodel from a finished run whose jobs ran on CUDA: each store whose record names a
     CUDA device and whose spec has ``gpu_shape()``, its benchmark seconds less the stage's start-up in the GPU
-    calibration (issue 69: `make paper-check` on a GPU machine, then `depthlab plan --calibrate` refits the model)."""
+    calibration (`make paper-check` on a GPU machine, then `depthlab plan --calibrate` refits the model)."""
     from . import gpumodel
     from .studies import get_study
 
@@ -414,7 +414,7 @@ def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[t
 
 
 def _measured_row(row: Any) -> tuple:
-    """One job of a ``--measure`` file: [work, seconds] (files before issue 55's trained share), [work, seconds, trained
+    """One job of a ``--measure`` file: [work, seconds] (files before the trained share), [work, seconds, trained
     share or null] (before its per-step term: no calls, 0) or [work, seconds, trained share or null, calls]."""
     if not isinstance(row, (list, tuple)) or len(row) not in (2, 3, 4):
         raise ValueError(f"a job is [work, seconds], [work, seconds, trained share] or [work, seconds, trained share, "
@@ -445,7 +445,7 @@ def calibration_probe(path: str | Path = COSTS) -> float | None:
 
 
 class CostsError(ValueError):
-    """A cost file that does not follow its schema (issue 68, H7): one line naming the file and the key."""
+    """A cost file that does not follow its schema: one line naming the file and the key."""
 
 
 MIN_RATE = 1e-3  # work units per second below which a rate is damage (1e-300 planned 'inf' core-hours)
@@ -555,7 +555,7 @@ def batches(n: int, batch_size: int) -> int:
 def calls_of(spec: Any) -> float:
     """The framework calls of a job's training loop: its spec's ``calls()``, its planned optimiser steps (the stacked nets
     of one step count once) times its layers; 0 for a spec without one (no training loop).  A small net's step costs
-    its calls whatever its size, so the cost model charges them apart from ``work()`` (issue 55: a depth-5 width-10
+    its calls whatever its size, so the cost model charges them apart from ``work()`` (a depth-5 width-10
     fractal net, priced by its arithmetic at 10 s, took 55 s).  Counted at the same budget as ``work``, so the
     store's trained share scales both.  Asked here, not declared on ``depthlab.study.Spec``: that module is in every
     figure's code fingerprint, and the cost model must not rerun figures."""
@@ -790,7 +790,7 @@ def render_check(rows: list[Check], results: str, costs_name: str, factor: float
 def check_studies(results: str | Path, rows: list[Check], costs: dict[str, StageCost] | None = None,
                   speed: float = 1.0) -> list[Check]:
     """:func:`check`'s rows summed per study, each study's figures and claims counted with it (their benchmark files lie
-    under ``benchmarks/<study>/``): issue 55 asks for every study within 15 %."""
+    under ``benchmarks/<study>/``): the goal is every study within 15 %."""
     from .fork import forked_benchmarks
 
     costs = load_costs() if costs is None else costs

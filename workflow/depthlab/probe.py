@@ -1,4 +1,4 @@
-"""A speed probe (issue 55): the same small workload on any machine, so that a cost model fitted on one machine (or on
+"""A speed probe: the same small workload on any machine, so that a cost model fitted on one machine (or on
 one day of a shared machine) can be scaled to another.
 
 Two runs of the same jobs with the same bits measured 1.29-2.06x apart per stage on the machines here: the machine's

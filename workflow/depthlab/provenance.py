@@ -163,7 +163,7 @@ def code_fingerprint(entry: str | Sequence[str], root: Path = PACKAGE_DIR) -> st
 def code_version() -> str:
     """'<git commit>' or '<git commit>+dirty' of the checkout; 'unknown (...)' with a hash of the code files when the code
     is not the top of a git repository of its own (a copy without .git unpacked inside another repository records
-    that one's HEAD no more: issue 56 item 4).  ``$DEPTHLAB_CODE_VERSION`` (used by tests to play another commit) is
+    that one's HEAD no more).  ``$DEPTHLAB_CODE_VERSION`` (used by tests to play another commit) is
     recorded as declared, beside the real version, never in its place (item 5)."""
     real = git_version(REPO, roots=(REPO,))
     env = os.environ.get("DEPTHLAB_CODE_VERSION")

@@ -106,7 +106,7 @@ RECORD_TYPES = {"job": dict, "inputs": dict, "spec": dict, "attrs": dict, "path"
 
 def parse_record(text: str, where: str) -> dict:
     """A provenance record (a store's attribute, a figure's or claims' .provenance.json) through :func:`parse_json`, with
-    its top-level types checked: UnsafeFile naming ``where`` and the field otherwise (issue 56 item 8: NaN, 100 000
+    its top-level types checked: UnsafeFile naming ``where`` and the field otherwise (NaN, 100 000
     brackets or ``"job": "not-a-dict"`` crashed ``ls``, ``audit`` and ``open_results``)."""
     rec = parse_json(text, where)
     if not isinstance(rec, dict):

@@ -290,7 +290,7 @@ def write_store(ds: xr.Dataset, path: str | Path, record: dict[str, Any]) -> dic
     # and so the content hash, is the same
     out = ds.copy().map(_vlen_strings, keep_attrs=True)
     out = out.assign_coords({k: _vlen_strings(v) for k, v in out.coords.items() if v.dtype.kind == "U"})
-    for name, var in out.variables.items():  # CF-style labels on every variable and coordinate (issue 39)
+    for name, var in out.variables.items():  # CF-style labels on every variable and coordinate
         var.attrs.setdefault("long_name", str(var.attrs.get("description") or str(name).replace("_", " ")))
         var.attrs.setdefault("units", units_of(str(name)))
     out.attrs = {**attrs, RECORD_ATTR: canonical_json(rec)}
@@ -405,7 +405,7 @@ def write_text(text: str, path: str | Path) -> str:
 
 
 class OutputRefused(Exception):
-    """A file a user named for a command's output would land somewhere it must not (issue 68, H2)."""
+    """A file a user named for a command's output would land somewhere it must not."""
 
 
 RESULTS_MARKERS = (".depthlab.config.json", ".depthlab.fork.json")  # a folder holding one of these is a run's results

@@ -225,7 +225,7 @@ class Spec:
     def trained(self, ds: Any) -> float | None:
         """The share of :meth:`work` this job really did, read from its finished store ``ds`` (an xarray Dataset).
         ``work`` charges every net its whole epoch budget; nets that stop early train a part of it, which depthlab.plan
-        learns per stage from a calibration's stores (issue 55).  None (the default): the store does not record it."""
+        learns per stage from a calibration's stores.  None (the default): the store does not record it."""
         return None
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""``depthlab sweep CONFIG --set KEY=V1,V2,...``: one knob, several values, one table of what each claim says at each
-(issue 54 item 3).
+"""``depthlab sweep CONFIG --set KEY=V1,V2,...``: one knob, several values, one table of what each claim says at
+each value.
 
 For each value the sweep writes a config (CONFIG with KEY set to it, and a results folder of its own), forks it from
 the run before it (:mod:`depthlab.fork`: the first value from CONFIG's own finished run, if there is one), and runs it
@@ -182,7 +182,7 @@ def prepare(config: str | Path, set_arg: str, out: str | Path | None = None) -> 
 
 
 def check_folder(sw: Sweep) -> None:
-    """The sweep's folder must be its own (issue 68, H14): not the file system's root nor a run's results folder, and,
+    """The sweep's folder must be its own: not the file system's root nor a run's results folder, and,
     if it exists with anything in it, a folder of this same sweep (its configs/ holds only this sweep's value
     configs); a folder of another sweep with other values is refused rather than mixed into one table."""
     from . import storage
@@ -236,7 +236,7 @@ def snakemake_command(config_path: Path, extra: list[str]) -> list[str]:
 def child_env() -> dict[str, str]:
     """The environment of a Snakemake run started from depthlab (a sweep's values, paper-check): its jobs' shells call
     ``depthlab``, so PATH starts with this interpreter's bin folder (the venv's), as ``make run`` sets it; without
-    it every job fails with 'depthlab: command not found' unless the venv was activated (issue 68, H3)."""
+    it every job fails with 'depthlab: command not found' unless the venv was activated."""
     env = dict(os.environ)
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "") if env.get("PATH") else bindir

@@ -62,7 +62,7 @@ def train_grid(
 
     init: stacked initial parameters of the S seeds (CPU); order_seeds: [S] data-order seeds;
     rows: [S, n] training rows per seed (default: every row of x for every seed).  ``stack_lrs``: at most this many
-    rates (with all their seeds) per stack, the parts trained one after another (issue 69: a width-5000 sweep outgrew a
+    rates (with all their seeds) per stack, the parts trained one after another (a width-5000 sweep outgrew a
     node); every model's arithmetic is that of one stack (it never depends on the other models; with two or more seeds a
     model's step runs the same kernels), so the result is the same as one stack's: to the bit for the MSE loss, not
     always for the logistic loss (:func:`depthlab.core.trainer.models_per_step`).

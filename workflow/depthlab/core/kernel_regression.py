@@ -119,7 +119,7 @@ def _regression_cpu(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[in
     before = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     # Only where a BLAS pool has another count: switching OpenBLAS's threads at run time (threadpoolctl over numpy's and
-    # scipy's two libraries) crashed scipy's dpotrf at N = 20 000 (issue 56 item 0).  A `depthlab stage` process has its
+    # scipy's two libraries) crashed scipy's dpotrf at N = 20 000.  A `depthlab stage` process has its
     # pools set by the environment before they load (depthlab._launch.pin_pools), so nothing is switched there.
     differ = any(p.get("num_threads") != threads for p in threadpool_info() if p.get("user_api") == "blas")
     try:
@@ -135,7 +135,7 @@ ONE_THREAD_CHOLESKY_N = 4096  # from this size scipy's dpotrf runs on one BLAS t
 def _potrf(F: np.ndarray, lower: bool):
     """scipy's ``dpotrf`` of F in place, on one OpenBLAS thread from ``ONE_THREAD_CHOLESKY_N`` rows on.
 
-    scipy's bundled OpenBLAS (0.3.30) segfaults in ``dpotrf`` at N = 20 000 with 2 threads (issue 68 item 0a; upstream
+    scipy's bundled OpenBLAS (0.3.30) segfaults in ``dpotrf`` at N = 20 000 with 2 threads (upstream
     OpenMathLib/OpenBLAS#2562, dpotrf crashing at exactly 2 threads for large N, and #2821, in ``dsyrk_thread`` under
     ``dpotrf_parallel``), and it is fine on one.  A ``depthlab stage`` process runs on one thread anyway; a notebook or a
     benchmark calling :func:`kernel_regression` on more gets the factorisation on one and everything else (the fused

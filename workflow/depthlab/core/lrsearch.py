@@ -18,7 +18,7 @@ at the last rung the survivors train to the budget.  Only a candidate trained to
 its own rule before) can be chosen.  The trainer retires pruned models from its stack, so they cost nothing after their
 rung (:func:`depthlab.core.trainer.train`'s ``prune``).
 
-``max_candidates``: a round with more candidates than one stack holds (issue 69: Fig. 1's P = 1e8 nets, 5 candidates x
+``max_candidates``: a round with more candidates than one stack holds (Fig. 1's P = 1e8 nets, 5 candidates x
 10 folds, planned 80.8 GiB) trains in parts of at most that many candidates, one after another, each part halved on
 its own; the folds of a candidate always share its stack.
 
@@ -228,7 +228,7 @@ def screen_keep(err: np.ndarray, diverged: np.ndarray, eta: int, points: np.ndar
     of at most z standard errors of that paired difference.  A candidate with a diverged screened fold is never kept
     this way.  Returns (the kept candidates in order, how many the SE rule added).
 
-    Why (issue 69): a screen on one fold of 1 333 points ranked 0.268 at 0.188 misclassified and 0.501 at 0.191, kept
+    Why: a screen on one fold of 1 333 points ranked 0.268 at 0.188 misclassified and 0.501 at 0.191, kept
     0.268 alone, and the search chose it (CV 0.208 +- 0.010) where the full search chose 1.08 (0.182 +- 0.004)."""
     C = len(err)
     keep = np.argsort(err, kind="stable")[: int(np.ceil(C / eta))]
@@ -284,7 +284,7 @@ def _screened(
     progress: Callable[[str], None] | None = None, checkpoint: Checkpoint | None = None, halving: tuple[int, int] = (0, 0),
     screen_folds: int = 0, screen_se: float = 0.0,
 ) -> dict[str, np.ndarray]:
-    """Successive halving whose first rung trains only the first ``screen_folds`` folds (issue 69: at the default's
+    """Successive halving whose first rung trains only the first ``screen_folds`` folds (at the default's
     scale the first rung, every candidate x every fold, was 79 % of the search's epochs); :func:`validation_errors`
     itself when ``screen_folds`` is 0 (or not below K), or there is no rung or no second candidate.
 

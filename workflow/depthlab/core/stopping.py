@@ -11,7 +11,7 @@ target is met (Mori & Ueda: training loss < 1e-4; the logistic loss: 100 % train
   (:attr:`StopRule.onset`), a model whose best value has not yet fallen below it (a net still at chance: it has not
   started to learn) is not stopped by a plateau before its ``onset_patience``-th check: a slow start is not a plateau;
   with ``grow`` > 0 the window grows with the run: no improvement for max(``patience``, ceil(``grow`` x checks so far))
-  checks, so a slow learner is not stopped by a window that is short against how long it has run (issue 53: the RZG23
+  checks, so a slow learner is not stopped by a window that is short against how long it has run (the RZG23
   learner at m = 4d, d = 16 stopped after 10 checks x 25 steps at step 425, still falling); and no plateau stops a model
   before its ``min_checks``-th check;
 * ``budget``:  the trainer's maximum budget ran out first (the trainer says so: :meth:`StopRule.budget`);

@@ -52,7 +52,7 @@ def empirical_ntk(params: list[tuple[torch.Tensor, torch.Tensor]], x1: np.ndarra
 def empirical_ntk_apply(params: list[tuple[torch.Tensor, torch.Tensor]], x1: np.ndarray, x2: np.ndarray,
                         v: np.ndarray, m: int = 0, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """(Theta_hat(x1, x2) @ v [n1], f(x1) [n1]) of model m, in row blocks of x1: the n1 x n2 kernel is never held whole
-    (issue 69: at the paper's 1e5 test points and N = 2e4, 16 GB).  The same sums as :func:`empirical_ntk`, per block."""
+    (at the paper's 1e5 test points and N = 2e4, 16 GB).  The same sums as :func:`empirical_ntk`, per block."""
     p = [(W[m].double(), b[m, 0].double()) for W, b in params]
     A2, D2, _ = _features(p, torch.as_tensor(x2, dtype=torch.float64))
     X1 = torch.as_tensor(x1, dtype=torch.float64)

@@ -257,7 +257,7 @@ def models_per_step(params: Params, state: dict[str, torch.Tensor]) -> int:
     a batch of one matrix through another kernel, whose last bits differ for the thin output layer; from two up each
     model's arithmetic is that of the full batch, so the result is the same to the bit (tests/core/test_trainer.py) for the
     MSE loss.  Not for every loss: with the logistic loss five SGD steps of a stack of two differ in the last bit from
-    those of a stack of six at Fig. 5's L = 2 and 4 shapes (measured in issue 69, where near a tie it moved a rate
+    those of a stack of six at Fig. 5's L = 2 and 4 shapes (measured: near a tie it moved a rate
     search's choice); which kernel rounds differently was not traced."""
     W0 = params[0][0]
     M = W0.shape[0]

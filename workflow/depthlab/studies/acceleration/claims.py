@@ -104,7 +104,7 @@ def _iters(table: pd.DataFrame | None, r) -> stats.Estimate:
 
 
 def _resolution(table: pd.DataFrame | None, r) -> float:
-    """How much a finer rate grid could lower the best row ``r``'s iterations (issue 67 item 5: a grid twice as fine moved
+    """How much a finer rate grid could lower the best row ``r``'s iterations (a grid twice as fine moved
     AdaDelta from 303 to 276 at synthetic-j2 while its SE over seeds read +-6): the mean iterations per rate of its
     method, depth and target, in log iterations against log rate; through the best rate and its two neighbours a
     parabola, the gap from the best rate's iterations down to the parabola's minimum (when the minimum lies between the

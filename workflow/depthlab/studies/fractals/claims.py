@@ -57,7 +57,7 @@ def _est(table: pd.DataFrame, row, keys: list[str], n_test: int) -> Estimate:
     SE and the binomial SE of one accuracy on ``n_test`` shared test examples in quadrature (the seeds share the test
     set, so its sampling error does not average out over them).  With one seed (the default's nets) the net's own
     check-to-check fluctuation over its last window (the table's ``window_noise``) joins them in quadrature: the seeds'
-    spread is not there to carry it (issue 53 item 1).  The best along the run is a maximum over checks, biased up by
+    spread is not there to carry it.  The best along the run is a maximum over checks, biased up by
     about one binomial SE at chance: the onset margin allows for it."""
     sel = table[table.chosen.astype(bool)] if "chosen" in table else table
     for k in keys:

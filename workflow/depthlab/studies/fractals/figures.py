@@ -20,7 +20,7 @@ def _stores(inputs: list[StoreInput]) -> list:
     return [i.data for i in sorted(inputs, key=lambda i: tuple(i.job.values().values()))]
 
 
-WINDOW = 10  # the checks of a run's last window, whose check-to-check fluctuation is one net's own noise (issue 53 item 1)
+WINDOW = 10  # the checks of a run's last window, whose check-to-check fluctuation is one net's own noise
 
 
 def last_window_noise(acc: np.ndarray, checks: int = WINDOW) -> float:

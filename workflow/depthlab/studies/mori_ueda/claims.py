@@ -119,7 +119,7 @@ def _estimates(df: pd.DataFrame, col: str = "nn_test_error") -> dict:
 
 def _kernel_estimates(df: pd.DataFrame, col: str = "ntk_test_error") -> dict:
     """depth -> a kernel's test error (one fit per depth: the same on every row) with its SE over the test points (the
-    table's ``<col>_se``, issue 53 item 1; a table without it: SE 0, the kernel taken as exact given the data)."""
+    table's ``<col>_se``; a table without it: SE 0, the kernel taken as exact given the data)."""
     out = {}
     for L, g in df.groupby("depth"):
         se = float(g[col + "_se"].iloc[0]) if col + "_se" in g else 0.0
@@ -377,7 +377,7 @@ def _flag_substituted(out: list[Verdict], start: int, part: pd.DataFrame) -> Non
 
 def _substituted(df: pd.DataFrame) -> str:
     """'; trained at a substituted rate: L=4 at 0.5 (its CV rate 1 halved 1x: a seed diverged there)' for every depth whose
-    nets trained at a rate other than the one their search chose ('' if none; issue 53 item 7: every row says so)."""
+    nets trained at a rate other than the one their search chose ('' if none: every row says so)."""
     if "lr_halvings" not in df or not df.lr_halvings.any():
         return ""
     per = df[df.lr_halvings > 0].groupby("depth")[["lr", "cv_lr", "lr_halvings"]].first()

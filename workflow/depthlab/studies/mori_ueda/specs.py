@@ -178,7 +178,7 @@ def _search_training(config: dict, figure: str) -> Training:
     """The cross-validation nets' settings: training's, with ``lrsearch.max_epochs`` and ``lrsearch.check_every``.  The
     plateau window keeps its length in epochs (patience x training.check_every), so a finer check changes when a net is
     seen to stop, not what stopping means; it also lets the halving's first rung sit at 1/9 of the budget, not at the
-    first of training's checks (issue 69)."""
+    first of training's checks."""
     t = _training(config, figure, section(config)["lrsearch"]["max_epochs"])
     every = search_check_every(config)
     if every == t.check_every:
@@ -463,8 +463,8 @@ class EntkSpec(Spec):
 
     def memory(self) -> dict[str, int]:
         """The layers' features of the training points and of one block of rows (core.tangent: 4096 at a time), the
-        n x n kernel and its Cholesky factor; the test rows go through in blocks, never as an n_test x n kernel (issue 69:
-        that was 16 GB of the 77.8 GiB planned at the paper's shapes)."""
+        n x n kernel and its Cholesky factor; the test rows go through in blocks, never as an n_test x n kernel
+        (that was 16 GB of the 77.8 GiB planned at the paper's shapes)."""
         key, t, n_test = f"studies.{STUDY}.figures.{self.job.figure}", self.data.target, self.data.n_test
         data = self.data.memory()
         rows = min(4096, max(t.n_train, n_test))
@@ -496,7 +496,7 @@ class FigureSpec(Spec):
 
     def inputs(self) -> dict[str, Ref]:
         """Per (target, depth) the train and ntk stores (entk too for an lr sweep); per target its data store, whose test
-        labels give each kernel's test error its standard error over the test points (issue 53 item 1)."""
+        labels give each kernel's test error its standard error over the test points."""
         return {**{f"{stage}/{t}/L{L}": Ref(stage, DepthJob(self.job.figure, t, L))
                    for t in self.targets for L in self.depths for stage in _kinds(self.kind)},
                 **{f"data/{t}": Ref("data", DataJob(self.job.figure, t)) for t in self.targets}}

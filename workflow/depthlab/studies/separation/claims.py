@@ -125,7 +125,7 @@ def _found(question: str, subject: str, best: pd.DataFrame, threshold: float) ->
 def _failed(h: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """(rows of ``h`` whose (d) mean nMSE is not worse than the constant predictor, names of those that are).  A net
     whose test nMSE exceeds 1 (the constant predictor's) by more than Z SE over seeds (or at all, for one seed) failed to
-    train and is never a data point of a slope (issue 53: a depth-1 net at nMSE 105 was one)."""
+    train and is never a data point of a slope (a depth-1 net at nMSE 105 was one)."""
     bad = []
     for d, g in h.groupby("d"):
         e = stats.over_seeds(g.test_nmse.values)

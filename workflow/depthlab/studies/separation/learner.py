@@ -38,7 +38,7 @@ BLOCK_ELEMENTS = 1 << 26  # the [M, rows, m] pre-activations are formed this man
 
 
 def row_blocks(n: int, M: int, m: int) -> list[slice]:
-    """Row blocks of the n inputs such that [M, rows, m] holds at most BLOCK_ELEMENTS (issue 69: the paper's m = 8192,
+    """Row blocks of the n inputs such that [M, rows, m] holds at most BLOCK_ELEMENTS (the paper's m = 8192,
     d = 128 learner planned 82.6 GiB with every point at once).  One block when it all fits (every default job), so the
     arithmetic is the unblocked one's to the bit there."""
     rows = max(1, BLOCK_ELEMENTS // max(1, M * m))
