@@ -80,7 +80,7 @@ def test_a_foreign_claims_file_cannot_drive_the_terminal_or_the_table_and_an_odd
     md = compare.markdown(d)
     line = [ln for ln in md.splitlines() if "evil" in ln][0]
     assert "\\x0aline two \\| cell" in line and line.count(" | ") >= 6  # one row, the newline and the bar escaped
-    assert "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in line  # raw HTML would run where it is shown (H13)
+    assert "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in line  # raw HTML would run where it is shown
     # a fork that has not run: its config is the one its fork record names, not every key '(absent)'
     cfg = dict(smoke_run.config)
     cfg["results"] = str(tmp_path / "fork")

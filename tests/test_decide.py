@@ -1,4 +1,4 @@
-"""What would decide an inconclusive row, and ``depthlab decide`` (issue 78 items 2 and 3)."""
+"""What would decide an inconclusive row, and ``depthlab decide``."""
 
 import copy
 import json

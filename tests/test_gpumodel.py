@@ -105,7 +105,7 @@ def test_a_damaged_refitted_throughput_model_is_refused_naming_the_key(tmp_path,
 
 
 def test_plan_reads_the_refit_beside_a_gpu_costs_file_elsewhere(tmp_path):
-    """Issue 79 H7-6: plan --calibrate --costs DIR/costs_gpu.json writes DIR/gpu_throughput.json, and
+    """plan --calibrate --costs DIR/costs_gpu.json writes DIR/gpu_throughput.json, and
     plan --gpu-costs DIR/costs_gpu.json ignored it.  Shown by a damaged one beside it: the plan now refuses it by name."""
     import json
     import shutil

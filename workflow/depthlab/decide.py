@@ -145,13 +145,13 @@ def planned_seconds(cfg: dict) -> float:
 
 
 def apply(cfg: dict, changes: list[tuple[str, Any]]) -> dict:
+    """A copy of ``cfg`` with each dotted key set (a key the config leaves to its default gets its parents), as
+    ``depthlab sweep --set`` sets it."""
+    from .sweep import _set
+
     out = copy.deepcopy(cfg)
     for key, value in changes:
-        node = out
-        parts = key.split(".")
-        for p in parts[:-1]:
-            node = node[p]
-        node[parts[-1]] = copy.deepcopy(value)
+        _set(out, key.split("."), copy.deepcopy(value))
     return out
 
 
@@ -295,27 +295,12 @@ def write_fork(config_path: Path, raw: dict, d: Decision, out: Path, results: st
 
     from . import storage
 
-    cfg = apply(raw, [(k, v) for k, v in d.changes.items() if _has_parent(raw, k)])
-    for k, v in d.changes.items():  # a key the raw config leaves to its default
-        if not _has_parent(raw, k):
-            node = cfg
-            for p in k.split(".")[:-1]:
-                node = node.setdefault(p, {})
-            node[k.split(".")[-1]] = v
+    cfg = apply(raw, list(d.changes.items()))
     cfg["results"] = results
-    head = (f"# written by depthlab decide from {config_path} (its run: {d.chosen and 'see below' or 'nothing chosen'});\n"
+    head = (f"# written by depthlab decide from {config_path};\n"
             f"# planned +{d.seconds / 3600:.2f} core-h over the base's {d.base_seconds / 3600:.2f}; the rows it is to decide:\n"
             + "".join(f"#   {r.study} {r.verdict.claim} ({r.verdict.subject}): {r.suggestion.text}\n" for r in d.chosen))
     storage.write_text(head + yaml.safe_dump(cfg, sort_keys=False), out)
-
-
-def _has_parent(cfg: dict, key: str) -> bool:
-    node: Any = cfg
-    for p in key.split(".")[:-1]:
-        if not isinstance(node, dict) or p not in node:
-            return False
-        node = node[p]
-    return isinstance(node, dict)
 
 
 def render(d: Decision, budget_s: float) -> str:

@@ -102,7 +102,7 @@ def test_claim_4_on_3_global_is_judged_at_L1_and_checks_agreement_at_L2_and_abov
     at1, follows = [v for v in verdicts(t, "4") if "L = 1" in v.statement], [v for v in verdicts(t, "4") if "follows" in v.statement]
     assert at1[0].holds is True and follows[0].holds is True
     # the default run: the L = 1 NTK at the target's variance (1.036 +- 0.015) is the poorer generalization claim 4
-    # predicts (issue 78: its degree-3 component is 4.7e-5 of degree 1's), so the row holds
+    # predicts (its degree-3 component is 4.7e-5 of degree 1's), so the row holds
     chance = t.assign(ntk_test_error=t.depth.map({1: 1.036, 2: 0.66, 3: 0.71, 4: 0.76}), ntk_test_error_se=0.015)
     v = [v for v in verdicts(chance, "4") if "L = 1" in v.statement][0]
     assert v.holds is True and "the poorer generalization the claim predicts" in v.evidence
