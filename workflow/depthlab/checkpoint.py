@@ -96,8 +96,12 @@ class FileCheckpoint:
 
         tmp = own(self.path)
         body = {**tensors, _FP: _as_bytes(fingerprint), _CODE: _as_bytes(self.code)}
-        torch.save({**body, _HASH: _as_bytes(tensors_hash(body))}, tmp)
-        os.replace(tmp, self.path)  # atomic: a kill mid-write leaves the previous checkpoint intact
+        try:
+            torch.save({**body, _HASH: _as_bytes(tensors_hash(body))}, tmp)
+            os.replace(tmp, self.path)  # atomic: a kill mid-write leaves the previous checkpoint intact
+        except BaseException:  # SIGTERM raises here (the stage's handler) as a full disk does: no half-written temporary left
+            tmp.unlink(missing_ok=True)
+            raise
         _test_hold(self.path)
 
     def load(self, fingerprint: str) -> dict[str, "torch.Tensor"] | None:
