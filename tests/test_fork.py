@@ -252,3 +252,41 @@ def test_a_sweep_killed_while_forking_resumes_its_forks(smoke_run, tmp_path):
     v1 = out / f"v1-{before}"
     assert json.loads((v1 / ".depthlab.fork.json").read_text())["complete"] is True
     assert _stores_of(v1) == want
+
+
+def test_fork_set_writes_new_as_base_with_the_change_and_refuses_bad_keys_before_writing(smoke_run, tmp_path):
+    """``fork BASE NEW --set K=V``: NEW is BASE's config with K set (and a results folder of its own beside BASE's), the
+    same config a user's edited copy would be; a key the schema refuses, two values, or an existing NEW: rc 2, one line,
+    nothing written."""
+    from depthlab import config as dlc
+
+    base = smoke_run.results
+    new_cfg = tmp_path / f"forkset-{tmp_path.name}.yaml"
+    fig2 = smoke_run.config["studies"]["mori_ueda"]["figures"]["fig2"]
+    depths = sorted(set(fig2["depths"]) | {max(fig2["depths"]) + 1})
+    key = "studies.mori_ueda.figures.fig2.depths"
+
+    def fork(*args):
+        return subprocess.run([str(BIN / "depthlab"), "fork", str(base), *map(str, args)], capture_output=True, text=True,
+                              timeout=300)
+
+    for bad, said in ((["--set", "studies.mori_ueda.figures.fig2.nope=3"], "nope"), (["--set", "seed=1,2"], "one value"),
+                      (["--set", "seed=-1"], "minimum")):
+        p = fork(new_cfg, *bad)
+        assert p.returncode == 2 and said in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert not new_cfg.exists()
+    try:
+        p = fork(new_cfg, "--set", f"{key}={depths}".replace(" ", ""))
+        assert p.returncode == 0, p.stdout + p.stderr
+        written = dlc.read_yaml(new_cfg)
+        by_hand = copy.deepcopy(dlc.read_yaml(base / "config.used.yaml"))
+        by_hand["studies"]["mori_ueda"]["figures"]["fig2"]["depths"] = depths
+        assert written.pop("results") == str(base.parent / new_cfg.stem)
+        by_hand.pop("results")
+        assert written == by_hand
+        rec = json.loads((base.parent / new_cfg.stem / ".depthlab.fork.json").read_text())
+        assert rec["stores_taken"] > 50 and rec["stores_differing"] == 0, rec  # one depth added: every base store is NEW's
+        again = fork(new_cfg, "--set", "seed=1")
+        assert again.returncode == 2 and "exists" in again.stderr, again.stderr
+    finally:
+        shutil.rmtree(base.parent / new_cfg.stem, ignore_errors=True)

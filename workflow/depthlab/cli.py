@@ -390,6 +390,8 @@ def fork_runs(args: argparse.Namespace) -> None:
     from . import fork
 
     try:
+        if args.set_arg:
+            print(f"wrote {fork.write_new(args.base, args.new, args.set_arg)}")
         done = fork.fork(args.base, args.new)
     except fork.ForkError as e:
         print(f"depthlab fork: {e}", file=sys.stderr)
@@ -653,7 +655,10 @@ def main(argv: list[str] | None = None) -> None:
     fk = sub.add_parser("fork", help="start NEW's results folder from BASE's by hard links; a run of NEW then recomputes "
                         "only the jobs whose spec or code differ (depthlab.fork)")
     fk.add_argument("base", help="a finished run: its config file or its results folder")
-    fk.add_argument("new", help="the new config file (its `results:` folder must be new or empty)")
+    fk.add_argument("new", help="the new config file (its `results:` folder must be new or empty); with --set, a new "
+                    "file that fork writes: BASE's config with the changes, its results beside BASE's under NEW's name")
+    fk.add_argument("--set", dest="set_arg", action="append", metavar="KEY=VALUE",
+                    help="a dotted config key and its value, as YAML (repeatable): e.g. studies.mori_ueda.figures.fig1.seeds=[0,1]")
     fk.set_defaults(func=fork_runs)
     dc = sub.add_parser("decide", help="a fork config applying every 'to decide' change of a finished run's "
                         "inconclusive rows whose planned cost fits --budget, and the fork itself (depthlab.decide)")

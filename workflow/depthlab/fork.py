@@ -96,6 +96,64 @@ def results_of(arg: str | Path) -> tuple[Path, dict | None]:
     raise ForkError(f"{arg}: neither a config file nor a results folder")
 
 
+def write_new(base_arg: str | Path, new_arg: str | Path, sets: list[str]) -> Path:
+    """``fork BASE NEW --set KEY=VALUE ...``: write NEW, BASE's config (its file, or a results folder's
+    ``config.used.yaml``) with each dotted KEY set to its YAML VALUE and ``results:`` beside BASE's folder under NEW's
+    file name; then the fork proper takes from BASE what NEW computes identically.  NEW must not exist (an edited copy
+    is forked without ``--set``); every key and value is checked by the config's schema before anything is written.
+    Raises :class:`ForkError` with one line."""
+    import copy
+
+    import yaml
+
+    from . import config as dlc
+    from . import storage
+    from .sweep import SweepError, _set, parse_set
+
+    new = Path(new_arg)
+    if new.exists() or new.is_symlink():
+        raise ForkError(f"{new}: exists; with --set, fork writes NEW itself (give a new file name, or edit NEW and leave "
+                        "out --set)")
+    if new.suffix not in (".yaml", ".yml"):
+        raise ForkError(f"{new}: NEW must be a .yaml file name")
+    p = Path(base_arg)
+    source = p / "config.used.yaml" if p.is_dir() else p
+    if not source.is_file():
+        raise ForkError(f"{base_arg}: " + ("no config.used.yaml: not a finished run's results folder" if p.is_dir()
+                                           else "neither a config file nor a results folder"))
+    try:
+        raw = dlc.read_yaml(source)
+        if not isinstance(raw, dict):
+            raise ForkError(f"{source}: not a mapping of keys to values")
+        base_results = Path(p if p.is_dir() else dlc.validate(copy.deepcopy(raw), memory=False, source=source)["results"])
+        cfg = copy.deepcopy(raw)
+        said = []
+        for arg in sets:
+            key, values, written = parse_set(arg)
+            if len(values) != 1:
+                raise ForkError(f"--set {key}: one value per --set in a fork (got {len(values)}: {', '.join(written)}); "
+                                "`depthlab sweep` runs one per value")
+            if key == "results":
+                raise ForkError("--set results: NEW's folder is named after NEW's file (results/<NEW's name>)")
+            _set(cfg, key.split("."), values[0])
+            said.append(f"{key} = {written[0]}")
+        cfg["results"] = str(base_results.parent / new.stem)
+        dlc.validate(copy.deepcopy(cfg), memory=False, source=new)
+        storage.check_output_folder(Path(cfg["results"]), what="NEW's results folder")
+    except SweepError as e:
+        raise ForkError(str(e)) from None
+    except dlc.ConfigError as e:
+        raise ForkError(f"{new}: {e}") from None
+    except storage.OutputRefused as e:
+        raise ForkError(str(e)) from None
+    head = f"# written by depthlab fork from {source}, with:\n" + "".join(f"#   {line}\n" for line in said)
+    try:
+        storage.write_user_file((head + yaml.safe_dump(cfg, sort_keys=False)).encode(), new, what="NEW")
+    except storage.OutputRefused as e:
+        raise ForkError(str(e)) from None
+    return new
+
+
 KILL_AFTER = "DEPTHLAB_TEST_FORK_KILL_AFTER"  # tests: SIGKILL this process after that many files taken
 
 
@@ -250,7 +308,8 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
     base, _ = results_of(base_arg)
     if not Path(new_arg).is_file():
         raise ForkError(f"{new_arg}: NEW must be a config file (the fork takes from BASE what NEW's config would compute "
-                        "identically, so it needs NEW's values)")
+                        "identically, so it needs NEW's values): copy BASE's and edit it, or give the changes with "
+                        "--set KEY=VALUE and fork writes NEW")
     new, cfg = results_of(new_arg)
     if not base.is_dir():
         raise ForkError(f"{base_arg}: its results folder {base} does not exist (has it run?)")
