@@ -2,7 +2,19 @@
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
-STAMP   := $(VENV)/.installed
+# TORCH picks where torch comes from (README 'Install'): unset, pip's own index (on PyPI the Linux wheel carries CUDA:
+# about 3 GB of nvidia-* packages; on a machine whose pip has a local wheel folder, that wheel); cpu, PyTorch's CPU
+# index (a laptop, about 200 MB); cu126 / cu128, its CUDA index (a GPU machine).  Only torch and its own dependencies
+# come from that index, at the pinned version; everything else as constrained.  Setting another TORCH reinstalls torch
+# alone (unset keeps an installed torch of the pinned version, whichever build).
+TORCH   ?=
+TORCH_ROUTES := cpu cu126 cu128
+ifneq ($(filter-out $(TORCH_ROUTES),$(TORCH)),)
+$(error TORCH=$(TORCH): one of $(TORCH_ROUTES), or unset for pip's own index)
+endif
+TORCH_VERSION := $(shell sed -n 's/^torch==//p' envs/constraints.txt)
+TORCH_INDEX := https://download.pytorch.org/whl/$(TORCH)
+STAMP   := $(VENV)/.installed$(if $(TORCH),-$(TORCH))
 CONFIG  ?= config/config.yaml
 # the HTML report: into the config's results folder (results/<config name>/report.html) unless REPORT says otherwise
 REPORT  ?=
@@ -41,8 +53,12 @@ setup: $(STAMP)
 $(STAMP): envs/requirements.txt envs/constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(if $(TORCH),$(BIN)/python -m pip install --quiet --force-reinstall --no-deps "torch==$(TORCH_VERSION)" --index-url "$(TORCH_INDEX)")
+	$(if $(TORCH),$(BIN)/python -m pip install --quiet "torch==$(TORCH_VERSION)" --index-url "$(TORCH_INDEX)" -c envs/constraints.txt)
 	$(BIN)/python -m pip install --quiet -r envs/requirements.txt -c envs/constraints.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@$(BIN)/python -c "import torch; c = torch.version.cuda; print(f'make setup: torch {torch.__version__}, a', f'CUDA {c}' if c else 'CPU', 'build;', 'sees a GPU' if torch.cuda.is_available() else 'sees no GPU')"
+	rm -f $(VENV)/.installed $(VENV)/.installed-*
 	touch $(STAMP)
 
 run: setup check-config
