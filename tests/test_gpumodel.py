@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 
@@ -122,3 +123,32 @@ def test_plan_reads_the_refit_beside_a_gpu_costs_file_elsewhere(tmp_path):
     (tmp_path / "gpu_throughput.json").write_text(json.dumps({"r_max": 0, "h0": 500.0, "step_s": 1e-5}))
     bad = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and str(tmp_path / "gpu_throughput.json") in bad.stderr and "r_max" in bad.stderr, bad.stderr
+
+
+def test_the_workstation_profile_fits_a_gpu_day_and_dry_runs_on_the_cpu(tmp_path):
+    """config/workstation.yaml: the laptop default plus the paper-scale cells one GPU decides in about a day: <= 24 GPU
+    job-hours under device: auto, by the GPU model; it holds those cells (Fig. 3 at h = 5 000, radial nets at d = 64, the
+    fractal nets' 1e6 steps); and Snakemake's dry run of it builds its graph on a machine without a GPU."""
+    from pathlib import Path
+
+    import yaml
+
+    from depthlab import config as dlc
+    from depthlab import plan as pl
+    from helpers import smk
+
+    root = Path(__file__).resolve().parents[1]
+    raw = yaml.safe_load((root / "config" / "workstation.yaml").read_text())
+    cfg = dlc.validate(copy.deepcopy(raw), memory=False)
+    rows = pl.plan(cfg, results=root / "results" / "no-such-folder")
+    gpu = sum(r.gpu_hours_auto for r in rows if r.gpu in pl.GPU_TIMED) / 3600
+    laptop = pl.plan(dlc.validate(yaml.safe_load((root / "config" / "config.yaml").read_text()), memory=False),
+                     results=root / "results" / "no-such-folder")
+    assert sum(r.gpu_hours_auto for r in laptop if r.gpu in pl.GPU_TIMED) / 3600 < gpu <= 24
+    st = cfg["studies"]
+    assert st["mori_ueda"]["figures"]["fig3"]["width"] == 5000
+    assert 64 in st["separation"]["radial"]["dims"] and st["fractals"]["training"]["max_epochs"] == 2000
+    raw["results"] = str(tmp_path / "ws")
+    (tmp_path / "ws.yaml").write_text(yaml.safe_dump(raw))
+    dry = smk(tmp_path, "--configfile", str(tmp_path / "ws.yaml"), "--dry-run", env={"CUDA_VISIBLE_DEVICES": ""})
+    assert "mori_ueda_train" in dry.stdout + dry.stderr and not (tmp_path / "ws").exists()
