@@ -20,7 +20,7 @@ def smoke():
     return yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
 
 
-@pytest.mark.parametrize("name", ["smoke.yaml", "config.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", ["smoke.yaml", "config.yaml", "paper.yaml", "workstation.yaml"])
 def test_shipped_configs_validate_and_build_every_study(name):
     cfg = dlc.load(ROOT / "config" / name)
     assert sorted(cfg["studies"]) == sorted(STUDIES), f"{name} should configure every study"
@@ -323,7 +323,7 @@ def test_the_shipped_configs_train_every_fractal_net_with_two_seeds_or_more():
     configs give every fractal net two seeds or more, while one seed stays a valid choice for a quick look."""
     import depthlab.config as dlc
 
-    for name in ("config.yaml", "paper.yaml"):
+    for name in ("config.yaml", "paper.yaml", "workstation.yaml"):
         cfg = dlc.load(ROOT / "config" / name)
         assert len(cfg["studies"]["fractals"]["training"]["seeds"]) >= 2, name
     smoke = dlc.load(ROOT / "config" / "smoke.yaml")
