@@ -169,8 +169,13 @@ def main(argv: list[str] | None = None) -> None:
     print(f"threads: {rows[0]['threads'] if rows else '-'}")
     print(f"pruned: {rows[0]['pruned']['search'] if rows else '-'}; full: {rows[0]['full']['search'] if rows else '-'}")
     if a.out:
-        storage.write_user_file(json.dumps({"config": a.config, "halving": a.halving, "workers": a.workers, "rows": rows,
-                                            "total": tot, "ratio": ratio}, indent=1).encode(), a.out, what="--out")
+        try:
+            storage.write_user_file(json.dumps({"config": a.config, "halving": a.halving, "workers": a.workers, "rows": rows,
+                                                "total": tot, "ratio": ratio}, indent=1).encode(), a.out, what="--out")
+        except storage.OutputRefused as e:
+            raise SystemExit(f"error: {e}") from None
+        except OSError as e:  # a full disk (or /dev/full): the table above is printed; say why the file is not
+            raise SystemExit(f"error: --out {a.out}: cannot write it ({e.strerror or e}); the table is printed above") from None
 
 
 if __name__ == "__main__":

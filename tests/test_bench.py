@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -175,6 +176,12 @@ def test_search_halving_benchmark_times_both_searches_of_a_job_side_by_side(tmp_
     bad = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config", "config/smoke.yaml",
                           "--halving", "4"], cwd=root, capture_output=True, text=True, timeout=120, env=tool_env())
     assert bad.returncode != 0 and "--halving '4': expected ETA,RUNGS" in bad.stderr, bad.stdout + bad.stderr
+    if Path("/dev/full").exists():  # a full device: one line after the printed table, no traceback
+        full_dev = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config",
+                                   "config/smoke.yaml", "--jobs", "1", "--workers", "1", "--out", "/dev/full"], cwd=root,
+                                  capture_output=True, text=True, timeout=300, env=tool_env())
+        assert full_dev.returncode != 0 and "full / pruned:" in full_dev.stdout, full_dev.stdout + full_dev.stderr
+        assert "cannot write it" in full_dev.stderr and "Traceback" not in full_dev.stderr, full_dev.stderr
 
 
 def test_step_vs_stack_benchmark_times_an_epoch_per_stack_size_and_fits_a_line(tmp_path, root):
