@@ -16,9 +16,10 @@ from helpers import SmokeRun, fast_suite_smoke, smk, snapshot  # noqa: E402
 
 torch.set_num_threads(1)
 
-SLOW_REASON = ("slow set (a real one-node SLURM and its faults, the report in headless Chromium, the local chaos test, "
-               "the heaviest workflow re-runs; root, apt-get, daemons, tens of minutes): runs with `make test-slow`, "
-               "`make test SLOW=1` (what CI runs) or `pytest --run-slow`")
+SLOW_REASON = "slow set (make test-slow)"  # short: pytest prints it once per skipped location; the whole story once, below
+SLOW_STORY = ("the slow set (a real one-node SLURM and its faults, the report in headless Chromium, the local chaos test, "
+              "the heaviest workflow re-runs; root, apt-get, daemons, tens of minutes) was skipped: it runs with "
+              "`make test-slow`, `make test SLOW=1` or `pytest --run-slow`")
 
 
 def pytest_addoption(parser):
@@ -46,6 +47,13 @@ def pytest_collection_modifyitems(config, items):
     smoke = [item for item in fast if "smoke_run" in getattr(item, "fixturenames", ())]
     if smoke:
         items[:len(fast)] = smoke[:1] + [item for item in fast if item not in smoke] + smoke[1:]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Why the slow set was skipped, said once (not beside each of its tests)."""
+    if not config.getoption("--run-slow") and any(
+            getattr(r, "longrepr", None) and SLOW_REASON in str(r.longrepr) for r in terminalreporter.stats.get("skipped", [])):
+        terminalreporter.write_line(SLOW_STORY)
 
 
 @pytest.fixture(scope="session")
