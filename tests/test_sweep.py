@@ -72,7 +72,8 @@ def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_t
     rel = some.relative_to(smoke_run.results)
     assert {os.stat(f / rel).st_ino for f in (smoke_run.results, out / "v1-" f"{before}", out / "v2-0.5")} == {some.stat().st_ino}
     md = (out / "sweep.md").read_text()
-    assert f"| study | claim | subject (figure) | {before} | 0.5 |" in md
+    assert f"| study | claim | subject (figure) | {before} (the config's own) | 0.5 |" in md
+    assert f"whose own value is {before};" in md
     rows = [ln for ln in (out / "sweep.csv").read_text().splitlines()[1:]]
     claims = sum(len(json.loads((smoke_run.results / s / "claims.json").read_text())) for s in cfg["studies"])
     assert len(rows) == 2 * claims  # every claim row of every study, at both values
@@ -105,3 +106,19 @@ def test_two_set_options_are_a_one_line_error_not_a_silent_drop(tmp_path):
                         "--out", str(tmp_path / "sw")], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "given 2 times" in p.stderr and "seed" in p.stderr and "folds" in p.stderr, p.stderr
     assert not (tmp_path / "sw").exists()
+
+
+def test_sweep_md_names_the_configs_own_value_beside_the_swept_ones(tmp_path):
+    """The table says which swept value is the config's own, and what that value is when it is not swept."""
+    from depthlab import sweep
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text((ROOT / "config" / "smoke.yaml").read_text())
+    sw = sweep.prepare(cfg, "studies.spectra.krr.threshold=0.5,0.7", tmp_path / "sw")
+    own = sw.base_value
+    key = ("spectra", "B2", "a statement", "krr", "a subject")
+    row = {"verdict": "holds", "effect": 0.1, "stderr": 0.01}
+    md = sweep.markdown(sw, [key], [{key: row}, {key: row}])
+    assert f"whose own value is {own};" in md
+    marked = [v.written for v in sw.values if v.value == own]
+    assert md.count("(the config's own)") == 2 * len(marked)  # in both tables, only for the config's own value

@@ -143,6 +143,7 @@ class Sweep:
     folder: Path
     base: Path | None  # CONFIG's own results folder, when it holds a run
     values: list[Value] = field(default_factory=list)
+    base_value: Any = None  # CONFIG's own value of the key (defaults filled in), shown beside the swept ones
 
 
 def prepare(config: str | Path, set_arg: str, out: str | Path | None = None) -> Sweep:
@@ -167,6 +168,10 @@ def prepare(config: str | Path, set_arg: str, out: str | Path | None = None) -> 
     base_results = Path(full["results"])
     folder = Path(out) if out else Path("results") / f"{Path(full['results']).name}-sweep-{re.sub(r'[^A-Za-z0-9]+', '-', parts[-1])}"
     sw = Sweep(config, key, folder, base_results if (base_results / "config.used.yaml").is_file() else None)
+    node = full
+    for part in parts:
+        node = node[part]
+    sw.base_value = copy.deepcopy(node)
     for i, (v, w) in enumerate(zip(values, written)):
         cfg = copy.deepcopy(raw)
         _set(cfg, parts, copy.deepcopy(v))
@@ -400,13 +405,19 @@ def markdown(sw: Sweep, keys: list[tuple], per: list[dict]) -> str:
         return str(x).replace("|", "\\|").replace("\n", " ")
 
     varying = sum(1 for k in keys if len({verdict(p[k]) if k in p else "" for p in per}) > 1)
-    lines = [f"# depthlab sweep: {esc(sw.key)}", "", f"Config {esc(sw.config)}; {len(keys)} claim rows, {varying} of which "
-             "change verdict between values (listed first). Each cell: the verdict, then effect +- SE.", "",
+    base = yaml.safe_dump(sw.base_value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
+    lines = [f"# depthlab sweep: {esc(sw.key)}", "", f"Config {esc(sw.config)}, whose own value is {esc(base)}; "
+             f"{len(keys)} claim rows, {varying} of which change verdict between values (listed first). Each cell: the "
+             "verdict, then effect +- SE.", "",
              "| value | results folder | stores | computed | shared with the value before | run (s) |", "|---|---|---|---|---|---|"]
+
+    def named(v: Value) -> str:
+        return esc(v.written) + (" (the config's own)" if v.value == sw.base_value else "")
+
     for v in sw.values:
-        lines.append(f"| {esc(v.written)} | {esc(v.results)} | {v.stores} | {v.computed} | {v.shared} | "
+        lines.append(f"| {named(v)} | {esc(v.results)} | {v.stores} | {v.computed} | {v.shared} | "
                      f"{'' if v.seconds is None else f'{v.seconds:.0f}'} |")
-    lines += ["", "| study | claim | subject (figure) | " + " | ".join(esc(v.written) for v in sw.values) + " |",
+    lines += ["", "| study | claim | subject (figure) | " + " | ".join(named(v) for v in sw.values) + " |",
               "|---|---|---|" + "---|" * len(sw.values)]
     for k in keys:
         study, claim, statement, fig, subject = k
