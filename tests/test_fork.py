@@ -270,7 +270,7 @@ def test_fork_set_writes_new_as_base_with_the_change_and_refuses_bad_keys_before
         return subprocess.run([str(BIN / "depthlab"), "fork", str(base), *map(str, args)], capture_output=True, text=True,
                               timeout=300)
 
-    for bad, said in ((["--set", "studies.mori_ueda.figures.fig2.nope=3"], "nope"), (["--set", "seed=1,2"], "one value"),
+    for bad, said in ((["--set", "studies.mori_ueda.figures.fig2.nope=3"], "nope"), (["--set", "seed=1,2"], "seed"), (["--set", "seed"], "KEY=VALUE"),
                       (["--set", "seed=-1"], "minimum")):
         p = fork(new_cfg, *bad)
         assert p.returncode == 2 and said in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

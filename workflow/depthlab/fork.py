@@ -108,7 +108,6 @@ def write_new(base_arg: str | Path, new_arg: str | Path, sets: list[str]) -> Pat
 
     from . import config as dlc
     from . import storage
-    from .sweep import SweepError, _set, parse_set
 
     new = Path(new_arg)
     if new.exists() or new.is_symlink():
@@ -128,20 +127,26 @@ def write_new(base_arg: str | Path, new_arg: str | Path, sets: list[str]) -> Pat
         base_results = Path(p if p.is_dir() else dlc.validate(copy.deepcopy(raw), memory=False, source=source)["results"])
         cfg = copy.deepcopy(raw)
         said = []
-        for arg in sets:
-            key, values, written = parse_set(arg)
-            if len(values) != 1:
-                raise ForkError(f"--set {key}: one value per --set in a fork (got {len(values)}: {', '.join(written)}); "
-                                "`depthlab sweep` runs one per value")
+        for arg in sets:  # parsed here, not by depthlab.sweep (which imports this module): KEY=VALUE, VALUE as YAML
+            key, eq, written = (x.strip() for x in arg.partition("="))
+            if not eq or not key or not written:
+                raise ForkError(f"--set {arg!r}: write KEY=VALUE (e.g. studies.mori_ueda.figures.fig1.seeds=[0,1])")
             if key == "results":
                 raise ForkError("--set results: NEW's folder is named after NEW's file (results/<NEW's name>)")
-            _set(cfg, key.split("."), values[0])
-            said.append(f"{key} = {written[0]}")
+            try:
+                value = yaml.safe_load(written)
+            except yaml.YAMLError as e:
+                raise ForkError(f"--set {key}: the value {written!r} is not YAML ({getattr(e, 'problem', None) or e})") from None
+            node = cfg
+            for part in key.split(".")[:-1]:
+                if not isinstance(node.get(part), dict):
+                    node[part] = {}
+                node = node[part]
+            node[key.split(".")[-1]] = value
+            said.append(f"{key} = {written}")
         cfg["results"] = str(base_results.parent / new.stem)
         dlc.validate(copy.deepcopy(cfg), memory=False, source=new)
         storage.check_output_folder(Path(cfg["results"]), what="NEW's results folder")
-    except SweepError as e:
-        raise ForkError(str(e)) from None
     except dlc.ConfigError as e:
         raise ForkError(f"{new}: {e}") from None
     except storage.OutputRefused as e:
