@@ -64,6 +64,21 @@ DRIVER = """<script>
             }
             seen.image = img ? { complete: img.complete, width: img.naturalWidth, height: img.naturalHeight } : null;
             out.injected += injected();
+          } else if (String(r.mime_type) === "text/html") {
+            // a claims page or the config, shown in place: the app's frame holds it (a data: frame's own document is
+            // another origin, so what it holds is read by parsing the same address)
+            app.setView({ content: "html", contentPath: r.data_uri, resultPath: path });
+            let frame = null;
+            for (let i = 0; i < 40 && !frame; i++) {
+              await sleep(50);
+              frame = Array.from(document.querySelectorAll("iframe")).find((x) => x.getAttribute("src") === r.data_uri);
+            }
+            const doc = new DOMParser().parseFromString(await (await fetch(r.data_uri)).text(), "text/html");
+            seen.page = { shown: !!frame, height: frame ? frame.getBoundingClientRect().height : 0,
+                          tables: doc.querySelectorAll("table").length, pre: doc.querySelectorAll("pre").length,
+                          verdicts: doc.querySelectorAll("td[class^='v-']").length,
+                          states: Array.from(new Set(Array.from(doc.querySelectorAll("td[class^='v-']")).map((x) => x.className))) };
+            out.injected += injected();
           }
           out.results.push(seen);
         }
@@ -137,6 +152,9 @@ def problems(seen: dict, log: str, categories: dict) -> list[str]:
                     out.append(f"{path}: empty caption ({caption!r})")
                 if r["mime"].startswith("image/") and not (r["image"] and r["image"]["complete"] and r["image"]["width"] > 0):
                     out.append(f"{path}: the image did not load ({r['image']})")
+                if r["mime"] == "text/html" and not (r.get("page") and r["page"]["shown"] and r["page"]["height"] > 0
+                                                     and (r["page"]["tables"] or r["page"]["pre"])):
+                    out.append(f"{path}: the page is not shown in place ({r.get('page')})")
     for title in STUDY_TITLES:
         if _html.unescape(title) not in seen["front"]:
             out.append(f"the front page does not mention {_html.unescape(title)}")

@@ -5,6 +5,7 @@ the check can fail.  Slow set (Debian's chromium is installed with apt-get when 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from helpers import smk
 
 import report_browser as rb
+from depthlab.forest import STATES  # the four verdict states (a question's row says 'answer')
 
 pytestmark = [pytest.mark.slow]
 
@@ -46,6 +48,16 @@ def test_the_smoke_report_reads_in_headless_chromium(smoke_run, tmp_path, browse
     assert len(shown) == figures + len(run.config["studies"])  # every figure and every study's forest plot
     forests = [r for r in shown if r["path"].endswith("/claims.forest.png")]  # issue 54 item 4: one per study, drawn
     assert len(forests) == len(run.config["studies"]) and all(r["image"]["width"] > 0 for r in forests), forests
+    # each study's verdict table is in the page, not a download: its claims page is shown in place, with one coloured
+    # verdict cell per row of its claims.json; the index and the config are pages too
+    pages = {r["path"]: r["page"] for r in seen["results"] if r["mime"] == "text/html"}
+    for study in run.config["studies"]:
+        (page,) = [v for k, v in pages.items() if k.endswith(f"/{study}/claims.html")]
+        rows = [r for r in json.loads((run.results / study / "claims.json").read_text()) if r["verdict"] in STATES]
+        assert page["shown"] and page["height"] > 100 and page["verdicts"] == len(rows), (study, page, len(rows))
+    (index,) = [v for k, v in pages.items() if k.endswith("/claims.html") and k.split("/")[-2] not in run.config["studies"]]
+    (config,) = [v for k, v in pages.items() if k.endswith("/config.used.html")]
+    assert index["shown"] and index["tables"] >= 3 and config["shown"] and config["pre"] == 1, (index, config)
     # the same walk on a report whose first figure's bytes are broken fails, naming it
     text = report.read_text(encoding="utf-8")
     first = sorted(p for subs in cats.values() for s, ps in subs.items() if s == "Figures" for p in ps)[0]

@@ -121,8 +121,8 @@ def test_changing_one_depth_reruns_only_that_depth_and_the_figure(smoke_run, tmp
     targets = sorted(fig2["targets"])
     expected = {f"mori_ueda/fig2/{kind}/{t}/L3.zarr" for t in targets for kind in ("lrsearch", "train", "ntk")}
     expected |= {f"mori_ueda/figures/fig2.{ext}" for ext in ("png", "pdf", "csv", "provenance.json")}
-    expected |= {"mori_ueda/claims.md", "mori_ueda/claims.json", "mori_ueda/claims.forest.png",
-                 "mori_ueda/claims.provenance.json", "claims.md", "claims.provenance.json"}
+    expected |= {"mori_ueda/claims.md", "mori_ueda/claims.json", "mori_ueda/claims.forest.png", "mori_ueda/claims.html",
+                 "mori_ueda/claims.provenance.json", "claims.md", "claims.html", "claims.provenance.json"}
     assert rerun == expected
     for t in targets:  # the first depth's stores are the very ones from before
         assert after[f"mori_ueda/fig2/train/{t}/L{old[0]}.zarr"] == before[f"mori_ueda/fig2/train/{t}/L{old[0]}.zarr"]
@@ -206,7 +206,7 @@ def test_documented_make_commands(smoke_run, tmp_path):
     for study in run.config["studies"]:
         for fig in get_study(study).figures(run.config):
             assert f"{study} / {fig}" in html, (study, fig)  # its caption
-    assert "claims.md" in html and "config.used.yaml" in html
+    assert "claims.html" in html and "config.used.html" in html  # shown in place: pages, not markdown downloads
 
 
 def test_documented_snakemake_command(smoke_run, tmp_path):
@@ -374,7 +374,8 @@ def test_a_study_is_one_folder(smoke_run, tmp_path):
     assert jobs == Counter({"tiny_draws": 2, "figure": 1, "claims": 1, "claims_index": 1, "config_snapshot": 1, "all": 1})
     smk(run.work, "--configfile", str(cfg_path), env=env)
     after = files(run.results)
-    assert {k for k in before if after[k] != before[k]} == {"claims.md", "claims.provenance.json"}, "no other study reran"
+    assert {k for k in before if after[k] != before[k]} == {"claims.md", "claims.html", "claims.provenance.json"}, \
+        "no other study reran"
     verdict = json.loads((run.results / "tiny" / "claims.json").read_text())[0]
     assert verdict["claim"] == "T1" and verdict["holds"] is not None
     p = audit(tmp_path, str(run.results / "claims.md"), "--configfile", str(cfg_path), env=env)

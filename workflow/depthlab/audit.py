@@ -429,6 +429,8 @@ def audit_claims(a: Audit, rel: str, depth: int, expect_record: str | None = Non
         _same_file(a, depth + 1, md.with_suffix(".json"), rec.get("json_sha256"), "the verdicts")
     if "forest_sha256" in rec:
         _same_file(a, depth + 1, md.with_suffix(".forest.png"), rec.get("forest_sha256"), "the forest plot")
+    if "html_sha256" in rec:
+        _same_file(a, depth + 1, md.with_suffix(".html"), rec.get("html_sha256"), "the report's page")
     if rec.get("study") != "*":
         a.claims[rel] = rec
         _check_code(a, depth + 1, rel, rec)

@@ -147,8 +147,12 @@ def run_claims(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
     record["inputs"] = {name: _file_input(p, results) for name, p in sorted(inputs.items())}
     record["json_sha256"] = storage.write_text(render.verdicts_json(verdicts), out.with_suffix(".json"))
     storage.failpoint("claims")
-    record["md_sha256"] = storage.write_text(render.claims_markdown(study.title, verdicts, notes), out)
-    from . import forest
+    text = render.claims_markdown(study.title, verdicts, notes)
+    record["md_sha256"] = storage.write_text(text, out)
+    from . import forest, htmlpage
+
+    # the same report as a page the HTML report shows in place (it downloads a markdown item)
+    record["html_sha256"] = storage.write_text(htmlpage.markdown_page(f"{study.title}: claims", text), out.with_suffix(".html"))
 
     record["forest_sha256"] = storage.write_bytes(forest.png(forest.run_figure(study.title, [v.as_dict() for v in verdicts])),
                                                   out.with_suffix(".forest.png"))
@@ -283,7 +287,11 @@ def index(args: argparse.Namespace) -> None:
     record = {"study": "*", "stage": "index", "job": {}, "path": storage.relpath(out, args.results),
               "code_version": prov.code_version(), "inputs": {n: _file_input(p, args.results) for n, p in sorted(inputs.items())},
               "scale": args.scale}
-    record["md_sha256"] = storage.write_text(claims.render_index(rows, smoke=args.scale == "smoke"), out)
+    text = claims.render_index(rows, smoke=args.scale == "smoke")
+    record["md_sha256"] = storage.write_text(text, out)
+    from . import htmlpage
+
+    record["html_sha256"] = storage.write_text(htmlpage.markdown_page("depthlab claims: every study", text), out.with_suffix(".html"))
     storage.failpoint("index")
     storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
     log.info("wrote %s", out)
@@ -296,8 +304,13 @@ def snapshot(args: argparse.Namespace) -> None:
     head = ("# The config this run used (validated, defaults filled in): a valid config that reruns the same jobs.\n"
             "# `device` is written as auto whatever the run asked for, and `device_by_study` is left out: neither is a\n"
             "# rerun trigger, and each store records the device it ran on.\n")
+    from . import htmlpage
+
     data = {**json.loads(args.config_json), "device": "auto"}
-    storage.write_text(head + yaml.safe_dump(data, sort_keys=True), args.output)
+    text = head + yaml.safe_dump(data, sort_keys=True)
+    storage.write_text(text, args.output)
+    # beside it, the page the HTML report shows in place (config.used.html)
+    storage.write_text(htmlpage.text_page("The config this run used", text), Path(args.output).with_suffix(".html"))
 
 
 def _load_or_exit(path: str, memory: bool = True) -> dict:

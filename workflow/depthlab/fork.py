@@ -388,8 +388,9 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
         except (OSError, ValueError):
             crec = None
         if figures_taken == len(study.figures(cfg)) and _same(crec, cspec, prov.code_fingerprint(cstage.fingerprint_modules)):
-            for f in ("claims.md", "claims.json", "claims.forest.png", "claims.provenance.json"):
-                if f != "claims.forest.png" or (base / name / f).is_file():  # a run older than the forest plots has none
+            for f in ("claims.md", "claims.json", "claims.forest.png", "claims.html", "claims.provenance.json"):
+                if f in ("claims.md", "claims.json", "claims.provenance.json") or (base / name / f).is_file():  # a run
+                    # older than the forest plots or the pages has none
                     _copy(base / name / f, new / name / f, out)
             _copy_beside(base, new, Path(name) / "claims", out)
             out.claims += 1

@@ -139,7 +139,7 @@ def figure_targets(study, figure):
 def study_targets(study):
     return (
         [f for fig in get_study(study).figures(config) for f in figure_files(study, fig)]
-        + [f"{R}/{study}/claims.md"]
+        + [f"{R}/{study}/claims.md", f"{R}/{study}/claims.html"]  # the page too: a run older than it makes it
         + study_stores(study)
     )
 
@@ -172,7 +172,12 @@ def check_targets():
 
 
 def all_targets(wildcards):
-    return [f for s in STUDIES for f in study_targets(s)] + [f"{R}/claims.md", f"{R}/config.used.yaml"]
+    return [f for s in STUDIES for f in study_targets(s)] + [
+        f"{R}/claims.md",
+        f"{R}/claims.html",
+        f"{R}/config.used.yaml",
+        f"{R}/config.used.html",
+    ]
 
 
 # ---- store stages: named input and param functions per (study, stage) ----------------

@@ -44,14 +44,15 @@ rule claims:
     input:
         unpack(claims_inputs),
     output:
-        md=report(
-            f"{R}/{{study}}/claims.md",
+        md=f"{R}/{{study}}/claims.md",
+        json=f"{R}/{{study}}/claims.json",
+        html=report(
+            f"{R}/{{study}}/claims.html",
             caption="../report/claims.rst",
             category="{study}",
             subcategory="Claims",
             labels=report_labels("claims"),
         ),
-        json=f"{R}/{{study}}/claims.json",
         forest=report(
             f"{R}/{{study}}/claims.forest.png",
             caption="../report/forest.rst",
@@ -81,8 +82,9 @@ rule claims_index:
     input:
         unpack(index_inputs),
     output:
-        md=report(
-            f"{R}/claims.md", caption="../report/index.rst", category="Claims index", labels=report_labels("index")
+        md=f"{R}/claims.md",
+        html=report(
+            f"{R}/claims.html", caption="../report/index.rst", category="Claims index", labels=report_labels("index")
         ),
         provenance=f"{R}/claims.provenance.json",
     log:
@@ -103,8 +105,9 @@ rule claims_index:
 
 rule config_snapshot:
     output:
-        report(
-            f"{R}/config.used.yaml",
+        yaml=f"{R}/config.used.yaml",
+        html=report(
+            f"{R}/config.used.html",
             caption="../report/config.rst",
             category="Configuration",
             labels=report_labels("config"),
@@ -119,4 +122,4 @@ rule config_snapshot:
     params:
         config=config_json,
     shell:
-        "depthlab snapshot --config-json {params.config:q} --output {output:q} > {log:q} 2>&1"
+        "depthlab snapshot --config-json {params.config:q} --output {output.yaml:q} > {log:q} 2>&1"
