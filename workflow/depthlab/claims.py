@@ -317,7 +317,11 @@ def decide_text(v: Verdict) -> str:
 
 def _evidence(v: Verdict) -> str:
     if v.verdict == INCONCLUSIVE:
-        return f"{v.verdict}: {v.reason}. {v.evidence}{decide_text(v)}"
+        then = decide_text(v)
+        ev = v.evidence.rstrip()
+        if then and ev and not ev.endswith("."):  # "... L=2 1 budget. To decide: ...", not "... budget To decide"
+            ev += "."
+        return f"{v.verdict}: {v.reason}. {ev}{then}"
     if v.verdict == NOT_APPLICABLE:
         return f"{v.verdict}: {v.reason}. {v.evidence}"
     return v.evidence
