@@ -35,8 +35,9 @@ def legend_below(ax: plt.Axes, ncol: int = 2) -> None:
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     if unique:
-        ax.legend(unique.values(), unique.keys(), fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=ncol,
-                  frameon=False)
+        leg = ax.legend(unique.values(), unique.keys(), fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18),
+                        ncol=ncol, frameon=False)
+        leg._depthlab_below = True  # finish() moves it under the axis' tick labels and label, wherever they end
 
 
 def mean_sd(ax: plt.Axes, part: pd.DataFrame, x: str, y: str, color: object, label: str, fmt: str = "-o") -> pd.DataFrame:
@@ -51,5 +52,42 @@ def finish(fig: plt.Figure, title: str) -> plt.Figure:
     import textwrap
 
     fig.suptitle("\n".join(textwrap.wrap(title, int(fig.get_figwidth() * 11))), fontsize=10)
+    _fit_axis_labels(fig)
     fig.tight_layout()
+    _legends_below_labels(fig)
     return fig
+
+
+def _fit_axis_labels(fig: plt.Figure) -> None:
+    """Wrap an axis label longer than its axis (it would run into the next panel's, or off the canvas) onto lines
+    that fit; measured on the drawn figure."""
+    import textwrap
+
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        for label, size in ((ax.xaxis.label, ax.bbox.width), (ax.yaxis.label, ax.bbox.height)):
+            text = label.get_text()
+            if not text or "$" in text:  # mathtext is not split
+                continue
+            bb = label.get_window_extent(r)
+            length = max(bb.width, bb.height)
+            if length > 0.98 * size:
+                chars = max(12, int(len(text) * 0.95 * size / length))
+                label.set_text("\n".join(textwrap.wrap(text, chars)))
+
+
+def _legends_below_labels(fig: plt.Figure) -> None:
+    """A legend of legend_below() starts just under its axis' tick labels and label (a fixed offset lands on a long
+    or wrapped label when the panel is short)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        if leg is None or not getattr(leg, "_depthlab_below", False):
+            continue
+        bottom = ax.xaxis.get_tightbbox(r)
+        if bottom is None:
+            continue
+        y = ax.transAxes.inverted().transform((0.0, bottom.y0 - 4.0))[1]
+        leg.set_bbox_to_anchor((0.5, min(y, -0.02)), transform=ax.transAxes)

@@ -73,13 +73,13 @@ def width_figure(table: pd.DataFrame, by_params: bool, title: str) -> plt.Figure
     colors = dict(zip(depths, sns.color_palette("viridis", len(depths))))
     b = best(table, ["depth", "width", "n_params"])
     for ax, x in zip(axes, ["width", "n_params"] if by_params else ["width"]):
-        for T in depths:
+        for i, T in enumerate(depths):
             g = b[b.depth == T].sort_values(x)
             ax.plot(g[x], g.best_accuracy, "-o", color=colors[T], ms=4, label=f"depth {T}")
             _mark_unsound(ax, g[x], g.best_accuracy, g)
-            for r in g.itertuples():
-                ax.annotate(f"{r.lr:g}", (getattr(r, x), r.best_accuracy), textcoords="offset points", xytext=(2, 3),
-                            fontsize=4.5, color=colors[T])
+            for r in g.itertuples():  # every other depth's rates below its points: two depths at one width stay apart
+                ax.annotate(f"{r.lr:g}", (getattr(r, x), r.best_accuracy), textcoords="offset points",
+                            xytext=(2, 3) if i % 2 == 0 else (2, -8), fontsize=4.5, color=colors[T])
         ax.set_xscale("log")
         ax.set_xlabel({"width": "width", "n_params": "parameters"}[x] + " (numbers: the best learning rate)")
         _accuracy_axis(ax)

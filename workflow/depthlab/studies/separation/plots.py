@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -44,7 +45,8 @@ def error_figure(table: pd.DataFrame) -> plt.Figure:
     ax.axhline(1 / 12, color="grey", lw=1, label="the constant 1/2 (MSE 1/12)")
     ax.set_yscale("log")
     ax.set_xlabel("L (target $\\Delta^L$ has $2^L$ linear pieces)")
-    ax.set_ylabel("test MSE of the best net (by training loss); exact construction at 1e-12")
+    ax.set_ylabel("test MSE of the best net (by training loss);\nthe exact construction drawn at 1e-12")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # L is a whole number
     ps.legend_below(ax, ncol=1)
     return ps.finish(fig, "Telgarsky's sawtooth: what depth can express vs what training finds")
 
@@ -63,6 +65,7 @@ def pieces_figure(table: pd.DataFrame) -> plt.Figure:
         ax.plot(g.level, g.pieces, style or "none", marker=marker, color=colors[arch], label=_arch_label(arch, g), ms=6)
     ax.set_yscale("log", base=2)
     ax.set_xlabel("L")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_ylabel("linear pieces on [0, 1] (exact, from the weights)")
     ps.legend_below(ax, ncol=1)
     return ps.finish(fig, "Linear pieces found by training vs the $2^L$ of $\\Delta^L$")
