@@ -81,10 +81,14 @@ def test_the_smoke_runs_forest_plots_are_recorded_and_show_every_row(smoke_run):
         rows = json.loads((folder / "claims.json").read_text())
         fig = forest.run_figure(study, rows)
         drawn = [t.get_text() for t in fig.legends[0].get_texts()][:4]
-        counts = {s: sum(1 for r in rows if r["verdict"] == s) for s in forest.STATES}
+        from depthlab.claims import Verdict
+        from depthlab.claims import counts as index_counts
+
+        counts = dict(zip(forest.STATES, index_counts([Verdict.from_dict(r) for r in rows])))  # as the index counts
         assert drawn == [f"{s} ({counts[s]})" for s in forest.STATES]
+        assert not any(ax.get_title(loc="left").startswith("-:") for ax in fig.axes)
         fig.clf()
-        states |= {s for s, n in counts.items() if n}
+        states |= {s for r in rows for s in forest.STATES if r["verdict"] == s}
     assert states == set(forest.STATES), states  # the smoke run shows every verdict state somewhere
 
 
@@ -111,3 +115,13 @@ def test_huge_effects_are_drawn_at_the_edge_not_a_traceback():
              "stderr": None, "threshold": 0.0}]
     assert forest.png(forest.run_figure("t", rows)).startswith(b"\x89PNG")
     assert forest.png(forest.diff_figure("t", [(("x", "1", "s", "f", "a"), rows[0], rows[1])])).startswith(b"\x89PNG")
+
+
+def test_the_legend_counts_the_papers_rows_as_the_index_does_and_a_row_without_a_claim_id_is_headed_by_its_statement():
+    ext = {**ROWS[0], "scope": "extension", "claim": "-", "statement": "depth dependence"}
+    fig = forest.run_figure("t", [*ROWS, ext])
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend[:4] == ["holds (2)", "does not hold (1)", "inconclusive (1)", "not applicable (1)"]  # not 3 holds
+    assert "1 extension row(s) drawn, not counted" in " ".join(t.get_text() for t in fig.texts)
+    assert any(ax.get_title(loc="left") == "depth dependence" for ax in fig.axes)
+    fig.clf()

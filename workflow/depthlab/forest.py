@@ -75,7 +75,10 @@ def groups(rows: Iterable[dict]) -> tuple[list[tuple[str, list[dict]]], int]:
         if verdict(r) == "answer":
             questions += 1
             continue
-        out.setdefault(f"{r.get('claim', '?')}: {r.get('statement', '')}", []).append(r)
+        claim = str(r.get("claim", "?"))
+        # a row with no claim id of its own (Mori & Ueda's depth-dependence rows) is headed by its statement alone
+        head = str(r.get("statement", "")) if claim in ("-", "", "?") else f"{claim}: {r.get('statement', '')}"
+        out.setdefault(head, []).append(r)
     return list(out.items()), questions
 
 
@@ -97,6 +100,7 @@ def _draw(plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[di
     height = TOP_IN + sum(t + HEAD_IN for t in tall) + 0.1
     fig = plt.figure(figsize=(WIDTH_IN, height), dpi=DPI)
     counts = {s: 0 for s in STATES}
+    extensions = 0
     markers = ("o", "s")
     cursor = height - TOP_IN
     for (head, rows), t in zip(panels, tall):
@@ -117,8 +121,10 @@ def _draw(plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[di
                     continue
                 v = verdict(r)
                 colour = COLOURS.get(v, "#555555")
-                if v in counts:
+                if v in counts and r.get("scope") != "extension":  # counted as the index counts: the papers' rows
                     counts[v] += 1
+                elif v in counts:
+                    extensions += 1
                 e, se, th = (_clip(_num(r, k)) for k in ("effect", "stderr", "threshold"))
                 if e is not None:
                     ax.errorbar([e], [y], xerr=[[se or 0.0], [se or 0.0]], fmt=markers[k % 2], ms=4.5, capsize=2.5,
@@ -148,6 +154,9 @@ def _draw(plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[di
         handles.append(Line2D([], [], marker=markers[k % 2], ls="", color="#555555", label=f"run {side}"))
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.01, 1.0 - 0.5 / height), ncol=len(handles), fontsize=7,
                frameon=False)
+    if extensions:
+        note += (f"; the legend counts the papers' rows, as the claims index does: {extensions} extension row(s) drawn, "
+                 "not counted")
     fig.text(0.01, 1.0 - 0.08 / height, _short(title, 160) + (f"\n{note}" if note else ""), fontsize=9, va="top")
     return fig
 
