@@ -81,6 +81,17 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate mapping keys."""
 
 
+def set_dotted(cfg: dict, parts: list[str], value: Any) -> None:
+    """Set ``cfg[parts[0]]...[parts[-1]] = value``, making each missing (or non-mapping) parent a mapping: a dotted key
+    of ``sweep --set``, ``fork --set`` or ``decide`` that the raw config leaves to its default."""
+    node = cfg
+    for part in parts[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[parts[-1]] = value
+
+
 def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict[Any, int] = {}
     for k_node, _ in node.value:

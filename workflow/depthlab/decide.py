@@ -147,11 +147,11 @@ def planned_seconds(cfg: dict) -> float:
 def apply(cfg: dict, changes: list[tuple[str, Any]]) -> dict:
     """A copy of ``cfg`` with each dotted key set (a key the config leaves to its default gets its parents), as
     ``depthlab sweep --set`` sets it."""
-    from .sweep import _set
+    from .config import set_dotted
 
     out = copy.deepcopy(cfg)
     for key, value in changes:
-        _set(out, key.split("."), copy.deepcopy(value))
+        set_dotted(out, key.split("."), copy.deepcopy(value))
     return out
 
 

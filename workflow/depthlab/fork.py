@@ -127,7 +127,7 @@ def write_new(base_arg: str | Path, new_arg: str | Path, sets: list[str]) -> Pat
         base_results = Path(p if p.is_dir() else dlc.validate(copy.deepcopy(raw), memory=False, source=source)["results"])
         cfg = copy.deepcopy(raw)
         said = []
-        for arg in sets:  # parsed here, not by depthlab.sweep (which imports this module): KEY=VALUE, VALUE as YAML
+        for arg in sets:  # one value each (sweep --set's parser splits a list of them): KEY=VALUE, VALUE as YAML
             key, eq, written = (x.strip() for x in arg.partition("="))
             if not eq or not key or not written:
                 raise ForkError(f"--set {arg!r}: write KEY=VALUE (e.g. studies.mori_ueda.figures.fig1.seeds=[0,1])")
@@ -137,12 +137,7 @@ def write_new(base_arg: str | Path, new_arg: str | Path, sets: list[str]) -> Pat
                 value = yaml.safe_load(written)
             except yaml.YAMLError as e:
                 raise ForkError(f"--set {key}: the value {written!r} is not YAML ({getattr(e, 'problem', None) or e})") from None
-            node = cfg
-            for part in key.split(".")[:-1]:
-                if not isinstance(node.get(part), dict):
-                    node[part] = {}
-                node = node[part]
-            node[key.split(".")[-1]] = value
+            dlc.set_dotted(cfg, key.split("."), value)
             said.append(f"{key} = {written}")
         cfg["results"] = str(base_results.parent / new.stem)
         dlc.validate(copy.deepcopy(cfg), memory=False, source=new)
@@ -388,9 +383,10 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
         except (OSError, ValueError):
             crec = None
         if figures_taken == len(study.figures(cfg)) and _same(crec, cspec, prov.code_fingerprint(cstage.fingerprint_modules)):
+            # the report, verdicts and record always; the forest plot and the page where the base has them (a run
+            # older than either has neither)
             for f in ("claims.md", "claims.json", "claims.forest.png", "claims.html", "claims.provenance.json"):
-                if f in ("claims.md", "claims.json", "claims.provenance.json") or (base / name / f).is_file():  # a run
-                    # older than the forest plots or the pages has none
+                if f.endswith((".md", ".json")) or (base / name / f).is_file():
                     _copy(base / name / f, new / name / f, out)
             _copy_beside(base, new, Path(name) / "claims", out)
             out.claims += 1

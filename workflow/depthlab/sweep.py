@@ -108,15 +108,6 @@ def _lookup(cfg: Any, parts: list[str]) -> tuple[bool, str]:
     return True, ""
 
 
-def _set(cfg: dict, parts: list[str], value: Any) -> None:
-    node = cfg
-    for part in parts[:-1]:
-        if not isinstance(node.get(part), dict):
-            node[part] = {}
-        node = node[part]
-    node[parts[-1]] = value
-
-
 def slug(i: int, written: str) -> str:
     """A value's folder name: its index and a file-name-safe form of the value as written (``v2-0.5``, ``v1-_1_2_``)."""
     s = re.sub(r"[^A-Za-z0-9._+-]+", "_", written).strip("._") or "value"
@@ -174,7 +165,7 @@ def prepare(config: str | Path, set_arg: str, out: str | Path | None = None) -> 
     sw.base_value = copy.deepcopy(node)
     for i, (v, w) in enumerate(zip(values, written)):
         cfg = copy.deepcopy(raw)
-        _set(cfg, parts, copy.deepcopy(v))
+        dlc.set_dotted(cfg, parts, copy.deepcopy(v))
         name = slug(i, w)
         cfg["results"] = str((folder / name).resolve()) if folder.is_absolute() else str(folder / name)
         try:
