@@ -43,7 +43,7 @@ def smoke_mori_ueda_fig2() -> dict:
 
 
 def fast_suite_smoke(cfg: dict) -> dict:
-    """The smoke config as the fast suite's shared run builds it (issue 55: `make test` within 10 minutes on 2 cores).
+    """The smoke config as the fast suite's shared run builds it.
     Every study, stage, figure kind and claim checker still runs; what goes is repetition: Mori & Ueda keeps Figs. 2-4
     (a depth sweep with local and global targets, the lr sweep, label noise), the acceleration study one synthetic
     task, the spectra one sphere dimension and two learning curves, the radial targets one input distribution.  About 130 jobs

@@ -1,4 +1,4 @@
-"""Open a Snakemake HTML report in headless Chromium and walk it as a reader would (issue 39 item 7).
+"""Open a Snakemake HTML report in headless Chromium and walk it as a reader would.
 
 The report is a single page (React): a front page, a menu of categories (one per study) with subcategories (Figures,
 Claims), and each result shown on request.  Chromium runs headless on a copy of the report with two scripts added: the

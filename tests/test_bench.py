@@ -32,7 +32,7 @@ def test_bench_quick_runs_and_writes_json(tmp_path, root):
         assert min(row["batched_model_epochs_per_s"], row["plain_model_epochs_per_s"], row["torch_func_model_epochs_per_s"]) > 0
     assert {r["optimizer"] for r in data["trainer"]} == {"sgd", "adam"}
     assert "vs torch.func" in p.stdout and "goal <= 1.3" in p.stdout and "threads: torch 1" in p.stdout
-    # the compiled step beside the eager one (issue 55): both timed, the warm-up apart; or eager kept, with the reason
+    # the compiled step beside the eager one: both timed, the warm-up apart; or eager kept, with the reason
     for row in data["compiled"]:
         assert row["eager_ms_per_step"] > 0
         assert row["error"] or (row["compiled_ms_per_step"] > 0 and row["compile_warmup_s"] > 0
@@ -74,7 +74,7 @@ def _answer(q):
 
 
 def test_a_benchmark_child_that_dies_fails_the_parent_naming_its_signal(root):
-    """Issue 56 item 0: the NTK child died of SIGSEGV and the parent waited on q.get() for ever (`make bench` never
+    """The NTK child died of SIGSEGV and the parent waited on q.get() for ever (`make bench` never
     ended).  Now the parent raises, naming the signal."""
     import multiprocessing as mp
 
@@ -96,7 +96,7 @@ def test_a_benchmark_child_that_dies_fails_the_parent_naming_its_signal(root):
 
 
 def test_a_stage_process_gets_its_blas_threads_from_the_environment_and_the_ntk_switches_none(tmp_path):
-    """Issue 56 item 0: switching OpenBLAS's thread counts at run time (threadpoolctl over numpy's and scipy's two
+    """Switching OpenBLAS's thread counts at run time (threadpoolctl over numpy's and scipy's two
     libraries) crashed scipy's dpotrf at N = 20 000, and the limit never reached scipy's library, loaded inside it (a
     '1-thread' NTK ran at 190 % CPU).  A `depthlab stage` process sets the pools' threads in the environment before they
     load, and the CPU NTK path then calls no threadpool_limits: the same call sequence at N = 300 with the switch made

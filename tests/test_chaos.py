@@ -1,4 +1,4 @@
-"""Issue 41 item 3: a run killed again and again, at moments drawn from a seeded schedule, ends with the bits of an
+"""A run killed again and again, at moments drawn from a seeded schedule, ends with the bits of an
 uninterrupted run.
 
 A subset of the smoke config runs from scratch.  Each kill is a fault-injection point of depthlab's writers

@@ -62,7 +62,7 @@ def test_diff_names_the_changed_config_key_the_missing_store_and_the_moved_rows(
 
 
 def test_a_foreign_claims_file_cannot_drive_the_terminal_or_the_table_and_an_odd_verdict_is_not_holds(smoke_run, tmp_path):
-    """Issue 68 H13: raw ANSI escapes from a foreign claims.json reached the terminal; its markdown escaped | but not
+    """Raw ANSI escapes from a foreign claims.json reached the terminal; its markdown escaped | but not
     newlines; "verdict": ["x"] read as holds; a fork that had not run showed every config key as '(absent)'."""
     a, b = tmp_path / "a", tmp_path / "b"
     for f in (a, b):

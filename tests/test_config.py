@@ -103,7 +103,7 @@ CASES = [
     ("huge block", lambda c: mu_(c)["ntk"].update(block=10**7), r"ntk.block: 10000000 is greater than the maximum of 1000000"),
     ("huge epochs", lambda c: mu_(c)["training"].update(max_epochs=10**9), r"training.max_epochs: 1000000000 is greater than the maximum"),
     ("bad memory limit", lambda c: c.update(max_memory_gib=-1), r"config error at max_memory_gib: -1 is not valid under any of the given schemas"),
-    # issue 26: each of these used to pass validate and then fail, crash or hang at run time
+    # each of these used to pass validate and then fail, crash or hang at run time
     ("target named 1", lambda c: fig2(c)["targets"].update({1: fig2(c)["targets"].pop("2-local")}),
      r"config error at studies.mori_ueda.figures.fig2.targets.1: the key 1 is a int, but keys are names: quote it \('1'\)"),
     ("target named true", lambda c: fig2(c)["targets"].update({True: fig2(c)["targets"].pop("2-local")}),
@@ -118,7 +118,7 @@ CASES = [
     ("results is a file", lambda c: c.update(results=str(ROOT / "README.md")), r"config error at results: .*README.md' names an existing file"),
     ("results too long", lambda c: c.update(results="/".join(["r" * 200] * 20)), r"config error at results: .* bytes as an absolute path"),
     ("results name too long", lambda c: c.update(results="r" * 300), r"config error at results: .* has a component of 300 bytes"),
-    # issue 42 item 1: a value that can break out of a cluster job script's repr quoting (r'$(touch x)' is put on the
+    # a value that can break out of a cluster job script's repr quoting (r'$(touch x)' is put on the
     # command line as "results=r'$(touch x)'", and the node's shell runs the $(...)): refused in every key and value
     ("quote in results", lambda c: c.update(results="r'$(touch x)'"),
      r"config error at results: .* holds \"'\", which a cluster job's shell could run as code"),
@@ -127,7 +127,7 @@ CASES = [
     ("double quote in results", lambda c: c.update(results='r"x'), r"config error at results: .* holds '\"'"),
     ("backslash in results", lambda c: c.update(results="r\\x"), r"config error at results: .* holds '\\\\'"),
     ("quote in a nested value", lambda c: local2(c).update(locality="local'"), r"config error at studies.mori_ueda.figures.fig2.targets.2-local.locality: .* holds"),
-    # issue 42 item 8: names that look like depthlab's own files hid stores from `ls` and broke open_results
+    # names that look like depthlab's own files hid stores from `ls` and broke open_results
     ("target named x.zarr", lambda c: fig2(c)["targets"].update({"x.zarr": fig2(c)["targets"].pop("2-local")}),
      r"config error at studies.mori_ueda.figures.fig2.targets.x.zarr: the name 'x.zarr' ends in .zarr"),
     ("target named y.zarr.tmp-1", lambda c: fig2(c)["targets"].update({"y.zarr.tmp-1": fig2(c)["targets"].pop("2-local")}),

@@ -1,4 +1,4 @@
-"""The scripts under docs/ that publish and count a run's claims (issue 67 item 6)."""
+"""The scripts under docs/ that publish and count a run's claims."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_the_verdict_table_counts_extensions_apart(smoke_run):
 
 
 def test_rejudge_finds_no_move_on_a_run_against_itself_and_finds_a_tampered_verdict(smoke_run, tmp_path):
-    """docs/rejudge.py (issue 69): a run's tables re-judged by the same checkers give its own verdicts; a claims.json
+    """docs/rejudge.py: a run's tables re-judged by the same checkers give its own verdicts; a claims.json
     whose verdict was changed is named."""
     import json
     import shutil
@@ -74,7 +74,7 @@ def test_rejudge_finds_no_move_on_a_run_against_itself_and_finds_a_tampered_verd
 
 
 def test_compare_searches_tells_the_same_choice_from_one_within_and_one_beyond_the_cv_se(tmp_path):
-    """docs/compare_searches.py (issue 69): three pairs of rate-search stores, one per class; the epochs are summed."""
+    """docs/compare_searches.py: three pairs of rate-search stores, one per class; the epochs are summed."""
     import numpy as np
     import xarray as xr
 

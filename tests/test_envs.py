@@ -52,7 +52,7 @@ def test_conda_env_matches_pip_pins():
 
 
 def test_a_wheel_installed_elsewhere_validates_audits_and_plans(smoke_run, tmp_path):
-    """Issue 68 item 0b: `pip install .` (not editable) or a wheel gave a working `depthlab stage`, but `validate` and
+    """`pip install .` (not editable) or a wheel gave a working `depthlab stage`, but `validate` and
     `audit` failed with FileNotFoundError on '<site-packages>/schemas/config.schema.yaml': the schema lay beside the
     package.  It is package data now, read with importlib.resources.  The wheel is built from this checkout, installed
     into a fresh target (no editable link back to it) and run from another folder."""

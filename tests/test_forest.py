@@ -1,4 +1,4 @@
-"""Forest plots of the verdicts (issue 54 item 4): what each line draws is checked on the figure's artists, on rows
+"""Forest plots of the verdicts: what each line draws is checked on the figure's artists, on rows
 made by hand in every verdict state, before any PNG is written; then on the smoke run's own claims files."""
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def test_the_audit_names_a_replaced_forest_plot(smoke_run, tmp_path):
 
 
 def test_huge_effects_are_drawn_at_the_edge_not_a_traceback():
-    """Issue 68 H8: diff --plot with effects of +-1e308 ended in 'Axis limits cannot be NaN or Inf'."""
+    """diff --plot with effects of +-1e308 ended in 'Axis limits cannot be NaN or Inf'."""
     from depthlab import forest
 
     rows = [{"claim": "1", "statement": "s", "figure": "f", "subject": "a", "verdict": "holds", "effect": 1e308,

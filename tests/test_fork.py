@@ -1,4 +1,4 @@
-"""depthlab fork (issue 54): a new config's folder starts from a finished run's stores by hard links; its run recomputes
+"""depthlab fork: a new config's folder starts from a finished run's stores by hard links; its run recomputes
 exactly what the changed knob touches, and the base's files keep their bytes and mtimes."""
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _fork(base, new_cfg, kill=None):
 
 
 def test_a_fork_killed_at_ten_points_leaves_only_whole_stores_and_resumes_to_the_bases(smoke_run, tmp_path):
-    """Issue 68 H1: the fork linked a store's zarr.json before its chunks, so a kill -9 part way left stores with some of
+    """The fork linked a store's zarr.json before its chunks, so a kill -9 part way left stores with some of
     their files, which the next run took as finished (zarr returned fill values).  Now each store is linked into a
     temporary folder and renamed into place, and the same command resumes.  Killed ten times (each resume killed again
     further on), every store present is whole at every point, a dry run of NEW lists only what is missing, and the last
@@ -159,9 +159,9 @@ def test_a_fork_killed_at_ten_points_leaves_only_whole_stores_and_resumes_to_the
 
 
 def test_a_fork_copies_small_files_makes_linked_chunks_read_only_and_refuses_a_store_with_a_symlink(smoke_run, tmp_path):
-    """Issue 68 H5: linked claims files shared their inode (an append to the fork's claims.md changed the base's, and
-    `snakemake --touch` in the fork moved the base's mtimes); H6: a store whose chunk is a symlink forked into a store
-    without that chunk yet counted as taken; H12: the fork's copies of the base's benchmark files were measured again by
+    """Linked claims files shared their inode (an append to the fork's claims.md changed the base's, and
+    `snakemake --touch` in the fork moved the base's mtimes); a store whose chunk is a symlink forked into a store
+    without that chunk yet counted as taken; the fork's copies of the base's benchmark files were measured again by
     plan --calibrate / --check."""
     from depthlab import plan
     from depthlab.results import _stores
@@ -196,7 +196,7 @@ def test_a_fork_copies_small_files_makes_linked_chunks_read_only_and_refuses_a_s
 
 
 def test_diff_writes_its_files_only_where_it_may(smoke_run, tmp_path):
-    """Issue 68 H2: --markdown / --plot replaced whatever their path named (a symlink, /dev/stdout, a results file) and
+    """--markdown / --plot replaced whatever their path named (a symlink, /dev/stdout, a results file) and
     created missing folders.  Now a symlink or a device is written in place, a missing folder or a path inside a
     results folder is refused with one line, and nothing is created."""
     a = smoke_run.results
@@ -219,14 +219,14 @@ def test_diff_writes_its_files_only_where_it_may(smoke_run, tmp_path):
     p = run("--markdown", str(claims))
     assert p.returncode == 2 and "inside the results folder" in p.stderr, p.stderr
     assert claims.read_bytes() == before
-    # a full disk (H13: its error named an empty path): one line naming the file
+    # a full disk (its error named an empty path): one line naming the file
     p = run("--markdown", "/dev/full")
     assert p.returncode == 2 and "cannot write /dev/full" in p.stderr and "No space left" in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
 
 
 def test_a_sweep_killed_while_forking_resumes_its_forks(smoke_run, tmp_path):
-    """Issue 68 H1: a sweep killed part way through a value's fork went on with 'has begun; its run goes on from there'
+    """A sweep killed part way through a value's fork went on with 'has begun; its run goes on from there'
     on half-linked stores.  Killed at ten points, each resume takes the rest; every store present is whole."""
     cfg = copy.deepcopy(smoke_run.config)
     cfg["results"] = str(smoke_run.results)

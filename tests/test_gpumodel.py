@@ -1,4 +1,4 @@
-"""The GPU throughput model of depthlab plan (issue 69 item 3): fitted to timed points at the papers' shapes."""
+"""The GPU throughput model of depthlab plan: fitted to timed points at the papers' shapes."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_the_fit_recovers_the_constants_of_points_a_known_model_made():
 
 
 def test_the_paper_plan_fits_a_lab():
-    """Issue 69's 'done when': <= 15 000 core-hours at the calibration machine's speed, every stage's largest job <= 64
+    """<= 15 000 core-hours at the calibration machine's speed, every stage's largest job <= 64
     GiB, no 'extrapolated' on the Mori & Ueda rate search or training, and a GPU total <= 300 job-hours."""
     from pathlib import Path
 

@@ -195,7 +195,7 @@ def test_the_audit_catches_the_tampering_and_names_the_culprit(copy_run, tamper)
     assert any(culprit in p for p in problems), problems
 
 
-# ---- an audit that checks meaning, and survives hostile folders (issue 26, items 3 and 7) ----------------------------
+# ---- an audit that checks meaning, and survives hostile folders ----------------------------
 
 FIG = "mori_ueda/figures/fig2"
 STORE = "mori_ueda/fig2/train/2-local/L1.zarr"
@@ -363,7 +363,7 @@ def test_a_file_made_from_another_config_than_config_used_is_a_note(copy_run):
     assert au.run(str(copy_run / f"{FIG}.png"), None, strict=True).problems
 
 
-# ---- one run per results folder; stale temporaries only of dead writers (issue 26, item 5) --------------------------
+# ---- one run per results folder; stale temporaries only of dead writers --------------------------
 
 
 def test_a_second_run_on_the_same_results_folder_from_another_directory_fails_naming_the_holder(tmp_path):
@@ -451,7 +451,7 @@ def test_the_clean_up_of_a_failed_write_outlasts_writer_threads_that_recreate_th
     assert st.discard_own_tmp(out)  # nothing there: fine
 
 
-# ---- a full disk (issue 26, item 8) ----------------------------------------------------------------------------------
+# ---- a full disk ----------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -496,7 +496,7 @@ def test_a_job_that_runs_out_of_space_says_so_in_its_log_and_in_snakemakes_outpu
 
 @pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_forged_store_survives_a_rebuild_and_the_audit_but_not_a_reproduction(smoke_run, tmp_path):
-    """Issue 42 item 2.  Change test_error in one training store, rewrite only that store's content_hash and record_hash
+    """Change test_error in one training store, rewrite only that store's content_hash and record_hash
     with the package's own functions, touch it and rerun: the figure, the claims and the index are rebuilt from the
     forged number and `audit --strict` passes (the folder agrees with itself).  `audit --job STORE` re-runs the store's
     job from its recorded spec and inputs and names it; `--reproduce N` on an unforged copy passes."""
@@ -522,7 +522,7 @@ def test_a_forged_store_survives_a_rebuild_and_the_audit_but_not_a_reproduction(
     clean = smoke_run.copy(tmp_path / "clean")
     p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(clean.results / "claims.md"), "--reproduce", "5",
                         "--seed", "3"], capture_output=True, text=True, cwd=tmp_path, timeout=900)
-    # the 5 drawn and the upstream stores their re-runs read (issue 56 item 12)
+    # the 5 drawn and the upstream stores their re-runs read
     assert p.returncode == 0 and p.stdout.count("reproduced ") >= 5 and "upstream store(s)" in p.stdout, \
         p.stdout[-3000:] + p.stderr[-2000:]
 
@@ -573,7 +573,7 @@ class _Output:
 
 @pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_second_job_on_the_same_store_waits_and_takes_over_only_once_the_first_is_gone(smoke_run, tmp_path):
-    """Issue 42 item 6 (and issue 41's killed submit host): a job orphaned by `kill -9` of Snakemake keeps writing its
+    """A job orphaned by `kill -9` of Snakemake keeps writing its
     store; the next run started the same store job beside it, sharing its checkpoint and log.  Now the second job waits
     on the store's lock, and takes it over when the first is gone; the store is written once, to the bits of an
     undisturbed run.  The first job is held (SIGSTOP) once it has the lock, so no timing decides what the test sees."""
@@ -613,7 +613,7 @@ def test_a_second_job_on_the_same_store_waits_and_takes_over_only_once_the_first
 
 
 def test_a_job_of_a_replaced_run_does_nothing_and_a_store_a_killed_run_finished_is_kept(smoke_run, tmp_path, monkeypatch):
-    """Issue 41 item 2, the parts a cluster is not needed for.  A job that SLURM starts for a run whose Snakemake was
+    """The parts of a cluster run that need no cluster.  A job that SLURM starts for a run whose Snakemake was
     killed and restarted since (requeued, or pending when the submit host died) must not run: the lock file names the
     newer run.  And a store that such a job finished after its Snakemake died (Snakemake still marks it incomplete) is
     set aside by the restart and moved back into place by the job that reruns it, the same file, not computed again;
@@ -668,7 +668,7 @@ def test_a_job_of_a_replaced_run_does_nothing_and_a_store_a_killed_run_finished_
 
 
 def test_a_restart_cancels_the_killed_runs_queued_jobs_and_waits_for_its_running_ones(tmp_path, monkeypatch):
-    """Issue 41 item 2 with a stand-in SLURM (squeue and scancel scripts): Snakemake's incomplete marks name the jobs of
+    """A stand-in SLURM (squeue and scancel scripts): Snakemake's incomplete marks name the jobs of
     the killed run; the restart cancels the queued one, waits until the running one has left the queue, and ignores
     marks without a job id (a local run's) and jobs SLURM no longer knows."""
     import base64
@@ -717,7 +717,7 @@ def test_a_restart_cancels_the_killed_runs_queued_jobs_and_waits_for_its_running
 
 @pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_forged_store_whose_record_names_a_gpu_is_not_waved_through(copy_run, tmp_path):
-    """Issue 56 item 1: forge test_error, set the record's device to a GPU, rewrite the hashes: `audit --strict --job` said
+    """Forge test_error, set the record's device to a GPU, rewrite the hashes: `audit --strict --job` said
     'not reproducible bit for bit on this CPU; not re-run' and exited 0.  The device is a field the forger writes: an
     unchecked store is a failure under --strict and whenever it is named with --job, and a note that says so otherwise."""
     results = copy_run
@@ -739,7 +739,7 @@ def test_a_forged_store_whose_record_names_a_gpu_is_not_waved_through(copy_run, 
 
 
 def test_a_results_folder_inside_a_store_or_another_results_folder_or_the_code_is_refused(copy_run, tmp_path):
-    """Issue 56 item 2: `results: <A>/mori_ueda/fig2/train/2-local/L1.zarr/inner` validated and ran; A's next rebuild of
+    """`results: <A>/mori_ueda/fig2/train/2-local/L1.zarr/inner` validated and ran; A's next rebuild of
     that store replaced it by rename, and B's whole folder was gone.  Refused: a `.zarr` component, a folder inside another
     results folder or holding one, a folder inside the package."""
     import depthlab.config as dlc
@@ -755,7 +755,7 @@ def test_a_results_folder_inside_a_store_or_another_results_folder_or_the_code_i
 
 
 def test_a_second_config_with_the_same_name_and_other_values_does_not_take_over_the_folder(tmp_path):
-    """Issue 56 item 3: a/same.yaml and b/same.yaml both wrote results/same, the second silently replacing the first's
+    """A/same.yaml and b/same.yaml both wrote results/same, the second silently replacing the first's
     figures and claims.  The folder records its config; another file with other values stops, naming both files and the
     keys that differ; the same values, the same file edited, or DEPTHLAB_CONTINUE go on."""
     from depthlab import folder
@@ -782,7 +782,7 @@ def test_a_second_config_with_the_same_name_and_other_values_does_not_take_over_
     ("results", "~/x", "starts with '~'"),                                          # item 16
 ])
 def test_paths_snakemake_or_a_cluster_would_read_differently_are_refused(where, value, why):
-    """Issue 56 items 9, 15, 16: each validated and then failed later (a WorkflowError, a value escaped on the compute
+    """Each validated and then failed later (a WorkflowError, a value escaped on the compute
     node, a literal ./~ folder)."""
     import depthlab.config as dlc
 
@@ -793,7 +793,7 @@ def test_paths_snakemake_or_a_cluster_would_read_differently_are_refused(where, 
 
 
 def test_config_names_that_resolve_outside_results_are_refused_and_a_results_key_still_works(tmp_path):
-    """Issue 56 item 16: '...yaml' sent results to results/.. (the checkout root), '..yaml' to results/."""
+    """'...yaml' sent results to results/.. (the checkout root), '..yaml' to results/."""
     import depthlab.config as dlc
 
     for name in ("...yaml", "..yaml"):
@@ -806,7 +806,7 @@ def test_config_names_that_resolve_outside_results_are_refused_and_a_results_key
 
 
 def test_odd_store_lock_files_give_one_line_and_a_clean_take_over_or_refusal(tmp_path):
-    """Issue 56 items 6 and 7: a lock from another host dated in the future waited until that date (2030); a huge pid gave
+    """A lock from another host dated in the future waited until that date (2030); a huge pid gave
     an OverflowError and left the lock; a JSON list an AttributeError; a directory an IsADirectoryError and a .stale-*
     folder; pid -1 counted as alive for root (a 600 s wait); a read-only stage folder a traceback."""
     import socket
@@ -860,7 +860,7 @@ def test_odd_store_lock_files_give_one_line_and_a_clean_take_over_or_refusal(tmp
     ('{"job": "not-a-dict", "path": "x"}', "'job' is a str, not a dict"),
 ])
 def test_a_forged_provenance_attribute_gives_one_line_in_ls_audit_and_open_results(copy_run, tmp_path, forged, why):
-    """Issue 56 item 8: NaN inside a store's record made `audit` and `open_results(verify=True)` end in a ValueError
+    """NaN inside a store's record made `audit` and `open_results(verify=True)` end in a ValueError
     traceback, 100 000 brackets `ls` and `open_results` in a RecursionError, '"job": "not-a-dict"' `ls` in an
     AttributeError.  Records are read through the files' safe reader: NaN refused, depth capped, types checked."""
     import depthlab
@@ -882,7 +882,7 @@ def test_a_forged_provenance_attribute_gives_one_line_in_ls_audit_and_open_resul
 
 
 def test_make_run_refuses_a_config_nested_too_deep_for_snakemake_in_one_line(tmp_path):
-    """Issue 56 item 10: a deeply nested YAML config stopped `make run` with Snakemake's RecursionError traceback, before
+    """A deeply nested YAML config stopped `make run` with Snakemake's RecursionError traceback, before
     depthlab saw it (Snakemake loads --configfile itself).  `make run` validates the file first."""
     deep = tmp_path / "deep.yaml"
     deep.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
@@ -892,7 +892,7 @@ def test_make_run_refuses_a_config_nested_too_deep_for_snakemake_in_one_line(tmp
 
 
 def test_a_config_with_too_many_plain_keys_is_refused_fast_for_what_it_is(tmp_path):
-    """Issue 56 item 17: 200 000 plain keys were refused after 35 s with a message about aliases where there were none."""
+    """200 000 plain keys were refused after 35 s with a message about aliases where there were none."""
     import depthlab.config as dlc
 
     many = tmp_path / "many.yaml"
@@ -910,7 +910,7 @@ def test_a_config_with_too_many_plain_keys_is_refused_fast_for_what_it_is(tmp_pa
 
 
 def test_job_reruns_the_upstream_chain_so_a_forged_input_is_caught(copy_run, tmp_path):
-    """Issue 56 item 12: `audit --job STORE` on a store whose *input* was forged said 'reproduced': a re-run reads its
+    """`audit --job STORE` on a store whose *input* was forged said 'reproduced': a re-run reads its
     inputs from the folder.  The upstream chain of a chosen store is re-run too, so the forged data set is named."""
     results = copy_run
     rel = "mori_ueda/fig2/ntk/2-local/L1.zarr"

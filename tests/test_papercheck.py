@@ -1,4 +1,4 @@
-"""depthlab paper-check (issue 56 item 0): the paper config's budgets capped but never its shapes, the largest job of
+"""depthlab paper-check: the paper config's budgets capped but never its shapes, the largest job of
 each stage that fits chosen, and each run judged from its benchmark, store and log."""
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def test_the_fixed_term_is_at_most_a_start_up_and_the_total_stays_unbiased():
 
 
 def test_the_fit_learns_the_share_of_the_epoch_budget_that_a_stages_nets_really_train():
-    """Issue 55: nets that stop early train part of the budget their planned work charges.  Jobs whose seconds are
+    """Nets that stop early train part of the budget their planned work charges.  Jobs whose seconds are
     start-up + share x work / rate, each with its own share (the store's record): the fit gets the rate per unit of
     work really done and the stage's work-weighted share back, and its prediction charges a job that share of its
     budget.  Given no shares (the calibrations before), the share is 1 and the rate absorbs it, as before."""
@@ -89,7 +89,7 @@ def test_the_fit_learns_the_share_of_the_epoch_budget_that_a_stages_nets_really_
 
 
 def test_the_fit_learns_a_per_step_cost_and_prices_a_small_nets_steps_where_work_alone_could_not():
-    """Issue 55's per-step term.  Jobs of one stage whose seconds are start-up + share x (calls x c + work / rate): nets
+    """The per-step term.  Jobs of one stage whose seconds are start-up + share x (calls x c + work / rate): nets
     of widths 10-200 with the same steps, so a narrow net's time is its calls, a wide one's its arithmetic.  The fit
     gets c, the rate and both shares back, and prices the narrowest net right; the fit by work alone (the model
     before) keeps the stage's total but charges the narrow net a small part of its seconds, the error the default
@@ -267,7 +267,7 @@ def test_timings_saved_with_measure_calibrate_like_the_results_folder_and_a_gpu_
     assert pl.calibrate([saved])["written_to"] == str(tmp_path / "costs_gpu.json") and not (tmp_path / "costs.json").exists()
     stages, device, note = pl.gpu_calibration(tmp_path / "costs_gpu.json")
     assert device == "cuda:Some GPU" and "sharing it" in note and stages.keys() == a["stages"].keys()
-    # issue 42 item 5: without --costs nothing is written into the package (it marked the checkout dirty)
+    # without --costs nothing is written into the package (it marked the checkout dirty)
     assert (pl.COSTS.read_bytes(), pl.COSTS_GPU.read_bytes()) == shipped
     folder = tmp_path / "run"
     shutil.copytree(smoke_run.results / "benchmarks", folder / "benchmarks")
@@ -328,7 +328,7 @@ def test_job_requests_follow_the_job_and_grow_with_the_attempt(root):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "1e308", "-2.5"])
 def test_a_benchmark_file_with_an_impossible_time_is_refused_naming_it(tmp_path, smoke_run, value):
-    """Issue 42 item 5: negative seconds gave a cost model that predicts 0 s; nan, inf and 1e308 gave tracebacks."""
+    """Negative seconds gave a cost model that predicts 0 s; nan, inf and 1e308 gave tracebacks."""
     folder = tmp_path / "run"
     shutil.copytree(smoke_run.results / "benchmarks", folder / "benchmarks")
     shutil.copytree(smoke_run.results / "mori_ueda", folder / "mori_ueda")
@@ -343,7 +343,7 @@ def test_a_benchmark_file_with_an_impossible_time_is_refused_naming_it(tmp_path,
 
 
 def test_under_auto_a_job_the_gpu_calibration_times_slower_than_one_core_asks_for_no_gpu_and_runs_on_the_cpu(root, monkeypatch):
-    """Issue 40 item 2: small nets gain nothing from a GPU.  Where the GPU calibration timed a stage at this size and
+    """Small nets gain nothing from a GPU.  Where the GPU calibration timed a stage at this size and
     predicts the job slower than on one CPU core, device: auto asks for no GPU and the job runs on the CPU (device: cuda
     keeps it there); beyond 10x the largest job timed (an upper bound) or for a stage never timed, the GPU is kept."""
     from depthlab.cli import job_device
@@ -394,7 +394,7 @@ def test_the_gpus_a_machine_offers_come_from_cuda_visible_devices_else_nvidia_sm
 
 
 def test_locally_at_most_as_many_gpu_jobs_run_at_once_as_gpus_are_found(root, tmp_path):
-    """Issue 40 item 2: a local run caps its GPU jobs at the GPUs found (here: two, by CUDA_VISIBLE_DEVICES), unless it
+    """A local run caps its GPU jobs at the GPUs found (here: two, by CUDA_VISIBLE_DEVICES), unless it
     declares --resources gpu=N; with none found, no job asks for one (device: cuda here, so that no calibration moves a
     tiny smoke job to the CPU)."""
     from helpers import smoke_mori_ueda_fig2, smk
@@ -448,7 +448,7 @@ def test_of_the_jobs_ready_to_run_those_heading_the_longest_predicted_chains_sta
 
 
 def test_calibrate_never_writes_into_the_package_by_default(tmp_path, monkeypatch):
-    """Issue 56 item 14: `plan --calibrate` wrote the shipped costs.json when the timings file sat in the package folder
+    """`plan --calibrate` wrote the shipped costs.json when the timings file sat in the package folder
     (and `--version` then said +dirty).  The default destination inside the package is refused; --costs names it."""
     import json as _json
 

@@ -170,7 +170,7 @@ def test_the_eta_replayed_from_a_real_smoke_run_is_within_a_quarter_of_the_time_
     """The timings of a real smoke run (tests/data/smoke_jobs.tsv: the ``<log>.jobs.tsv`` that a clean `make run
     CONFIG=config/smoke.yaml` wrote, 201 jobs on 2 cores) replayed through the ETA: at 10, 25, 50 and 75 % of the jobs
     done, the time left it shows is within 25 % of the time that was left (the plan was calibrated on another smoke run).
-    Then the same timings with one stage planned ten times too long, as the fractal nets were before issue 55 (planned
+    Then the same timings with one stage planned ten times too long (planned
     at their whole epoch budget, stopped early): each stage correcting its own plan is never further off than one
     pace for the whole run (the ETA before) once that stage has a finished job, and is within 25 % where it was off
     by more than half."""
@@ -319,7 +319,7 @@ def test_a_silent_stretch_of_a_long_job_gets_a_line_on_what_runs_and_the_eta(tmp
 
 
 def test_a_tiny_heartbeat_is_raised_to_its_floor(monkeypatch):
-    """Issue 68 H10: DEPTHLAB_HEARTBEAT_S=0.001 printed 7 383 lines in 10 s, and 1e-300 printed 21 933."""
+    """DEPTHLAB_HEARTBEAT_S=0.001 printed 7 383 lines in 10 s, and 1e-300 printed 21 933."""
     for v in ("0.001", "1e-300", "9.99"):
         monkeypatch.setenv("DEPTHLAB_HEARTBEAT_S", v)
         assert progress.heartbeat_s() == progress.HEARTBEAT_MIN_S == 10.0

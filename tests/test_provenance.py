@@ -102,7 +102,7 @@ def test_the_csv_format_is_part_of_every_figure_and_claims_fingerprint(package_c
 
 
 def test_a_copy_inside_an_unrelated_repository_records_no_commit_and_a_declared_version_is_marked(tmp_path, monkeypatch):
-    """Issue 56 items 4 and 5: a copy of the code without .git, unpacked inside an unrelated git repository, recorded that
+    """A copy of the code without .git, unpacked inside an unrelated git repository, recorded that
     repository's HEAD as a clean code version; DEPTHLAB_CODE_VERSION replaced the recorded version ('deadbeef-clean' from
     a dirty tree).  Now: 'unknown' with a hash of the code files, and a declared version beside the real one."""
     import subprocess
@@ -178,7 +178,7 @@ def _import_cycles(root):
 
 
 def test_the_package_has_no_import_cycle(tmp_path):
-    """Issue 68 / DESIGN.md's two knots: provenance -> studies (BUILTIN) -> study -> provenance, and fractals/accuracy <->
+    """DESIGN.md's two knots: provenance -> studies (BUILTIN) -> study -> provenance, and fractals/accuracy <->
     fractals/specs (CHANCE and Training).  Provenance now names the built-in studies' folder itself, and CHANCE lives in
     fractals/chance.py below both.  The finder finds a cycle where there is one (a package written here)."""
     from depthlab import provenance as P

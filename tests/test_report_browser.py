@@ -1,4 +1,4 @@
-"""Issue 39 item 7: the smoke report, in a real browser.  Headless Chromium opens `make report`'s page, visits every
+"""The smoke report, in a real browser.  Headless Chromium opens `make report`'s page, visits every
 study's category and every result, and the test fails on a missing image, an empty caption, a console error or a
 front page that leaves a study out.  The same walk on a copy of the report with one figure's bytes broken must fail:
 the check can fail.  Slow set (Debian's chromium is installed with apt-get when missing)."""
@@ -46,7 +46,7 @@ def test_the_smoke_report_reads_in_headless_chromium(smoke_run, tmp_path, browse
     shown = [r for r in seen["results"] if r["mime"].startswith("image/")]
     figures = sum(len(p) for subs in cats.values() for s, p in subs.items() if s == "Figures")
     assert len(shown) == figures + len(run.config["studies"])  # every figure and every study's forest plot
-    forests = [r for r in shown if r["path"].endswith("/claims.forest.png")]  # issue 54 item 4: one per study, drawn
+    forests = [r for r in shown if r["path"].endswith("/claims.forest.png")]  # one per study, drawn
     assert len(forests) == len(run.config["studies"]) and all(r["image"]["width"] > 0 for r in forests), forests
     # each study's verdict table is in the page, not a download: its claims page is shown in place, with one coloured
     # verdict cell per row of its claims.json; the index and the config are pages too
@@ -76,7 +76,7 @@ HOSTILE = "r &lt;depthlabpwn&gt;x &#60;img src=x onerror=console.error(1)&#62; j
 
 
 def test_a_report_of_a_folder_with_markup_in_its_name_runs_no_script(smoke_run, tmp_path, browser):
-    """Issue 56 item 18: the report built from a config whose `results:` path holds hostile text shows it as text."""
+    """The report built from a config whose `results:` path holds hostile text shows it as text."""
     import yaml
 
     run = smoke_run.copy(tmp_path / "run")

@@ -218,7 +218,7 @@ def test_the_worked_example_runs_on_the_smoke_results_and_agrees_with_the_csv(sm
 
 
 def test_a_study_opens_as_one_datatree_and_the_readme_example_has_no_nan(smoke_run):
-    """Issue 39 item 5: `open_results(results, study)` is an xarray.DataTree of the study's stages; the README's example
+    """`open_results(results, study)` is an xarray.DataTree of the study's stages; the README's example
     returned 6 of 8 values as NaN (each job's chosen lr was a dimension); `converged` stays bool."""
     import depthlab
 

@@ -70,7 +70,7 @@ def test_smoke_figure_runs_through_slurm(cluster, tmp_path):
     log += "".join(f.read_text() for f in sorted((tmp_path / "results" / "smoke" / "logs" / "snakemake").glob("*.log")))
     submitted = [line for line in log.splitlines() if "has been submitted with SLURM jobid" in line]
     groups = [line for line in log.splitlines() if "Group job depthlab_stores" in line]
-    # issue 40 item 4: the store jobs go as group jobs (the profile packs 2 chains into one sbatch); figures, claims and
+    # the store jobs go as group jobs (the profile packs 2 chains into one sbatch); figures, claims and
     # the index run on this host
     assert 1 <= len(submitted) == len(groups) <= 2, submitted + groups
     assert "localrule figure" in log
@@ -79,7 +79,7 @@ def test_smoke_figure_runs_through_slurm(cluster, tmp_path):
     assert rec["stage"] == "train" and rec["device"].startswith("cpu")
 
 
-# ---- issue 41: what a cluster throws at a run ------------------------------------------------------------------------
+# ---- what a cluster throws at a run ------------------------------------------------------------------------
 
 
 def _queue() -> list[tuple[str, str, str]]:
@@ -123,7 +123,7 @@ def _incomplete_marks(folder: Path) -> set[str]:
 
 @pytest.mark.chaos
 def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the_bits_of_a_local_run(cluster, tmp_path):
-    """Issue 41 items 1 and 2 on the one-node cluster, with a fault schedule seeded and printed: `scancel` one running
+    """On the one-node cluster, with a fault schedule seeded and printed: `scancel` one running
     store job, `scontrol requeue` another, cut a third's time limit to one minute (SLURM kills it at TIMEOUT and the
     profile's retry resumes it from its checkpoint; the test waits for that retry), then `kill -9` the submit host's
     Snakemake while jobs are queued or running and restart it as the README says.  A job the killed run left in SLURM
@@ -139,7 +139,7 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     cfg_path = _chaos_config(tmp_path)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.pop("DEPTHLAB_TEST_HOLD", None)
-    # issue 56 item 19: every job of the cluster run waits after each checkpoint it writes until the test releases it
+    # every job of the cluster run waits after each checkpoint it writes until the test releases it
     # (depthlab.checkpoint._test_hold), so the faults land on running, resumable jobs whatever the machine's speed
     hold = tmp_path / "hold"
     hold.mkdir()
@@ -164,7 +164,7 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     print(f"SLURM chaos schedule (DEPTHLAB_CHAOS_SEED={seed}): {faults}, then kill -9 of the submit host's Snakemake")
     first_log, again_log = open(tmp_path / "first.log", "w"), open(tmp_path / "restart.log", "w")  # files: a full pipe blocks
     p = subprocess.Popen(slurm, env=held_env, stdout=first_log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:  # whatever happens below (issue 68): the holds are released, both Snakemakes stopped, SLURM's queue emptied
+    try:  # whatever happens below: the holds are released, both Snakemakes stopped, SLURM's queue emptied
         _chaos(p, slurm, hold, held_env, rng, faults, again_log, tmp_path, work, local)
     finally:
         (hold / "release").touch()

@@ -72,7 +72,7 @@ CONFIG = "results: r\ndevice: cpu\nseed: 0\nstudies:\n  tiny:\n    sizes: [5, 10
 
 
 def test_a_quote_in_a_config_value_or_the_working_directory_never_reaches_a_job_script(tmp_path):
-    """Issue 42 item 1.  The executor puts --config values on the job's command line quoted with Python's repr:
+    """The executor puts --config values on the job's command line quoted with Python's repr:
     results=r'$(touch x)' arrives as "results=r'$(touch x)'", whose $(...) the compute node's shell runs.  Such a value
     is refused by the validator before anything is submitted, and so is a working directory holding a quote (it reaches
     the script through --wait-for-files)."""
@@ -140,7 +140,7 @@ def _arg(argv: list[str], flag: str) -> str | None:
 
 
 def test_store_jobs_go_to_slurm_in_few_submissions_that_ask_for_what_their_jobs_need(tmp_path):
-    """Issue 40 item 4.  With one chain per submission (group-components 1) each draws job of the tiny study asks for
+    """With one chain per submission (group-components 1) each draws job of the tiny study asks for
     its own memory, from its spec's estimate (the 10^8-draw job for more); with the profile's packing (2 chains per
     sbatch) both go in one submission asking for the sum of the two, on two CPUs (both run at once, under the profile's
     4-core cap)."""
@@ -175,7 +175,7 @@ def _mori_ueda_fig2(path: Path) -> None:
 
 
 def test_device_auto_asks_a_cluster_for_a_gpu_only_when_the_run_declares_gpus(tmp_path):
-    """Issue 40 item 4: `device: auto` on a cluster asks for no GPU unless the run declares how many may be in use
+    """`device: auto` on a cluster asks for no GPU unless the run declares how many may be in use
     (`--resources gpu=N`, the SLURM profile's `resources:`); then the submission holding the nets asks for them."""
     fake, log, env = _fake_slurm(tmp_path)
     env = {**env, "DEPTHLAB_COSTS_GPU": str(tmp_path / "none.json")}  # no GPU calibration: no tiny job moved to the CPU
@@ -194,7 +194,7 @@ def test_device_auto_asks_a_cluster_for_a_gpu_only_when_the_run_declares_gpus(tm
 
 
 def test_a_dry_run_of_the_default_config_on_the_slurm_profile_shows_at_most_100_submissions(tmp_path):
-    """Issue 40 item 4: figures, claims and the index are local rules, every store job is in a group job, and the
+    """Figures, claims and the index are local rules, every store job is in a group job, and the
     profile's packing leaves at most 100 sbatch calls for the default config (each "Group job" of the dry run is one;
     a store job outside every group would be one more)."""
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}

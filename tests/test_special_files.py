@@ -1,4 +1,4 @@
-"""Issue 42 items 3 and 4: special files (a FIFO, /dev/zero, a directory) and malformed files in a results folder or a
+"""Special files (a FIFO, /dev/zero, a directory) and malformed files in a results folder or a
 config path, for every tool outside the audit (which tests/test_hostile.py covers): each answers within a time limit,
 naming the file, with no traceback."""
 

@@ -1,4 +1,4 @@
-"""depthlab sweep (issue 54 item 3): one knob over several values, a fork and a run per value sharing every store the
+"""depthlab sweep: one knob over several values, a fork and a run per value sharing every store the
 knob does not touch, then one table of claim x value."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_t
     before = cfg["studies"]["spectra"]["krr"]["threshold"]
     key = "studies.spectra.krr.threshold"
     out = tmp_path / "sweep"
-    # from a shell without the venv on PATH (issue 68, H3): the sweep gives its runs the venv's bin/ itself
+    # from a shell without the venv on PATH: the sweep gives its runs the venv's bin/ itself
     bare = {**tool_env(), "PATH": f"{SHIMS}{os.pathsep}/usr/bin{os.pathsep}/bin"}
     p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(base), "--set", f"{key}={before},0.5", "--out",
                         str(out), "--cores", "2"], capture_output=True, text=True, timeout=1500, cwd=tmp_path,

@@ -111,7 +111,7 @@ def test_changing_one_depth_reruns_only_that_depth_and_the_figure(smoke_run, tmp
     new_cfg = tmp_path / "changed" / run.config_path.name  # same file name: the same results folder (results/smoke)
     new_cfg.parent.mkdir()
     new_cfg.write_text(yaml.safe_dump(changed))
-    # another file with other values: the folder belongs to the first config unless the run says to continue it (issue 56)
+    # another file with other values: the folder belongs to the first config unless the run says to continue it
     p = smk(run.work, "--configfile", str(new_cfg), check=False)
     assert p.returncode != 0 and "differs from it at: studies.mori_ueda.figures.fig2.depths" in p.stdout + p.stderr
     assert files(run.results) == before, "the refused run touched the folder"
@@ -222,7 +222,7 @@ def test_lint_passes(root, tmp_path):
     p = smk(tmp_path, "--configfile", str(root / "config" / "smoke.yaml"), "--lint", check=False)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "good condition" in p.stdout + p.stderr
-    # and snakefmt (issue 39: it failed on 4 files), with the project's line length (pyproject.toml [tool.snakefmt])
+    # and snakefmt, with the project's line length (pyproject.toml [tool.snakefmt])
     files = [str(root / "Snakefile"), *map(str, sorted((root / "workflow" / "rules").glob("*.smk")))]
     f = subprocess.run([str(BIN / "snakefmt"), "--check", "--config", str(ROOT / "pyproject.toml"), *files], capture_output=True, text=True)
     assert f.returncode == 0, f.stdout + f.stderr
@@ -268,7 +268,7 @@ def test_killed_run_recovers_with_the_documented_commands(smoke_run, tmp_path):
 
 @pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_store_deleted_by_hand_is_rebuilt_with_everything_downstream(smoke_run, tmp_path):
-    """Issue 42 item 7: with the figure downstream still present, `make run` said "Nothing to be done" for a store
+    """With the figure downstream still present, `make run` said "Nothing to be done" for a store
     deleted by hand (or lost when a kill interrupted its replacement).  Every store of a target is itself a target now:
     the store and what reads it are rebuilt, to the same arrays."""
     run = smoke_run.copy(tmp_path / "w")
@@ -396,7 +396,7 @@ def test_config_used_is_a_config_that_reruns_nothing_and_audits(smoke_run, tmp_p
 
 
 def test_a_study_from_the_study_path_records_its_folder_and_ls_names_it_when_the_path_is_unset(tmp_path):
-    """Issue 42 item 9: a study from DEPTHLAB_STUDY_PATH left no trace of its own code in provenance (only the checkout's
+    """A study from DEPTHLAB_STUDY_PATH left no trace of its own code in provenance (only the checkout's
     commit), and without the variable `ls` skipped its results silently."""
     import subprocess as sp
 
@@ -418,7 +418,7 @@ def test_a_study_from_the_study_path_records_its_folder_and_ls_names_it_when_the
 
 
 def test_first_day_edges_answer_in_one_line(tmp_path):
-    """Issue 39 item 6: an unknown target names the close matches and where the list is; a mistyped config path is one
+    """An unknown target names the close matches and where the list is; a mistyped config path is one
     line; `depthlab --version` names the package version and the commit; `depthlab targets` lists every target."""
     p = smk(tmp_path, "--configfile", str(ROOT / "config" / "smoke.yaml"), "-n", "mori_ueda_fg2", check=False)
     out = (p.stdout + p.stderr).strip().splitlines()
@@ -435,7 +435,7 @@ def test_first_day_edges_answer_in_one_line(tmp_path):
 
 @pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_two_configs_write_two_folders_and_neither_touches_the_other(smoke_run, tmp_path):
-    """Issue 39 item 2: every config wrote into the same results/.  Now a config without `results:` writes into
+    """Every config wrote into the same results/.  Now a config without `results:` writes into
     results/<its name>: the smoke config under two names runs into two folders, the second run leaves the first's files
     as they were, and `depthlab where` / `depthlab ls --config` find each folder from its config."""
     run = smoke_run.copy(tmp_path / "w")
@@ -456,7 +456,7 @@ def test_two_configs_write_two_folders_and_neither_touches_the_other(smoke_run, 
 
 
 def test_a_smoke_run_logs_no_warning_and_every_store_variable_is_labelled(smoke_run):
-    """Issue 39 items 4 and 5: the smoke run's job logs held 28 warnings (zarr's fixed-width strings, legends on panels
+    """The smoke run's job logs held 28 warnings (zarr's fixed-width strings, legends on panels
     with nothing labelled, means of empty slices); and no variable carried units or a long name."""
     found = [f"{p.relative_to(smoke_run.results)}: {line.strip()[:200]}" for p in (smoke_run.results / "logs").rglob("*.log")
              for line in p.read_text(errors="replace").splitlines() if "warning" in line.lower()]
@@ -475,7 +475,7 @@ def test_a_smoke_run_logs_no_warning_and_every_store_variable_is_labelled(smoke_
 
 
 def test_a_smoke_run_prints_one_line_per_job_with_an_eta(smoke_run):
-    """Issue 39 item 3: 188 smoke jobs printed 3 039 lines, some 5 200 characters wide, and nothing said when the run
+    """188 smoke jobs printed 3 039 lines, some 5 200 characters wide, and nothing said when the run
     would end.  Now: at most jobs + 20 lines, none wider than 200, each finished job's line with the progress and an
     ETA; Snakemake's full output in the results folder's log."""
     if smoke_run.terminal is None:
@@ -499,7 +499,7 @@ def test_a_smoke_run_prints_one_line_per_job_with_an_eta(smoke_run):
 
 
 def test_the_report_has_a_caption_and_labels_for_every_item(smoke_run, tmp_path):
-    """Issue 39 item 1: 27 of the 28 report captions were empty and the front page described one study.  Every item of
+    """27 of the 28 report captions were empty and the front page described one study.  Every item of
     the smoke report now has labels (study, figure, stage) and a caption; every figure's caption is its own text and
     names each claim whose verdicts cite that figure; rendering prints no docutils error."""
     run = smoke_run.copy(tmp_path / "run")
@@ -509,7 +509,7 @@ def test_the_report_has_a_caption_and_labels_for_every_item(smoke_run, tmp_path)
     text = html.read_text()
     items = json.loads(re.search(r"var results = (\{.*?\});\n", text, re.S).group(1))
     figures = {k: v for k, v in items.items() if k.endswith(".png") and "/figures/" in k}
-    forests = [k for k in items if k.endswith("/claims.forest.png")]  # issue 54: a forest plot of each study's verdicts
+    forests = [k for k in items if k.endswith("/claims.forest.png")]  # a forest plot of each study's verdicts
     expected = sum(len(get_study(s).figures(run.config)) for s in run.config["studies"])
     assert len(figures) == expected and len(forests) == len(run.config["studies"]), sorted(items)
     assert len(items) == expected + 2 * len(run.config["studies"]) + 2, sorted(items)

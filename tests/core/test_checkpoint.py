@@ -208,7 +208,7 @@ def test_malformed_checkpoint_is_ignored_and_the_run_completes(tmp_path, payload
 
 
 def test_clear_removes_exactly_the_names_a_checkpoint_writes(tmp_path):
-    """Issue 42 item 10: the clean-up removed every ``<store>.ckpt*``, a user's file included."""
+    """The clean-up removed every ``<store>.ckpt*``, a user's file included."""
     from depthlab.checkpoint import FileCheckpoint
 
     ck = FileCheckpoint(tmp_path / "L1.zarr.ckpt")
@@ -225,7 +225,7 @@ def test_clear_removes_exactly_the_names_a_checkpoint_writes(tmp_path):
 
 
 def test_a_held_job_waits_after_its_checkpoint_until_released(tmp_path, monkeypatch):
-    """Issue 56 item 19: with $DEPTHLAB_TEST_HOLD, saving a checkpoint blocks until <folder>/release exists (the SLURM
+    """With $DEPTHLAB_TEST_HOLD, saving a checkpoint blocks until <folder>/release exists (the SLURM
     chaos test's faults then land on running jobs whatever the machine's speed); unset, it never waits."""
     import threading
     import time

@@ -126,7 +126,7 @@ def test_predictions_chunked_over_training_points_match_the_whole_rows(chunk):
 
 
 def test_the_threaded_kernels_give_the_same_bits_on_one_thread_and_on_two():
-    """Issue 40 item 1: the Gram recursion, the copies and the test-row predictions run on numba's threads; each
+    """The Gram recursion, the copies and the test-row predictions run on numba's threads; each
     element is computed by one thread with the same operations, so with the BLAS held at one thread the regression's
     bits do not depend on numba's threads (1 against 2).  (The BLAS's own Cholesky changes its last bits with its
     thread count, which is why a job pins it to its threads.)  kernel_regression gives the job's (torch's) thread
@@ -156,7 +156,7 @@ def test_the_threaded_kernels_give_the_same_bits_on_one_thread_and_on_two():
 
 
 def test_the_gram_carried_from_depth_to_depth_equals_the_one_built_from_layer_one():
-    """Issue 40 item 1 (the CUDA path, run here on the CPU): gram_states advances one layer per depth and must give, at
+    """The CUDA path, run here on the CPU: gram_states advances one layer per depth and must give, at
     every depth, the kernels that appendix_a builds from Sigma^(0) on the same row tiles (the old per-depth build), to
     the bit, with any tile size; gram() puts the closed-form diagonal in."""
     x = torch.as_tensor(sample_inputs(50, 6, seed=7))

@@ -304,7 +304,7 @@ def test_empirical_ntk_equals_autograd_jacobian_products(depth):
 
 
 def test_the_blocked_kernel_product_equals_the_whole_kernel_times_the_vector():
-    """Issue 69: the lazy limit's test rows go through in blocks (no n_test x n kernel held): Theta_hat(x1, x2) @ v by
+    """The lazy limit's test rows go through in blocks (no n_test x n kernel held): Theta_hat(x1, x2) @ v by
     blocks of 3 rows against the whole kernel from empirical_ntk."""
     p = init_params(layer_sizes(3, 7, 2), np.array([0, 1]), "glorot_uniform", torch.float64)
     x1, x2 = dl.sample_inputs(10, 3, seed=1), dl.sample_inputs(6, 3, seed=2)
@@ -374,7 +374,7 @@ def test_trained_net_approaches_its_linearised_model_as_lr_falls_and_width_grows
 
 
 def test_the_large_cholesky_runs_on_one_openblas_thread_and_gives_the_same_fit(monkeypatch):
-    """Issue 68 item 0a: scipy's OpenBLAS 0.3.30 segfaults in dpotrf at N = 20 000 on 2 threads (fine on 1).  From
+    """scipy's OpenBLAS 0.3.30 segfaults in dpotrf at N = 20 000 on 2 threads (fine on 1).  From
     ONE_THREAD_CHOLESKY_N rows on the factorisation runs with scipy's pool at one thread, restored after; the fit is the
     same as on one thread throughout.  (The N = 20 000 call itself: the slow set.)"""
     from scipy.linalg import lapack
@@ -412,7 +412,7 @@ def test_the_large_cholesky_runs_on_one_openblas_thread_and_gives_the_same_fit(m
 
 @pytest.mark.slow  # minutes: N = 20 000 as the issue's probe ran it
 def test_the_ntk_at_n_20000_on_two_threads_does_not_crash_through_the_public_api(tmp_path):
-    """Issue 68 item 0a, the probe: kernel_regression(x, y, xt, [1, 2, 3], device='cpu') in a plain Python process on 2
+    """The probe: kernel_regression(x, y, xt, [1, 2, 3], device='cpu') in a plain Python process on 2
     threads, x of 20 000 x 100 on the sphere of radius 10, 1 000 test points: it died in lapack.dpotrf, 2 of 2 tries."""
     import subprocess
     import sys

@@ -142,10 +142,10 @@ def test_pruned_models_stop_at_their_rung_with_the_bits_of_a_run_to_that_rung(pr
 
 
 def test_successive_halving_chooses_among_fully_trained_candidates_and_trains_fewer_epochs(problem, result):
-    """Issue 69: the same search with eta = 3 over 2 rungs (at epochs 10 and 20 of 40): every round's worse
+    """The same search with eta = 3 over 2 rungs (at epochs 10 and 20 of 40): every round's worse
     candidates stop at a rung, recorded as pruned with their error there; the choice is a candidate trained to its end,
     near the full search's (on this toy, 40 epochs with rungs at 10 and 20, the optimiser's later proposals differ; the
-    default config's table of both searches is issue 69's check); fewer epochs in all."""
+    default config's table of both searches checks that); fewer epochs in all."""
     import dataclasses
 
     halving = dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=2)
@@ -168,7 +168,7 @@ def test_successive_halving_chooses_among_fully_trained_candidates_and_trains_fe
 
 
 def test_a_grid_in_parts_gives_the_bits_of_one_stack(problem):
-    """Issue 69: an lr sweep that outgrows a node trains in parts of whole rates (all their seeds); each model's
+    """An lr sweep that outgrows a node trains in parts of whole rates (all their seeds); each model's
     arithmetic never depends on the others', so the parts give one stack's result to the bit."""
     import torch
 
@@ -187,7 +187,7 @@ def test_a_grid_in_parts_gives_the_bits_of_one_stack(problem):
 
 
 def test_a_round_in_parts_is_halved_part_by_part(problem):
-    """Issue 69: a round with more candidates than a stack holds trains in parts; without halving the result is the
+    """A round with more candidates than a stack holds trains in parts; without halving the result is the
     one stack's to the bit (each candidate's folds share its stack)."""
     import dataclasses
 
@@ -198,7 +198,7 @@ def test_a_round_in_parts_is_halved_part_by_part(problem):
 
 
 def test_a_first_rung_on_one_fold_screens_every_candidate_and_retrains_the_kept_ones_on_every_fold(problem, result):
-    """Issue 69: with ``first_rung_folds = 1`` each round's candidates train on fold 0 only to the first rung (epoch 10
+    """With ``first_rung_folds = 1`` each round's candidates train on fold 0 only to the first rung (epoch 10
     of 40); the best ceil(n / 3) by that error go on on every fold (halved at epoch 20); a cut candidate has its fold-0
     error and NaN on the other folds, pruned on all of them.  A fold starts from the same init and data order in any
     stack, so fold 0 at the rung is the same model in the screen and in an every-fold stack.
@@ -304,7 +304,7 @@ def test_a_one_fold_first_rung_trains_no_epoch_twice_and_its_kept_candidates_are
 
 
 def test_the_screen_keeps_the_best_third_and_every_candidate_a_paired_t_test_cannot_tell_from_its_best():
-    """Issue 69: ``first_rung_se = z`` keeps, beyond the best ceil(C / eta), each candidate whose point-by-point
+    """``first_rung_se = z`` keeps, beyond the best ceil(C / eta), each candidate whose point-by-point
     errors on the screened rows exceed the best's by a mean of at most z paired SEs.  Checked against scipy's paired
     t statistic (``ttest_rel``, an independent implementation of mean(d) / (sd(d) / sqrt(n))) on 0/1 errors."""
     from scipy.stats import ttest_rel

@@ -1,5 +1,5 @@
 """The memory model of a training job (depthlab.memory.nets) against the peak resident memory of a real trainer run,
-measured in a child process (issue 56 item 0: `make paper-check` found Fig. 3's width-5000 nets planned at 20.0 GiB
+measured in a child process (`make paper-check` found Fig. 3's width-5000 nets planned at 20.0 GiB
 killed by the kernel at 22.3 GiB; the model counted two copies of the parameters where the trainer holds four)."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ print(json.dumps({"delta": peak() - before}))
 """
 
 
-@pytest.mark.parametrize("kernel,depth", [("rf_bias", 1), pytest.param("ntk", 3, marks=pytest.mark.slow)])  # one in the fast suite (issue 55)
+@pytest.mark.parametrize("kernel,depth", [("rf_bias", 1), pytest.param("ntk", 3, marks=pytest.mark.slow)])  # one in the fast suite
 def test_a_krr_jobs_gram_matrices_and_their_temporaries_are_counted(kernel, depth):
     """`make paper-check` saw the KRR job of rf_bias L1 at n = 5 000 peak at 2.05 GiB against 0.80 GiB planned: the
     model counted 4 N^2 + 3 N_test N float64s, but the kernel's elementwise temporaries and eigh's copy, eigenvectors
@@ -148,7 +148,7 @@ print(json.dumps({"delta": peak() - before}))
 
 
 def test_the_lazy_limits_test_rows_go_through_in_blocks_within_the_plan():
-    """Issue 69: entk planned 77.8 GiB at the paper's shapes, 16 GB of it the n_test x n kernel of the test rows, which
+    """entk planned 77.8 GiB at the paper's shapes, 16 GB of it the n_test x n kernel of the test rows, which
     now go through in blocks of 4096.  At N = 1 500, N_test = 12 000 (width 64, depth 2) the peak rise stays within the
     stage's plan of its own arrays and below what the whole test kernel alone would take."""
     from depthlab import memory
@@ -162,7 +162,7 @@ def test_the_lazy_limits_test_rows_go_through_in_blocks_within_the_plan():
 
 
 def test_the_learners_step_in_row_blocks_stays_within_its_block_budget():
-    """Issue 69: the paper's m = 8 192, d = 128 learner planned 82.6 GiB with every point at once.  A step at M = 4,
+    """The paper's m = 8 192, d = 128 learner planned 82.6 GiB with every point at once.  A step at M = 4,
     m = 1 024, n = 20 000 (82 M pre-activations: 328 MB a copy) with blocks of 2^22 elements peaks below one
     unblocked copy of them, and within the spec's plan (twelve block-sized arrays plus six copies of the parameters)."""
     from depthlab import memory

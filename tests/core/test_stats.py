@@ -98,7 +98,7 @@ def test_the_exact_permutation_p_equals_a_brute_force_count_over_every_permutati
 
 @pytest.mark.parametrize("seeds", [2, 3, 5])
 def test_the_trend_test_decides_a_flat_null_at_its_nominal_rate(seeds):
-    """Issue 67 item 4: 1 000 flat-null draws (no trend, SD 0.05) at depths {1, 2, 4} and {1, 2, 3, 4}: a sign is
+    """1 000 flat-null draws (no trend, SD 0.05) at depths {1, 2, 4} and {1, 2, 3, 4}: a sign is
     decided (confidence >= 0.95 either way, the checkers' rule) in at most the nominal 10 % plus 2 Monte Carlo SEs.
     The bootstrap of the means it replaced decided 22-25 % at 3 seeds (shown below on the same draws)."""
     rng = np.random.default_rng(100 + seeds)
@@ -162,7 +162,7 @@ def test_claims_json_rows_carry_the_four_fields_and_a_verdict_and_are_strict_jso
 
 @pytest.mark.parametrize("seed", range(6))
 def test_noise_inside_the_error_bar_never_flips_holds_into_does_not_hold(seed):
-    """The property of issue 53: perturbing every seed's error by noise within the SE of a Mori & Ueda table never turns a
+    """The property: perturbing every seed's error by noise within the SE of a Mori & Ueda table never turns a
     row that holds into one that does not, nor the reverse (it may move a row to or from inconclusive)."""
     from depthlab.studies.mori_ueda.claims import depth_claims
 
@@ -189,7 +189,7 @@ def test_noise_inside_the_error_bar_never_flips_holds_into_does_not_hold(seed):
 
 
 def test_a_row_of_parts_fails_only_on_a_part_decided_beyond_its_error_bar():
-    """Issue 67 item 5: all_of failed a row whenever any part failed.  A part failing beyond its error bar (or exactly)
+    """all_of failed a row whenever any part failed.  A part failing beyond its error bar (or exactly)
     still fails the row; a part failing on a bare value (no SE) leaves it inconclusive, saying so; a part inside its
     error bars beside a decided pass leaves it inconclusive."""
     passes = claims.exceeds(stats.Estimate(0.5, 0.1), 0.25)

@@ -166,7 +166,7 @@ def test_in_the_trainer_a_net_from_a_small_start_sits_at_chance_then_learns_only
 
 
 def test_the_plateau_window_grows_with_the_run_and_no_plateau_stops_before_min_checks():
-    """Issue 53 item 6: a slow learner stopped by a fixed 10-check window at check 17 (step 425) while still falling.
+    """A slow learner stopped by a fixed 10-check window at check 17 (step 425) while still falling.
     Here: falls 5 %, then stalls 10 checks (a pause a fixed window of 10 reads as a plateau), then falls again.  With the
     window at max(10, 0.5 x checks so far) the pause at checks 21-30 is shorter than the window (15 at check 30) and the
     run goes on to its second fall; min_checks holds any plateau off until then."""

@@ -1,4 +1,4 @@
-"""Issue 53 item 6 outside the RZG23 learner: every study's nets stop on a plateau only over a window that grows with the
+"""Outside the RZG23 learner too: every study's nets stop on a plateau only over a window that grows with the
 run (``plateau_growth``, default 0.25), so a long run's slow fall is not read as convergence after a short pause."""
 
 from __future__ import annotations

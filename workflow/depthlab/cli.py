@@ -520,7 +520,7 @@ def audit(args: argparse.Namespace) -> None:
 def plan(args: argparse.Namespace) -> None:
     from . import plan as pl
 
-    for opt, folder in (("--measure", args.measure), ("--check", args.check)):  # a results folder, or one line (H11)
+    for opt, folder in (("--measure", args.measure), ("--check", args.check)):  # a results folder, or one line
         if folder and not Path(folder).is_dir():
             print(f"depthlab plan {opt}: {folder} is not a results folder (a finished run's folder, with its "
                   "benchmarks/)", file=sys.stderr)

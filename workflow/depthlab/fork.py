@@ -22,15 +22,15 @@ BASE and NEW may share its inodes.  Everything small is copied: figures (PNG, PD
 job's log (the shell's ``> log``) and its Snakemake benchmark file, so appending to NEW's claims.md or
 ``snakemake --touch`` in NEW moves nothing of BASE's.  The benchmark files copied are listed in the fork record with
 their hashes: ``depthlab plan --calibrate`` and ``--check`` leave them out while they are unchanged (they are BASE's
-measurements, not NEW's; H12).
+measurements, not NEW's).
 
-Nothing half-made is ever visible (H1).  Each store is linked into a temporary folder beside its path
+Nothing half-made is ever visible.  Each store is linked into a temporary folder beside its path
 (``<store>.tmp-<pid>-...``) and renamed into place when complete; each copied file is written to a temporary name
 and renamed.  The fork record ``<NEW>/.depthlab.fork.json`` says ``"complete": false`` until the last file is taken.
 A fork killed at any point leaves a folder in which every store, figure and claims file present is whole: the same
 command again resumes it (removing the killed fork's temporaries, taking what is not there yet), and a run of NEW
 without the resume computes what the fork did not take.  A store holding a symlink or anything but plain files (a
-results tree restored from git-annex, say) is not taken: its run rebuilds it (H6).
+results tree restored from git-annex, say) is not taken: its run rebuilds it.
 
 Across file systems, where a hard link cannot be made, a file is copied (and the command says how many were).
 """
@@ -66,9 +66,9 @@ class Forked:
     copied: int = 0
     skipped: int = 0
     cross_device: int = 0
-    refused: int = 0  # stores not taken because a file of theirs is a symlink or not a plain file (H6)
+    refused: int = 0  # stores not taken because a file of theirs is a symlink or not a plain file
     resumed: bool = False
-    benchmarks: dict | None = None  # the benchmark files copied: path relative to NEW -> sha256 (H12)
+    benchmarks: dict | None = None  # the benchmark files copied: path relative to NEW -> sha256
 
     def summary(self) -> str:
         extra = f"; {self.cross_device} copied because a hard link across file systems is impossible" if self.cross_device else ""

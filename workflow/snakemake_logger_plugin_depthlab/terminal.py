@@ -46,7 +46,7 @@ from typing import Any, Callable, TextIO
 ENV_VERBOSE = "DEPTHLAB_VERBOSE"
 ENV_HEARTBEAT = "DEPTHLAB_HEARTBEAT_S"
 HEARTBEAT_S = 300.0  # a "still running" line after this long without a line (DEPTHLAB_HEARTBEAT_S; 0: never)
-HEARTBEAT_MIN_S = 10.0  # ... and never more often than this (0.001 printed 7 383 lines in 10 s: issue 68, H10)
+HEARTBEAT_MIN_S = 10.0  # ... and never more often than this (0.001 printed 7 383 lines in 10 s)
 
 
 def heartbeat_s() -> float:
@@ -122,7 +122,7 @@ OVERRUN_LEFT = 0.5  # a running job counts at least this share of the time it ha
 class Plan:
     """The jobs of one run: Snakemake's job id -> (a short name, planned seconds[, its stage]), and what they took.
 
-    The ETA (issue 55): each stage corrects its own plan online.  Its ratio of measured to planned seconds over its
+    The ETA: each stage corrects its own plan online.  Its ratio of measured to planned seconds over its
     finished jobs, shrunk towards the pooled ratio (the median of the stages' ratios) as far as the spread of its
     jobs leaves it uncertain (:meth:`ratios`), scales the planned seconds of its jobs still to run (a job the cost
     model does not know, planned 0 s, counts its stage's mean measured time); a stage with nothing finished yet takes
@@ -538,7 +538,7 @@ def replay(rows: list[dict], cores: int, at=(0.10, 0.25, 0.50, 0.75), starts: bo
            ) -> dict[float, tuple[float, float]]:
     """The ETA a run's terminal would have shown, replayed from its ``jobs.tsv``: {fraction of jobs done: (ETA shown,
     real time left)} at each fraction in ``at`` (at the first job that reaches it).  Only finished jobs are in the
-    file, so the replay plans exactly those.  ``starts=False`` hides the job starts: the ETA before issue 55, one pace
+    file, so the replay plans exactly those.  ``starts=False`` hides the job starts: the ETA of one pace
     of planned seconds per wall second for the whole run."""
     events = []
     for r in rows:

@@ -85,7 +85,7 @@ def test_a1_a2_hold_and_fail_as_their_criteria_say():
     assert depth_claims(fast, 2.0)[0].holds is True
     slow_t = _speeds(100, {2: 30, 3: 120})
     slow = best_rates(slow_t)
-    bare = depth_claims(slow, 2.0)[0]  # one seed, no error bar: a failing part decided on its value alone (issue 67)
+    bare = depth_claims(slow, 2.0)[0]  # one seed, no error bar: a failing part decided on its value alone
     assert bare.verdict == "inconclusive" and "value alone" in bare.reason
     seeded = _table([r[:6] + (sd,) + (r[7], r[8] + sd if r[8] > 0 else r[8]) + r[9:] for r in slow_t.itertuples(index=False)
                      for sd in (0, 1, 2)])
@@ -107,7 +107,7 @@ def test_a1_and_a2_are_judged_at_the_tightest_target_every_depth_reaches():
     a2 = _speeds((10, 100, 400), {2: (9, 90, -1)}, p=2, fractions=fr)
     v = depth_claims(best_rates(a2), 2.0)[0]
     assert "x1.11" in v.evidence and "inf" not in v.evidence
-    # issue 53: judged at a looser target than the tightest configured, A2 is inconclusive (budget), not 'holds'
+    # judged at a looser target than the tightest configured, A2 is inconclusive (budget), not 'holds'
     assert v.verdict == "inconclusive" and "budget: judged at the loose target f = 0.001" in v.reason
     assert "on these numbers alone it would hold" in v.reason
     # no target reached by every depth: inconclusive (budget), not 'does not hold'
@@ -152,7 +152,7 @@ def test_a4_fails_where_a_baseline_is_faster():
 
 
 def test_a3_judges_the_limit_not_one_rate_where_0_05_and_0_1_happen_to_pair():
-    """Issue 53: the old checker judged the distance at the largest flow rate against 0.1: diabetes l_2 depth 2 read 0.124
+    """The old checker judged the distance at the largest flow rate against 0.1: diabetes l_2 depth 2 read 0.124
     at 0.0562 ('does not hold') though it falls x1.77 per grid step (0.070, 0.039 below).  Judged as a limit: the slope of
     log distance against log eta is about 1 (first order) and the distance at the smallest rate 0.039: it holds."""
     lrs, dists = (0.0178, 0.0316, 0.0562), (0.039, 0.070, 0.124)
@@ -168,7 +168,7 @@ def test_a3_judges_the_limit_not_one_rate_where_0_05_and_0_1_happen_to_pair():
 
 
 def test_a3_measures_the_distance_after_the_escape_from_the_near_zero_start():
-    """Issue 53: the maximum came while |w| was near its 1e-3 start (j1 l_2 depth 2: 0.279 at step 16, <= 0.008 once the
+    """The maximum came while |w| was near its 1e-3 start (j1 l_2 depth 2: 0.279 at step 16, <= 0.008 once the
     excess loss had fallen): the distance A3 reads is taken once the excess loss has fallen by half."""
     from depthlab.studies.acceleration.figures import _fallen
 
@@ -177,7 +177,7 @@ def test_a3_measures_the_distance_after_the_escape_from_the_near_zero_start():
 
 
 def test_a3_is_judged_over_the_flow_rates_that_reach_a_target_not_only_where_all_do():
-    """Issue 53: in the run of 5f96160 all 36 A3 rows were inconclusive ("no common target"): the smallest flow rates
+    """In the run of 5f96160 all 36 A3 rows were inconclusive ("no common target"): the smallest flow rates
     need ~1/eta iterations and the batch stopped first (diabetes l_2 depth 2: 0.001 ... 0.00316 reach nothing by
     iteration 1752, while 0.00562 ... 0.0562 reach f = 0.01 with distances falling x1.78 per step).  The limit is judged
     over the rates that reach the target; one such rate is too few; seeds that disagree widen the slope's SE."""
@@ -206,7 +206,7 @@ def test_a3_is_judged_over_the_flow_rates_that_reach_a_target_not_only_where_all
 
 
 def test_a4_carries_the_rate_grids_resolution_in_its_se():
-    """Issue 67 item 5: A4 on synthetic-j2 read AdaDelta 303 against depth 409 (-106 +- 6, z = -17.5), the SE from the
+    """A4 on synthetic-j2 read AdaDelta 303 against depth 409 (-106 +- 6, z = -17.5), the SE from the
     seeds only, though a grid twice as fine moved AdaDelta to 276.  The iterations a finer grid could save at each side's
     best rate (a parabola through it and its neighbours, in log iterations against log rate) join its SE."""
     from depthlab.studies.acceleration.claims import _resolution

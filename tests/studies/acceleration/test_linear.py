@@ -75,7 +75,7 @@ def test_a_balanced_start_is_balanced_and_gradient_flow_keeps_it_so():
     assert float(linear.balancedness(linear.gaussian_init(2, 7, 5, 3, 0.3, torch.Generator().manual_seed(0))).min()) > 0.1
 
 
-@pytest.mark.parametrize("N", [2, pytest.param(3, marks=pytest.mark.slow)])  # depth 3 in the slow set (issue 55)
+@pytest.mark.parametrize("N", [2, pytest.param(3, marks=pytest.mark.slow)])  # depth 3 in the slow set
 def test_at_small_rates_the_end_to_end_rule_tracks_the_net(N):
     X, y = problem()
     Ws = linear.balanced_init(1, 7, 5, N, 1e-2, torch.Generator().manual_seed(1))

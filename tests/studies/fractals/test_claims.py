@@ -162,7 +162,7 @@ def test_m1_extra_nets_give_equal_parameter_points_and_widths_one_depth_has_are_
     v = verdict(grid + extra, "equal parameter")
     at = lambda P: 0.75 + 0.10 * np.log(P / 481) / np.log(40801 / 481)  # noqa: E731
     assert f"at 801 params: {at(801):.3f} vs 0.720" in v.evidence and f"at 1601 params: {at(1601):.3f} vs 0.800" in v.evidence
-    # depth 1 at 1 601 parameters beats the interpolated depth 5; bare numbers (no test-set size): not decided (issue 67)
+    # depth 1 at 1 601 parameters beats the interpolated depth 5; bare numbers (no test-set size): not decided
     assert at(1601) < 0.80 and v.verdict == "inconclusive" and "value alone" in v.reason
     assert [v for v in m1(table(grid + extra), 0.95, n_test=50000) if "equal parameter" in v.statement][0].holds is False
     better = [(1, 200, 801, 0.72), (1, 400, 1601, 0.76)]
@@ -197,7 +197,7 @@ def test_extra_nets_must_be_of_a_configured_depth_at_a_new_width():
 
 
 def test_m2_and_m4_decided_by_noise_inside_the_binomial_error_bar_are_inconclusive():
-    """Issue 53: M2 rested on one seed, a single swap deciding it (pdeg 11 at 0.676 against pdeg 5 at 0.623, on 5 000 test
+    """M2 rested on one seed, a single swap deciding it (pdeg 11 at 0.676 against pdeg 5 at 0.623, on 5 000 test
     examples: 0.053 apart, 7.6 SE; a swap of 0.005 is inside them); M4 was decided by 1.5 of 450 test images (depth 1
     0.9867 against depth 2 0.9833)."""
     swap = [(p, 5, 50, 0.005, 0, a, p3, p3) for (p, p3), a in zip(CURVES, [0.90, 0.95, 0.93, 0.85, 0.80, 0.802])]
@@ -212,7 +212,7 @@ def test_m2_and_m4_decided_by_noise_inside_the_binomial_error_bar_are_inconclusi
 
 
 def test_m3_resting_on_nets_that_learned_nothing_within_the_budget_is_inconclusive_and_m1c_has_an_error_bar():
-    """Issue 53: fractal nets at chance after 1e5 steps (the paper trains 1e6) were M3's evidence; and M1's near-perfect
+    """Fractal nets at chance after 1e5 steps (the paper trains 1e6) were M3's evidence; and M1's near-perfect
     0.9528 against 0.95 is 0.9 SE on 5 000 test examples."""
     from depthlab.studies.fractals.claims import m1
 
@@ -228,7 +228,7 @@ def test_m3_resting_on_nets_that_learned_nothing_within_the_budget_is_inconclusi
 
 
 def test_one_seeds_error_bar_carries_its_last_windows_check_to_check_noise():
-    """Issue 53 item 1: with one net the SE is the test sample's (binomial) combined with the net's own check-to-check
+    """With one net the SE is the test sample's (binomial) combined with the net's own check-to-check
     fluctuation over its last window.  (a) The window noise of white noise of SD 0.02 around a slow rise is 0.02 (an
     independent estimate: the SD we drew with).  (b) M1's near-perfect 0.96 against 0.95 on 5 000 test examples is 3.6
     binomial SEs (holds); a net whose accuracy swings 0.01 from check to check there is inside its error bars."""

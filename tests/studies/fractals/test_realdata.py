@@ -85,7 +85,7 @@ def test_augmentation_crops_and_flips_and_the_test_set_is_centre_cropped():
 
 @pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_a_cifar_file_is_an_input_a_change_reruns_and_the_audit_names(tmp_path):
-    """Issue 40 item 5: the user's CIFAR-10 files were not inputs of any rule, so a changed file reran nothing and the
+    """The user's CIFAR-10 files were not inputs of any rule, so a changed file reran nothing and the
     audit could not see it.  Now they are inputs of the images rule, their SHA-256 are in the store's record, a changed
     test file reruns the images job (and so Fig. 7 below it), and the audit names the changed file."""
     import subprocess

@@ -61,7 +61,7 @@ def test_claim_4_is_a_trend_test_and_the_gap_at_the_best_depth_is_its_own_row_an
 
 
 def test_claim_4_is_judged_only_where_the_paper_makes_it():
-    """Issue 67 item 1.  The old checker ran "the NTK does not follow the NN" on every target, so it failed where the paper
+    """The old checker ran "the NTK does not follow the NN" on every target, so it failed where the paper
     says the NTK *agrees* (k = 1, 2-global, 3-global at L >= 2) and where the paper has no NTK (Figs 4, 5).  Now those
     rows check the agreement, each able to hold or fail on its own, and Figs 4 and 5 are not applicable."""
     # k = 1, the default run's numbers: NN 0.024 -> 0.032, NTK 0.0009 -> 0.017, both rise (as the paper says)
@@ -119,7 +119,7 @@ def test_claim_4_on_3_global_is_judged_at_L1_and_checks_agreement_at_L2_and_abov
 
 
 def test_claim_1_uses_every_depth_not_only_the_ends():
-    """Issue 67 item 5: over depths {1, 2, 4} the Spearman was sign(err(4) - err(1)), so L = 2 was ignored: a curve
+    """Over depths {1, 2, 4} the Spearman was sign(err(4) - err(1)), so L = 2 was ignored: a curve
     that drops at L = 2 and rises back at L = 4 'fell' in every resample.  The slope over log L of all three does not
     decide it; a real fall is decided; a rise fails."""
     dip = table("2-local", 2, "local", {1: 0.30, 2: 0.10, 4: 0.29}, {1: 0.5, 2: 0.5, 4: 0.5}, seeds=THREE)
@@ -147,7 +147,7 @@ def test_the_row_prints_the_rate_trained_and_the_cv_rate_it_was_halved_from():
     t.loc[t.depth == 2, ["lr", "cv_lr", "lr_halvings"]] = [0.5, 1.0, 1]
     v = verdicts(t, "1")[0]
     assert v.holds and "lr L=1: 0.1, L=2: 0.5 (CV 1, halved 1x: a seed diverged)" in v.evidence
-    # issue 53 item 7: the rows that did not print the rate (claim 4, its aside) say so too
+    # the rows that did not print the rate (claim 4, its aside) say so too
     for claim in ("4", "4-aside"):
         assert "trained at a substituted rate: L=2 at 0.5 (its CV rate 1 halved 1x" in verdicts(t, claim)[0].evidence
     # and every row of the target records it as a field of claims.json; a target without a halving records nothing
@@ -204,7 +204,7 @@ def test_fig3_best_lr_at_the_top_of_a_sweep_where_every_rate_converged_is_inconc
 
 
 def test_claim_4_leaves_out_a_kernel_at_chance_and_noise_inside_the_error_bars_sets_no_trend():
-    """Issue 53: (a) on the k = 3 targets the L = 1 NTK sat at the target's variance (1.036) and that one point set the
+    """(a) on the k = 3 targets the L = 1 NTK sat at the target's variance (1.036) and that one point set the
     sign of the Spearman; (b) NN [.30, .20, .25, .295] against NTK [.30, .20, .25, .305] (the same curve within 1.7 %)
     read 'the NTK does not follow'.  Now (a) the point leaves, named; (b) the NN's trend is inside its error bars."""
     nn = {1: 0.90, 2: 0.60, 3: 0.50, 4: 0.45}
@@ -230,7 +230,7 @@ def sweep5(errs, ntk, seeds=(0.0, 0.0), change=0.02, lrs=(0.001, 0.01, 0.1), ent
 
 
 def test_claim_5_at_chance_and_at_the_smallest_swept_rate():
-    """Issue 53: 3-global L = 1 had NN 1.003 against NTK 1.048, both at chance, and 'matches' held.  Issue 67: the row is
+    """3-global L = 1 had NN 1.003 against NTK 1.048, both at chance, and 'matches' held.  The row is
     judged at the smallest swept rate, the end the claim is about (the old checker skipped it as a grid edge).  A gap of
     0.2503 against the 0.25 limit with an SE of 0.032 / 0.748 is inside the error bars."""
     from depthlab.studies.mori_ueda.claims import lr_claims
@@ -245,7 +245,7 @@ def test_claim_5_at_chance_and_at_the_smallest_swept_rate():
 
 
 def test_claim_5_outside_the_lazy_regime_is_inconclusive_scale_naming_the_width():
-    """Issue 67 item 2: at h = 200 the net sits at its small-rate limit (0.41 / 0.406 at 0.001 / 0.00316) but its own
+    """At h = 200 the net sits at its small-rate limit (0.41 / 0.406 at 0.001 / 0.00316) but its own
     tangent kernel moves in training, so it is not lazy: the old checker's 'does not hold' (gap 0.48 +- 0.016 to
     Theta_hat) measured the width.  Now inconclusive: scale, naming the width.  In the lazy regime the same gap does not
     hold, and a small one holds."""
@@ -266,7 +266,7 @@ def test_claim_5_outside_the_lazy_regime_is_inconclusive_scale_naming_the_width(
 
 
 def test_claim_5_against_theta_hat_is_an_extension_with_the_seeds_spread_in_its_se():
-    """Issue 67 item 2: Theta_hat's seed spread went nowhere (k_se = 0).  Now each seed's net is paired with its own
+    """Theta_hat's seed spread went nowhere (k_se = 0).  Now each seed's net is paired with its own
     kernel, and the SE is over the seeds' relative gaps."""
     from depthlab.studies.mori_ueda.claims import lr_claims
 
@@ -279,7 +279,7 @@ def test_claim_5_against_theta_hat_is_an_extension_with_the_seeds_spread_in_its_
 
 
 def test_a_kernels_test_error_has_its_se_over_the_test_points_and_a_kernel_within_it_of_chance_leaves_the_trend():
-    """Issue 53 item 1: a kernel is one fit per depth, with no seeds, so the checkers took its error as exact (SE 0).
+    """A kernel is one fit per depth, with no seeds, so the checkers took its error as exact (SE 0).
     Its SE is over the test points now.  (a) The SE agrees with a bootstrap over the test points (an independent
     estimate) for an MSE, and with the binomial for a misclassification rate.  (b) An NTK at 0.985 on 1 000 test points
     with SE 0.03 is within 2 SE of the target's variance: it learned nothing visible, and leaves claim 4's trend; with
@@ -322,7 +322,7 @@ def test_claim_5_takes_the_ntks_test_point_se_into_the_relative_gap():
 
 
 def test_k1_local_and_global_alike_is_decided_by_calibrated_trend_tests():
-    """Issue 53 / 67: "k = 1: local and global alike" compared bare curves, then bootstrap resamples of 3 seeds (which
+    """"k = 1: local and global alike" compared bare curves, then bootstrap resamples of 3 seeds (which
     decide 22-25 % of flat-null draws for a nominal 10 %).  Now both curves' slopes over log L must be decided with the
     same sign by the permutation test, with the same best depth; opposite decided trends, or a decided trend in their
     difference, do not hold; curves whose trends are inside the error bars are inconclusive."""

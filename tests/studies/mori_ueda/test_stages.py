@@ -147,7 +147,7 @@ def test_a_cv_rate_at_which_a_seed_diverges_is_halved_until_none_does():
 
 
 def test_the_search_checks_finer_with_the_same_plateau_window_in_epochs_and_its_rungs_sit_at_the_finer_checks():
-    """lrsearch.check_every (issue 69): the CV nets check every 10 epochs in the default config, their plateau window
+    """lrsearch.check_every: the CV nets check every 10 epochs in the default config, their plateau window
     stays patience x training.check_every epochs, and the halving's rungs move to 1/9 and 1/3 of the budget (rounded up
     to a check: 40 and 100 of 300, where training's check puts the first at 50); the final nets keep training's check."""
     from depthlab.core.lrsearch import rung_epochs

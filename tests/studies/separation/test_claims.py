@@ -129,7 +129,7 @@ def test_r3_holds_when_the_learner_is_small_at_every_d_and_the_shallow_net_is_no
     bad = learner_claims(learner_table([0.05, 0.1, 0.4], [0.3, 0.6, 0.9]), 0.2)
     assert [v.holds for v in bad] == [False, False], "the learner is not small at d = 32, so it does not win there either"
     assert [v.holds for v in learner_claims(learner_table([0.05, 0.1, 0.15], [0.1, 0.1, 0.1]), 0.2)] == [True, False]
-    # one seed: no error bar, so a part failing on its bare value leaves the row inconclusive (issue 67 item 5)
+    # one seed: no error bar, so a part failing on its bare value leaves the row inconclusive
     one = learner_table([0.05, 0.1, 0.4], [0.3, 0.6, 0.9])
     assert [v.verdict for v in learner_claims(one[one.seed == 0], 0.2)] == ["inconclusive", "inconclusive"]
 
@@ -187,7 +187,7 @@ def test_r4_a_deviation_that_starts_large_and_stays_large_does_not_stay_small():
 
 
 def test_s2_without_a_bound_is_not_applicable_and_says_what_makes_it_apply():
-    """Issue 53: S2's rows where w + 1 >= 2^L were counted inconclusive (7 of 11): they are not applicable."""
+    """S2's rows where w + 1 >= 2^L were counted inconclusive (7 of 11): they are not applicable."""
     from depthlab.claims import counts
 
     s2 = [v for v in sawtooth_claims(table([row(2, "shallow-w8", "shallow", 8, 0.001, 5)]), 1e-4) if v.claim == "S2"]
@@ -196,7 +196,7 @@ def test_s2_without_a_bound_is_not_applicable_and_says_what_makes_it_apply():
 
 
 def test_r1_a_net_worse_than_the_constant_predictor_is_no_data_point_of_a_slope():
-    """Issue 53: R1 took a depth-1 net at nMSE 105 as a point of its slope (here it alone makes depth 1 'grow faster')."""
+    """R1 took a depth-1 net at nMSE 105 as a point of its slope (here it alone makes depth 1 'grow faster')."""
     rows = []
     for d in (2, 4, 8, 16):
         for depth, slope in ((1, 0.01), (2, 0.05)):
@@ -213,7 +213,7 @@ def test_r1_a_net_worse_than_the_constant_predictor_is_no_data_point_of_a_slope(
 
 
 def test_r1_with_two_points_left_has_the_error_bar_its_seeds_give():
-    """Issue 53: in the default run depth 1 at d = 64 left the fit, and the row read 'no error bar: one net, nothing to
+    """In the default run depth 1 at d = 64 left the fit, and the row read 'no error bar: one net, nothing to
     resample' though each point had 2 seeds.  Their spread now carries into the slope: clear seeds decide, noisy
     seeds leave the row inside its error bars."""
     def rows(noise):
@@ -236,7 +236,7 @@ def test_r1_with_two_points_left_has_the_error_bar_its_seeds_give():
 
 
 def test_r2_says_underfit_when_the_shallow_nets_learned_nothing():
-    """Issue 53: at d = 64 the depth-1 nets had training nMSE 1.16 and test 1.24; the reason read 'overfit'."""
+    """At d = 64 the depth-1 nets had training nMSE 1.16 and test 1.24; the reason read 'overfit'."""
     from depthlab.studies.separation.claims import es16_claims
 
     v = es16_claims(es16_table([0.5, 0.8, 1.24], [0.2, 0.4, 0.6], train_one=[0.5, 0.8, 1.16]), 0.1)[0]
@@ -244,7 +244,7 @@ def test_r2_says_underfit_when_the_shallow_nets_learned_nothing():
 
 
 def test_r4_is_not_judged_at_step_0_a_one_check_spike_does_not_last_and_an_untrained_reduced_model_is_no_reference():
-    """Issue 53: (a) 0.2855 -> 0.045 -> 0.032 at m = 16 failed 'stays small' at step 0, where the deviation is the
+    """(a) 0.2855 -> 0.045 -> 0.032 at m = 16 failed 'stays small' at step 0, where the deviation is the
     sampling error of m random neurons (0.37 at m = 16); (b) 0.246 -> 0.662 (one check) -> 0.046 failed 'does not
     compound'; (c) the alpha gap 'failed' where the reduced model's own nMSE was 0.806 against the learner's 0.0098."""
     from depthlab.studies.separation.claims import symmetrisation_claims
@@ -262,7 +262,7 @@ def test_r4_is_not_judged_at_step_0_a_one_check_spike_does_not_last_and_an_untra
 
 
 def test_r4_is_judged_at_the_flow_rates_and_the_best_rates_jump_is_printed_beside():
-    """Issue 67 item 3: judged at lr 4, the learner's best-training rate, alpha collapsed in 25 steps and the deviation
+    """Judged at lr 4, the learner's best-training rate, alpha collapsed in 25 steps and the deviation
     jumped once 0.08 -> 0.68 before falling to 0.026; the old checker judged that.  R4 is about gradient flow: at the
     flow rates the same cell stays small, so it holds, and the best rate's jump is printed beside, not judged."""
     from depthlab.studies.separation.claims import symmetrisation_claims
@@ -301,7 +301,7 @@ def test_r4_flow_regime_is_checked_at_the_larger_rates_records_not_on_a_line_acr
 
 
 def test_r4_does_not_compound_within_its_noise_and_says_so_in_effect_threshold_and_z():
-    """Issue 67 item 3: 'compounds' was end > start (1 + 1e-9): a deviation 0.020 -> 0.0201 at m = 4096 failed, while the
+    """'compounds' was end > start (1 + 1e-9): a deviation 0.020 -> 0.0201 at m = 4096 failed, while the
     row's effect read 0.164 against 1.  Now the rise must clear Z x the path's check-to-check noise, and the row's numbers
     are the deciding part's."""
     from depthlab.studies.separation.claims import symmetrisation_claims
@@ -317,7 +317,7 @@ def test_r4_does_not_compound_within_its_noise_and_says_so_in_effect_threshold_a
 
 
 def test_r4_alpha_gap_is_taken_at_the_end_not_where_the_reduced_alpha_passes_near_zero():
-    """Issue 67 item 3: the running gap was relative to a reduced alpha that passes near 0 early (gap 20.9); at the end
+    """The running gap was relative to a reduced alpha that passes near 0 early (gap 20.9); at the end
     the gaps were 0.003-0.16.  Now the final gap, relative to max(|alpha_T^red|, 0.1 alpha_0)."""
     from depthlab.studies.separation.claims import symmetrisation_claims
 
@@ -330,7 +330,7 @@ def test_r4_alpha_gap_is_taken_at_the_end_not_where_the_reduced_alpha_passes_nea
 
 
 def test_r4_a_seed_that_did_not_train_is_not_evidence_and_the_fixed_width_is_a_contrast():
-    """Issue 67 item 3: m = 8 (fixed) is the contrast, not the claim, and one of its seeds was a dead net (nMSE 1.26,
+    """m = 8 (fixed) is the contrast, not the claim, and one of its seeds was a dead net (nMSE 1.26,
     deviation frozen at 1.086)."""
     from depthlab.claims import counts
     from depthlab.studies.separation.claims import symmetrisation_claims

@@ -116,7 +116,7 @@ def test_mean_field_steps_move_each_neuron_by_an_amount_independent_of_width():
 
 
 def test_the_learners_sums_over_points_in_row_blocks_equal_the_whole_batch(monkeypatch):
-    """Issue 69: the paper's m = 8192, d = 128 learner planned 82.6 GiB with every point at once.  Its first layer and
+    """The paper's m = 8192, d = 128 learner planned 82.6 GiB with every point at once.  Its first layer and
     closed-form gradients are sums over the points, so row blocks give the same values (to rounding), the blocked
     gradient against torch.autograd of the loss as the independent estimate."""
     import torch

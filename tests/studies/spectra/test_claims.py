@@ -1,4 +1,4 @@
-"""Bietti & Bach's B2 decided against its error bar (issue 53): the spread of the fitted rates carries an SE."""
+"""Bietti & Bach's B2 decided against its error bar: the spread of the fitted rates carries an SE."""
 
 import numpy as np
 import pandas as pd

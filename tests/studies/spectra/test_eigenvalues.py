@@ -55,7 +55,7 @@ def _mp_mu(d, k, layers):
 
 
 @pytest.mark.parametrize("d,k", [(3, 0), (3, 9), pytest.param(3, 40, marks=pytest.mark.slow), (4, 25), (8, 2),
-                                 pytest.param(8, 30, marks=pytest.mark.slow)])  # the two slowest in the slow set (issue 55)
+                                 pytest.param(8, 30, marks=pytest.mark.slow)])  # the two slowest in the slow set
 def test_both_quadratures_match_a_30_digit_reference(d, k):
     s = mercer_eigenvalues(dk.kernel("ntk", 2), d, 40, 60, 1e-8)
     ref = _mp_mu(d, k, 3)

@@ -366,7 +366,7 @@ def _se0(e) -> float:
 
 
 def _flag_substituted(out: list[Verdict], start: int, part: pd.DataFrame) -> None:
-    """Issue 53 item 7: every row from ``out[start:]`` (one target's rows) records, in its ``substituted`` field, the
+    """Every row from ``out[start:]`` (one target's rows) records, in its ``substituted`` field, the
     depths whose nets trained at a rate other than their search's choice, because a seed diverged at the choice."""
     from dataclasses import replace
 

@@ -1,4 +1,4 @@
-"""Issue 68 (hostile round 6): each item's probe, failing on the code before the fix."""
+"""each item's probe, failing on the code before the fix."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _run(*args, env=None, cwd=None, timeout=600):
     ('[1, 2]', "not a JSON object"),
 ])
 def test_a_cost_file_off_its_schema_is_refused_in_one_line_naming_the_key(tmp_path, doc, key):
-    """H7: NaN, {} or no `stages` were silently ignored; a negative overhead gave negative core-hours, 1e-300 'inf', and a
+    """NaN, {} or no `stages` were silently ignored; a negative overhead gave negative core-hours, 1e-300 'inf', and a
     string, an extra key or a list a traceback; a bad package costs.json failed every run."""
     from depthlab import plan
 
@@ -56,7 +56,7 @@ def test_the_packaged_calibrations_follow_their_schema():
 
 
 def test_plan_names_a_missing_results_folder_in_one_line(tmp_path):
-    """H11: plan --check /nonexistent and plan --measure FILE ended in tracebacks."""
+    """plan --check /nonexistent and plan --measure FILE ended in tracebacks."""
     (tmp_path / "f.json").write_text("")
     for args in (("--check", "/nonexistent"), ("--measure", tmp_path / "f.json"), ("--measure", tmp_path / "nope")):
         p = _run("plan", *args)
@@ -64,7 +64,7 @@ def test_plan_names_a_missing_results_folder_in_one_line(tmp_path):
 
 
 def test_sweep_and_paper_check_refuse_zero_cores_and_a_bad_minute_count(tmp_path):
-    """H9: sweep --cores 0 hung (Snakemake waited for a core that never came)."""
+    """sweep --cores 0 hung (Snakemake waited for a core that never came)."""
     p = _run("sweep", ROOT / "config" / "smoke.yaml", "--set", "seed=1,2", "--cores", "0", "--no-run")
     assert p.returncode == 2 and "at least 1 core" in p.stderr, p.stderr
     p = _run("paper-check", "--max-minutes", "nan", "--out", tmp_path / "pc")
@@ -72,7 +72,7 @@ def test_sweep_and_paper_check_refuse_zero_cores_and_a_bad_minute_count(tmp_path
 
 
 def test_paper_check_with_every_stage_skipped_runs_nothing(tmp_path):
-    """H4: --max-minutes 0 printed '22 stages, 22 skipped', then started Snakemake with no targets, which built `all`."""
+    """--max-minutes 0 printed '22 stages, 22 skipped', then started Snakemake with no targets, which built `all`."""
     out = tmp_path / "pc"
     p = _run("paper-check", ROOT / "config" / "paper.yaml", "--max-minutes", "0", "--out", out, cwd=ROOT, timeout=900)
     assert "nothing to run: every stage skipped" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
@@ -81,7 +81,7 @@ def test_paper_check_with_every_stage_skipped_runs_nothing(tmp_path):
 
 
 def test_paper_check_says_one_line_when_its_folder_cannot_be_written(tmp_path):
-    """H11: paper-check --out on a read-only file system ended in a traceback."""
+    """paper-check --out on a read-only file system ended in a traceback."""
     ro = tmp_path / "pc"
     (ro / "paper-check.yaml").mkdir(parents=True)  # unwritable as a file, as root too (a read-only mount, say)
     p = _run("paper-check", ROOT / "config" / "paper.yaml", "--max-minutes", "0", "--out", ro, cwd=ROOT, timeout=900)
@@ -89,7 +89,7 @@ def test_paper_check_says_one_line_when_its_folder_cannot_be_written(tmp_path):
 
 
 def test_a_child_snakemake_finds_depthlab_without_the_venv_on_path(monkeypatch):
-    """H3: make paper-check and .venv/bin/depthlab sweep started Snakemake without the venv's bin/ on PATH, so every job
+    """make paper-check and .venv/bin/depthlab sweep started Snakemake without the venv's bin/ on PATH, so every job
     failed with 'depthlab: command not found'.  The child's PATH starts with this interpreter's folder."""
     from depthlab.sweep import child_env
 
@@ -101,7 +101,7 @@ def test_a_child_snakemake_finds_depthlab_without_the_venv_on_path(monkeypatch):
 
 
 def test_a_sweep_out_folder_must_be_its_own(tmp_path):
-    """H14: --out / wrote at the file system's root; reusing an --out with other values mixed two sweeps."""
+    """--out / wrote at the file system's root; reusing an --out with other values mixed two sweeps."""
     from depthlab import sweep
 
     cfg = ROOT / "config" / "smoke.yaml"
