@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
             o = job.index("--output") + 1
             suffix = ".zarr" if job[o].endswith(".zarr") else ""
             times: dict[str, list[float]] = {side: [] for side in SIDES}
-            for r in range(args.reps):
+            for _r in range(args.reps):
                 for side, entry in SIDES.items():
                     scratch_out = work / "results" / "_bench" / f"{stage}{suffix}"
                     shutil.rmtree(scratch_out.parent, ignore_errors=True)

@@ -47,7 +47,7 @@ def show(fig, name):
 # %%
 train = depthlab.open_results(RESULTS, "mori_ueda", "train", figure="fig2")
 ntk = depthlab.open_results(RESULTS, "mori_ueda", "ntk", figure="fig2")
-train
+train  # noqa: B018 (a notebook cell: shows the Dataset)
 
 # %% [markdown]
 # Each (target, depth) trained at its own cross-validated rate: `lr` is a variable of the job (its value per target and

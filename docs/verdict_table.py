@@ -53,8 +53,8 @@ def rows(text: str, study: str = "", extensions: bool = False) -> list[tuple[str
 
 def table(text: str, study: str = "", extensions: bool = False) -> str:
     counts: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
-    for study, cid, statement, verdict in rows(text, study, extensions):
-        counts[(study, cid, statement)][verdict] += 1
+    for name, cid, statement, verdict in rows(text, study, extensions):
+        counts[(name, cid, statement)][verdict] += 1
     lines = ["| study | claim | what it says | holds | does not hold | inconclusive | not applicable |", "|---|---|---|---|---|---|---|"]
     total: Counter = Counter()
     for (study, cid, statement), c in counts.items():  # in the report's order

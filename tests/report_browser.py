@@ -140,8 +140,8 @@ def problems(seen: dict, log: str, categories: dict) -> list[str]:
             if (cat, sub) not in walked:
                 out.append(f"category {cat} / {sub} not reached")
     by_path = {r["path"]: r for r in seen["results"]}
-    for cat, subs in categories.items():
-        for sub, paths in subs.items():
+    for subs in categories.values():
+        for paths in subs.values():
             for path in paths:
                 r = by_path.get(path)
                 if r is None:

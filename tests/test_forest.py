@@ -45,7 +45,7 @@ def test_each_row_is_its_effect_coloured_by_its_verdict_with_its_threshold_tick(
     assert [(x, c) for x, _, c, _ in dots] == [(0.8, forest.COLOURS["holds"]), (0.2, forest.COLOURS["does not hold"]),
                                                 (0.55, forest.COLOURS["inconclusive"]), (3.0, forest.COLOURS["holds"])]
     assert [h for *_, h in dots] == [False, False, False, True]  # the row without an SE: a hollow dot
-    ticks = [float(l.get_xdata()[0]) for ax in fig.axes for l in ax.lines if l.get_gid() == "threshold"]
+    ticks = [float(ln.get_xdata()[0]) for ax in fig.axes for ln in ax.lines if ln.get_gid() == "threshold"]
     assert ticks == [0.5, 0.5, 0.5, 2.0]
     # error bars: the horizontal segment of each errorbar spans effect +- SE
     spans = sorted(tuple(np.round(seg[:, 0], 6)) for ax in fig.axes for coll in ax.collections

@@ -170,9 +170,9 @@ def test_a_stores_record_of_epochs_trained_gives_its_jobs_share_of_the_budget(ro
 def test_plan_check_shows_the_share_the_plan_charged_beside_the_share_the_run_trained():
     rows = [pl.Check("fractals/train", 3, 600.0, 1200.0, 0.35, 0.8), pl.Check("*/figure", 2, 30.0, 28.0)]
     text = pl.render_check(rows, "results/default", "costs.json")
-    line = next(l for l in text.splitlines() if l.startswith("fractals/train"))
+    line = next(ln for ln in text.splitlines() if ln.startswith("fractals/train"))
     assert line.split()[-3:] == ["0.35", "0.80", "!"] or line.split()[-2:] == ["0.35", "0.80"]
-    assert next(l for l in text.splitlines() if l.startswith("*/figure")).split()[-2:] == ["1.00", "-"]
+    assert next(ln for ln in text.splitlines() if ln.startswith("*/figure")).split()[-2:] == ["1.00", "-"]
     assert "trained: plan" in text
 
 

@@ -192,7 +192,7 @@ def previous_recursion(x1, x2, max_depth, beta):
 def test_shared_layer_step_reproduces_the_previous_recursion(beta):
     x1 = torch.as_tensor(dl.sample_inputs(40, 9, seed=11))
     x2 = torch.as_tensor(dl.sample_inputs(30, 9, seed=12))
-    for (ell, sig, th), (sig0, th0) in zip(K.appendix_a(x1, x2, 10, beta), previous_recursion(x1, x2, 10, beta)):
+    for (_ell, sig, th), (sig0, th0) in zip(K.appendix_a(x1, x2, 10, beta), previous_recursion(x1, x2, 10, beta)):
         np.testing.assert_allclose(sig.numpy(), sig0.numpy(), rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(th.numpy(), th0.numpy(), rtol=1e-12, atol=1e-14)
 
@@ -285,7 +285,7 @@ from depthlab.core.trainer import TrainSettings, train  # noqa: E402
 @pytest.mark.parametrize("depth", [1, 2, 3])
 def test_empirical_ntk_equals_autograd_jacobian_products(depth):
     p = init_params(layer_sizes(3, 7, depth), np.array([0, 1]), "glorot_uniform", torch.float64)
-    for W, b in p:
+    for _W, b in p:
         b.normal_(generator=torch.Generator().manual_seed(depth))  # nonzero biases: their terms are checked too
     x1 = dl.sample_inputs(5, 3, seed=20)
     x2 = dl.sample_inputs(4, 3, seed=21)

@@ -52,6 +52,6 @@ def test_width_for_params_is_the_closest_exact_count(d, depth, budget):
 
 def test_widths_take_keywords_only():
     with pytest.raises(TypeError):
-        width_for_params(8, 1, 100)  # noqa: the argument order is not part of the interface
+        width_for_params(8, 1, 100)  # the argument order is not part of the interface
     with pytest.raises(TypeError):
         width_for_hidden_weights(8, 100.0, 1)

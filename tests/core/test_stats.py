@@ -42,7 +42,7 @@ def test_loglog_slope_recovers_a_power_law_and_its_se_covers_it():
     rng = np.random.default_rng(3)
     eta = np.logspace(-3, -1, 6)
     hits = 0
-    for i in range(400):
+    for _i in range(400):
         y = 0.7 * eta ** 1.0 * np.exp(rng.normal(0, 0.1, len(eta)))
         e = stats.loglog_slope(eta, y)
         hits += abs(e.value - 1.0) <= 1.96 * e.se
@@ -55,7 +55,7 @@ def test_slope_carries_the_points_own_ses_and_covers_the_truth_with_two_points()
     rng = np.random.default_rng(4)
     x = np.array([2.0, 4.0])
     hits = 0
-    for i in range(1000):
+    for _i in range(1000):
         seeds = 0.1 + 0.2 * x[:, None] + rng.normal(0, 0.05, (2, 4))
         se = [stats.over_seeds(v).se for v in seeds]
         e = stats.slope(x, seeds.mean(1), point_se=se)

@@ -17,11 +17,11 @@ from depthlab.core.optim.sgd import SGD
 from depthlab.core.shapes import layer_sizes
 from depthlab.core.stopping import StopRule
 from depthlab.core.trainer import TrainSettings, epoch_order, train
+from depthlab.studies.mori_ueda.targets import sample_inputs, target
 
 ROOT = Path(__file__).resolve().parents[2]
 LOSSES = {"mse": MSE(), "logistic": Logistic(), "hinge": Hinge()}
 OPTIMIZERS = {"sgd": SGD(), "adam": Adam()}
-from depthlab.studies.mori_ueda.targets import sample_inputs, target
 
 
 def sequential(p):

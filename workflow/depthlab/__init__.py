@@ -33,7 +33,7 @@ _EXPORTS = {
     "results": ["open_results", "list_results", "ResultsError"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_WHERE)
+__all__ = sorted(_WHERE)  # noqa: PLE0605 (the exports are listed once, in _EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

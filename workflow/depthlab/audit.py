@@ -247,7 +247,7 @@ def audit_store(a: Audit, rel: str, depth: int, expect: dict | None) -> None:
     _check_code(a, depth + 1, rel, rec)
     _check_config(a, depth + 1, rel, rec)
     _check_files(a, depth + 1, rel, rec)
-    for name, inp in sorted(rec.get("inputs", {}).items()):
+    for _name, inp in sorted(rec.get("inputs", {}).items()):
         audit_store(a, inp["path"], depth + 1, inp)
 
 
@@ -408,7 +408,7 @@ def audit_figure(a: Audit, stem_rel: str, depth: int, expect_record: str | None 
         a.fail(depth + 1, f"{stem_rel}: its record's inputs are malformed")
         return
     before = len(a.problems)
-    for name, inp in sorted(inputs.items()):
+    for _name, inp in sorted(inputs.items()):
         audit_store(a, inp.get("path"), depth + 1, inp)
     if len(a.problems) == before:  # the stores are sound: does the table follow from them?
         _rederive_table(a, depth + 1, stem_rel, stem, rec)
@@ -439,7 +439,7 @@ def audit_claims(a: Audit, rel: str, depth: int, expect_record: str | None = Non
     if not isinstance(inputs, dict) or not all(isinstance(v, dict) and isinstance(v.get("path"), str) for v in inputs.values()):
         a.fail(depth + 1, f"{rel}: its record's inputs are malformed")
         return
-    for name, inp in sorted(inputs.items()):
+    for _name, inp in sorted(inputs.items()):
         _same_file(a, depth + 1, a.root / inp["path"], inp.get("sha256"), "the input file")
         if rec.get("study") == "*":
             audit_claims(a, inp["path"].removesuffix(".json") + ".md", depth + 1, inp.get("record_hash"))

@@ -351,7 +351,7 @@ class OutputLock:
                     self.say(f"waiting: {self.path.name.removesuffix('.lock')} is being written by another job ({_who(h)})")
                     told = True
                 if wait is not None and time.monotonic() - t0 > wait:
-                    raise OutputInUse(f"{self.path.name.removesuffix('.lock')} is being written by another job ({_who(h)})")
+                    raise OutputInUse(f"{self.path.name.removesuffix('.lock')} is being written by another job ({_who(h)})") from None
                 time.sleep(self.poll)
                 continue
             except OSError as e:

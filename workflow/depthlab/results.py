@@ -17,7 +17,6 @@ Nothing here imports torch, and nothing is ever unpickled.  :func:`list_results`
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import warnings

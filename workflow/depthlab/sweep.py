@@ -25,7 +25,6 @@ import copy
 import csv
 import io
 import json
-import math
 import os
 import re
 import subprocess

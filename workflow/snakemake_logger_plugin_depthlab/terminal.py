@@ -41,7 +41,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Callable, TextIO
 
 ENV_VERBOSE = "DEPTHLAB_VERBOSE"
 ENV_HEARTBEAT = "DEPTHLAB_HEARTBEAT_S"

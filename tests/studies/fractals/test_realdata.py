@@ -90,7 +90,6 @@ def test_a_cifar_file_is_an_input_a_change_reruns_and_the_audit_names(tmp_path):
     test file reruns the images job (and so Fig. 7 below it), and the audit names the changed file."""
     import subprocess
     import sys
-    from pathlib import Path
 
     from helpers import ROOT, smk
 

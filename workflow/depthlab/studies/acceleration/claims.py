@@ -43,12 +43,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from depthlab.claims import Test, Verdict, all_of, exceeds, judge
+from depthlab.claims import Verdict, all_of, exceeds, judge
 from depthlab.core import stats
 
-from .figures import best_rates, flow_rates
+from .figures import best_rates
 
 if TYPE_CHECKING:
+    from depthlab import decide
     from .specs import ClaimsSpec
 
 NOTES = ["Criteria: see the docstring of `depthlab/studies/acceleration/claims.py`.",
@@ -217,7 +218,7 @@ def rule_claims(table: pd.DataFrame, best: pd.DataFrame, tracking: float, same_s
             why = f"no rate lies in the gradient-flow regime (flow difference < {tol:g}; per rate: {flows or 'none computable'})"
             out += [judge("A3", s, fig, subject, None, "", why_none=why) for s, fig in ((statement_a, "distance"), (statement_b, "iterations"))]
             continue
-        at = g[g.lr.apply(lambda lr: any(np.isclose(lr, f) for f in flow))]
+        at = g[g.lr.apply(lambda lr: any(np.isclose(lr, f) for f in flow))]  # noqa: B023 (applied here, in the loop)
         per = at.groupby(["fraction", "lr"]).agg(net=("to_target", "min"), rule=("rule_to_target", "min")).reset_index()
         reached = per[(per.net >= 0) & (per.rule >= 0)]
         ok = reached.groupby("fraction").lr.nunique()
@@ -231,7 +232,7 @@ def rule_claims(table: pd.DataFrame, best: pd.DataFrame, tracking: float, same_s
         f = float(min(ok[ok == ok.max()].index))
         judged = sorted(float(lr) for lr in reached[np.isclose(reached.fraction, f)].lr)
         missing = [r for r in flow if not any(np.isclose(r, j) for j in judged)]
-        rows = at[np.isclose(at.fraction, f) & at.lr.apply(lambda lr: any(np.isclose(lr, j) for j in judged))]
+        rows = at[np.isclose(at.fraction, f) & at.lr.apply(lambda lr: any(np.isclose(lr, j) for j in judged))]  # noqa: B023 (applied here)
         # per judged rate, the distance's mean and SE over the seeds (a seed whose excess loss never fell by half: NaN, left out)
         seeds = {float(lr): e for lr, h in rows.groupby("lr") if np.isfinite((e := stats.over_seeds(h[col].values)).value)}
         dist = pd.Series({lr: e.value for lr, e in seeds.items()}, dtype=float).sort_index()
@@ -274,7 +275,7 @@ def rule_claims(table: pd.DataFrame, best: pd.DataFrame, tracking: float, same_s
 
 def baseline_claims(best: pd.DataFrame, table: pd.DataFrame | None = None) -> list[Verdict]:
     out = []
-    for (d, p), g in best[best.p == 4].groupby(["dataset", "p"]):
+    for (d, _p), g in best[best.p == 4].groupby(["dataset", "p"]):
         deep = g[(g.method == "gd") & (g.depth > 1) & (g.init == "balanced")]
         judged = g[g.method.isin(["adagrad", "adadelta"])]
         if deep.empty or judged.empty:

@@ -40,6 +40,7 @@ from depthlab.core import stats
 from depthlab.core.stats import Estimate
 
 if TYPE_CHECKING:
+    from depthlab import decide
     from .specs import ClaimsSpec
 
 from .chance import CHANCE

@@ -39,7 +39,7 @@ def check(sec: dict, config: dict) -> None:
     where = f"studies.{STUDY}"
     if sec["data"]["n_train"] % 2 or sec["data"]["n_test"] % 2:
         raise ConfigError(f"config error at {where}.data: n_train and n_test must be even (exactly half of each class)")
-    for name, f, n, pdegs in _distributions(sec):
+    for name, f, n, pdegs in _distributions(sec):  # noqa: B007 (a store stage's code: kept, its fingerprint too)
         for p in pdegs:
             try:
                 level_weights(n, p)

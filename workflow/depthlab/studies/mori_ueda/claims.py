@@ -60,6 +60,7 @@ from depthlab.core import stats
 from depthlab.core.edges import choose
 
 if TYPE_CHECKING:
+    from depthlab import decide
     from .specs import ClaimsSpec
 
 CLEARLY = 1.10

@@ -55,6 +55,7 @@ from depthlab.claims import Z, Test, Verdict, all_of, diverged, exceeds, flagged
 from depthlab.core import stats
 
 if TYPE_CHECKING:
+    from depthlab import decide
     from .specs import ClaimsSpec
 
 NOTES = ["Criteria: see the docstring of `depthlab/studies/separation/claims.py`.",
@@ -69,7 +70,7 @@ def sawtooth_claims(table: pd.DataFrame, found: float) -> list[Verdict]:
         out.append(judge("S1", "a depth-L width-2 ReLU net equals Delta^L exactly", "sawtooth_error", f"L = {r.level}",
                          Test(exact, float(r.max_abs_error), 0.0, 1e-12, None),
                          f"max |net - Delta^L| = {r.max_abs_error:.3g}; pieces {r.pieces} (2^L = {2**r.level})"))
-    for (L, arch), g in table[table.kind == "shallow"].groupby(["level", "arch"]):
+    for (L, _arch), g in table[table.kind == "shallow"].groupby(["level", "arch"]):
         w, bound = int(g.width.iloc[0]), float(g.mse_bound.iloc[0])
         ok = g[~g.diverged]
         statement = "one hidden layer of width w stays above the lower bound for w + 1 pieces (judged where w + 1 < 2^L)"
@@ -84,7 +85,7 @@ def sawtooth_claims(table: pd.DataFrame, found: float) -> list[Verdict]:
         # the bound holds for every function of w + 1 pieces and the test MSE is a 2^16-point quadrature of the L2 error:
         # an exact comparison (no sampling error to carry)
         t = exceeds(stats.Estimate(float(ok.test_mse.min()), 0.0), bound * (1 - 1e-9), what="the smallest trained MSE")
-        out.append(judge("S2", statement, "sawtooth_error", f"L = {L}, width {w}", Test(not (t.holds is False), *[
+        out.append(judge("S2", statement, "sawtooth_error", f"L = {L}, width {w}", Test(t.holds is not False, *[
                          getattr(t, f) for f in ("effect", "stderr", "threshold", "z")]),
                          f"bound max(crossing {float(g.crossing_bound.iloc[0]):.4g}, window {float(g.window_bound.iloc[0]):.4g}) = "
                          f"{bound:.4g}; trained MSE min {ok.test_mse.min():.4g}, best-by-training-loss "

@@ -113,7 +113,7 @@ def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.D
     ctx.progress(f"{spec.job.dist} d={d} m={m}: final train nMSE per rate "
                  + ", ".join(f"{lr:g}: {score(x)[0]:.4g}" for lr, x in zip(found.lrs, found.results))
                  + f"; chosen {c.lr:g}" + (f" ({c.edge} edge{', flagged' if c.flagged else ''})" if c.at_edge else "")
-                 + f"; test nMSE " + ", ".join(f"{_last(row):.3g}" for row in at["rec"]["nmse"]))
+                 + f"; test nMSE " + ", ".join(f"{_last(row):.3g}" for row in at["rec"]["nmse"]))  # noqa: F541 (a store stage: kept)
     flow = train(np.asarray(spec.flow_lrs, dtype=float), 0) if spec.flow_lrs else []
     if flow:
         ctx.progress(f"{spec.job.dist} d={d} m={m}: flow rates " + ", ".join(

@@ -221,7 +221,6 @@ def first_layer_figure(table: pd.DataFrame) -> plt.Figure:
             ax = axes[i][j]
             part = table[(table.dist == q) & (table.d == d)]
             for (rule, when, plane), g in part.groupby(["width_rule", "when", "plane"]):
-                m = int(g.width.iloc[0])
                 ax.plot(g.angle, g.F_over_alpha, "-" if when == "end" else ":", color=colors[rule], lw=1.2 if when == "end" else 0.8,
                         label=f"{rule_label(rule)}, {'trained' if when == 'end' else 'start'}" if plane == 0 else None)
             ax.axhline(1.0, color="black", lw=1.5, alpha=0.5, label="alpha |u| / alpha = 1 (symmetrisation)")

@@ -36,6 +36,7 @@ from depthlab.claims import Verdict, all_of, exceeds, judge
 from depthlab.core import stats
 
 if TYPE_CHECKING:
+    from depthlab import decide
     from .specs import ClaimsSpec
 
 PAPER_KERNELS = ("rf", "ntk", "rf_bias", "ntk_bias")  # B1 is Bietti & Bach's claim for these (their code's bias variants
