@@ -71,6 +71,11 @@ test: setup
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS) tests
 	$(if $(SLOW),$(BIN)/python -m pytest -q --run-slow -m slow $(PYTEST_ARGS) tests)
 
+# The formatter and the linter's fixes, as tests/test_lint.py checks them.
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
 test-slow: setup
 	$(BIN)/python -m pytest -q --run-slow -m slow $(PYTEST_ARGS) tests
 

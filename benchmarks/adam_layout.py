@@ -73,7 +73,7 @@ def _views(flat: torch.Tensor, shapes: list[torch.Size]) -> list[torch.Tensor]:
     out, off = [], 0
     for s in shapes:
         n = math.prod(s)
-        out.append(flat[off:off + n].view(s))
+        out.append(flat[off : off + n].view(s))
         off += n
     return out
 
@@ -131,7 +131,7 @@ def run(opt, sizes: list[int], M: int, steps: int):
         t = time.perf_counter()
         for s in range(steps):
             a = (s % 20) * B
-            opt.step(params, state, x[:, a:a + B], y[:, a:a + B], lr, loss)
+            opt.step(params, state, x[:, a : a + B], y[:, a : a + B], lr, loss)
     return (time.perf_counter() - t) / steps * 1e6, params
 
 
@@ -139,24 +139,37 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=600, help="timed steps per repeat (default 600)")
     ap.add_argument("--models", type=int, nargs="+", default=[1, 2], help="stacked models M (default: 1 2)")
-    ap.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES), metavar="SHAPE",
-                    help=f"shapes to measure (default: all): {', '.join(repr(k) for k in SHAPES)}")
+    ap.add_argument(
+        "--shapes",
+        nargs="+",
+        choices=list(SHAPES),
+        default=list(SHAPES),
+        metavar="SHAPE",
+        help=f"shapes to measure (default: all): {', '.join(repr(k) for k in SHAPES)}",
+    )
     args = ap.parse_args(argv)
     print(f"threads: {pin_threads(1)}")
     for name in args.shapes:
         sizes = SHAPES[name]
         for M in args.models:
             ref = run(PerTensorAdam(), sizes, M, 400)[1]
-            same = {k: all(torch.equal(a, b) for la, lb in zip(ref, run(o, sizes, M, 400)[1]) for a, b in zip(la, lb))
-                    for k, o in VARIANTS.items() if k not in ("per tensor", "no update")}
+            same = {
+                k: all(torch.equal(a, b) for la, lb in zip(ref, run(o, sizes, M, 400)[1]) for a, b in zip(la, lb))
+                for k, o in VARIANTS.items()
+                if k not in ("per tensor", "no update")
+            }
             best = dict.fromkeys(VARIANTS, float("inf"))
             for _ in range(4):  # interleaved, so a slow moment of the machine hits every variant alike
                 for k, o in VARIANTS.items():
                     best[k] = min(best[k], run(o, sizes, M, args.steps)[0])
             base = best["per tensor"]
-            print(f"{name:<18} M={M}: " + "  ".join(f"{k} {v:7.0f} us (x{base / v:.2f})" for k, v in best.items())
-                  + "  | same bits as per tensor: " + ", ".join(f"{k} {'yes' if s else 'NO'}" for k, s in same.items()),
-                  flush=True)
+            print(
+                f"{name:<18} M={M}: "
+                + "  ".join(f"{k} {v:7.0f} us (x{base / v:.2f})" for k, v in best.items())
+                + "  | same bits as per tensor: "
+                + ", ".join(f"{k} {'yes' if s else 'NO'}" for k, s in same.items()),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

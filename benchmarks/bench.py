@@ -120,7 +120,9 @@ def batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B, group: int 
     return M * steps / (time.perf_counter() - t), per
 
 
-def compiled_vs_eager(name, d, n, sizes, M, steps, dev, opt_name, loss_name, B, compiled_opt: str | None = None) -> dict:
+def compiled_vs_eager(
+    name, d, n, sizes, M, steps, dev, opt_name, loss_name, B, compiled_opt: str | None = None
+) -> dict:
     """depthlab's own step (``trainer.step_in_groups``: the stacked models, the hand-written backward, the foreach Adam)
     eager against ``torch.compile`` of the same call (inductor; on the CPU it builds C++ kernels with gcc), side by
     side in this process on the same thread settings, each from the same initial parameters.  The compile's warm-up
@@ -177,19 +179,39 @@ def compiled_vs_eager(name, d, n, sizes, M, steps, dev, opt_name, loss_name, B, 
         wc = sc = float("nan")
         pc = pc2 = None
         err = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-    row = {"case": name, "sizes": sizes, "models": M, "batch": B, "optimizer": opt_name, "compiled_optimizer": copt,
-           "variant_eager_same_bits": variant_same, "loss": loss_name,
-           "eager_ms_per_step": se * 1e3, "compiled_ms_per_step": sc * 1e3, "compile_warmup_s": wc,
-           "eager_first_step_s": we, "speedup": se / sc if sc == sc else float("nan"), "error": err}
+    row = {
+        "case": name,
+        "sizes": sizes,
+        "models": M,
+        "batch": B,
+        "optimizer": opt_name,
+        "compiled_optimizer": copt,
+        "variant_eager_same_bits": variant_same,
+        "loss": loss_name,
+        "eager_ms_per_step": se * 1e3,
+        "compiled_ms_per_step": sc * 1e3,
+        "compile_warmup_s": wc,
+        "eager_first_step_s": we,
+        "speedup": se / sc if sc == sc else float("nan"),
+        "error": err,
+    }
     if pc is not None:
         row["compiled_runs_bit_identical"] = all(torch.equal(a, b) for a, b in zip(pc, pc2))
         row["compiled_vs_eager_max_abs"] = max(float((a - b).abs().max()) for a, b in zip(pc, pe))
-    print(f"  {name:<34} depth {len(sizes) - 2} width {sizes[1]:<4} M={M:<3} {opt_name}+{loss_name}"
-          + (f" (compiled: {copt}; eager, same bits as today's: {variant_same})" if copt != opt_name else "") + ": eager "
-          f"{row['eager_ms_per_step']:.3f} ms/step, compiled {row['compiled_ms_per_step']:.3f} ms/step = "
-          f"x{row['speedup']:.2f}" + (f"; compile failed ({err}), eager kept" if err else
-                                      f"; compiled twice: {'same bits' if row['compiled_runs_bit_identical'] else 'DIFFERENT bits'}, "
-                                      f"vs eager max |diff| {row['compiled_vs_eager_max_abs']:.2e}"), flush=True)
+    print(
+        f"  {name:<34} depth {len(sizes) - 2} width {sizes[1]:<4} M={M:<3} {opt_name}+{loss_name}"
+        + (f" (compiled: {copt}; eager, same bits as today's: {variant_same})" if copt != opt_name else "")
+        + ": eager "
+        f"{row['eager_ms_per_step']:.3f} ms/step, compiled {row['compiled_ms_per_step']:.3f} ms/step = "
+        f"x{row['speedup']:.2f}"
+        + (
+            f"; compile failed ({err}), eager kept"
+            if err
+            else f"; compiled twice: {'same bits' if row['compiled_runs_bit_identical'] else 'DIFFERENT bits'}, "
+            f"vs eager max |diff| {row['compiled_vs_eager_max_abs']:.2e}"
+        ),
+        flush=True,
+    )
     if not err:
         print(f"  {'':<34} warm-up (first compiled call, inductor building its kernels): {wc:.1f} s", flush=True)
     return row
@@ -203,8 +225,11 @@ def _sequential(sizes):
 
 
 def _reference_loss(name):
-    return {"mse": lambda o, y: torch.mean((o - y) ** 2), "hinge": lambda o, y: torch.mean(torch.relu(1 - y * o)),
-            "logistic": lambda o, y: torch.nn.functional.soft_margin_loss(o, y)}[name]
+    return {
+        "mse": lambda o, y: torch.mean((o - y) ** 2),
+        "hinge": lambda o, y: torch.mean(torch.relu(1 - y * o)),
+        "logistic": lambda o, y: torch.nn.functional.soft_margin_loss(o, y),
+    }[name]
 
 
 def plain_rate(x, y, sizes, models, steps, dev, opt_name, loss_name, B) -> float:
@@ -271,8 +296,20 @@ def func_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B) -> float:
     return M * steps / (time.perf_counter() - t)
 
 
-def trainer_case(name: str, d: int, n: int, sizes: list[int], M: int, steps: int, plain_models: int, dev: torch.device,
-                 peak: float, opt_name: str, loss_name: str, B: int) -> dict:
+def trainer_case(
+    name: str,
+    d: int,
+    n: int,
+    sizes: list[int],
+    M: int,
+    steps: int,
+    plain_models: int,
+    dev: torch.device,
+    peak: float,
+    opt_name: str,
+    loss_name: str,
+    B: int,
+) -> dict:
     x = torch.as_tensor(sample_inputs(n, d, 0), dtype=torch.float32, device=dev)
     y = torch.as_tensor(target(sample_inputs(n, d, 0), 1 if d < 2 else 2, "local"), dtype=torch.float32, device=dev)
     if LOSSES[loss_name].task == "classification":
@@ -283,17 +320,35 @@ def trainer_case(name: str, d: int, n: int, sizes: list[int], M: int, steps: int
     p = plain_rate(x, y, sizes, plain_models, steps, dev, opt_name, loss_name, B)
     spe = int(np.ceil(n / B))
     fl = _flops_per_model_step(sizes, B)
-    row = {"case": name, "optimizer": opt_name, "loss": loss_name, "d": d, "n_train": n, "sizes": sizes, "models_batched": M,
-           "batched_model_epochs_per_s": b / spe, "torch_func_model_epochs_per_s": f / spe, "plain_model_epochs_per_s": p / spe,
-           "models_per_group": per, "all_at_once_model_epochs_per_s": whole / spe, "groups_vs_all_at_once": b / whole,
-           "speedup_vs_plain": b / p, "speedup_vs_torch_func": b / f,
-           "batched_peak_fraction": b * fl / peak, "torch_func_peak_fraction": f * fl / peak, "plain_peak_fraction": p * fl / peak}
-    print(f"  {name:<34} {opt_name}+{loss_name:<8} depth {len(sizes) - 2} width {sizes[1]:<5} M={M:<3} depthlab "
-          f"{row['batched_model_epochs_per_s']:8.3f}  torch.func {row['torch_func_model_epochs_per_s']:8.3f}  plain "
-          f"{row['plain_model_epochs_per_s']:8.3f} model-epochs/s  x{row['speedup_vs_plain']:.2f} vs plain, "
-          f"x{row['speedup_vs_torch_func']:.2f} vs torch.func; peak {row['batched_peak_fraction']:.0%} / "
-          f"{row['torch_func_peak_fraction']:.0%} / {row['plain_peak_fraction']:.0%}"
-          + (f"; groups of {per}: x{b / whole:.2f} the step over all {M} at once" if per < M - 1 else ""), flush=True)
+    row = {
+        "case": name,
+        "optimizer": opt_name,
+        "loss": loss_name,
+        "d": d,
+        "n_train": n,
+        "sizes": sizes,
+        "models_batched": M,
+        "batched_model_epochs_per_s": b / spe,
+        "torch_func_model_epochs_per_s": f / spe,
+        "plain_model_epochs_per_s": p / spe,
+        "models_per_group": per,
+        "all_at_once_model_epochs_per_s": whole / spe,
+        "groups_vs_all_at_once": b / whole,
+        "speedup_vs_plain": b / p,
+        "speedup_vs_torch_func": b / f,
+        "batched_peak_fraction": b * fl / peak,
+        "torch_func_peak_fraction": f * fl / peak,
+        "plain_peak_fraction": p * fl / peak,
+    }
+    print(
+        f"  {name:<34} {opt_name}+{loss_name:<8} depth {len(sizes) - 2} width {sizes[1]:<5} M={M:<3} depthlab "
+        f"{row['batched_model_epochs_per_s']:8.3f}  torch.func {row['torch_func_model_epochs_per_s']:8.3f}  plain "
+        f"{row['plain_model_epochs_per_s']:8.3f} model-epochs/s  x{row['speedup_vs_plain']:.2f} vs plain, "
+        f"x{row['speedup_vs_torch_func']:.2f} vs torch.func; peak {row['batched_peak_fraction']:.0%} / "
+        f"{row['torch_func_peak_fraction']:.0%} / {row['plain_peak_fraction']:.0%}"
+        + (f"; groups of {per}: x{b / whole:.2f} the step over all {M} at once" if per < M - 1 else ""),
+        flush=True,
+    )
     return row
 
 
@@ -369,8 +424,13 @@ def _ntk_child(kind: str, n: int, n_test: int, d: int, depths: list[int], thread
             out.setdefault("factor_seconds", 0.0)
             out["factor_seconds"] += time.perf_counter() - t0
             assert info == 0
-    out.update({"seconds": time.perf_counter() - t, "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-                "threads": pinned})
+    out.update(
+        {
+            "seconds": time.perf_counter() - t,
+            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            "threads": pinned,
+        }
+    )
     q.put(out)
 
 
@@ -407,8 +467,13 @@ def roofline(n: int, n_test: int, max_depth: int, ns_per_step: float, cholesky_s
     advanced through every layer at the in-cache vector rate, split over ``threads``; plus the Choleskys it cannot avoid."""
     steps = (n_test * n + n * n / 2) * max_depth
     rec = steps * ns_per_step * 1e-9 / threads
-    return {"element_layers": steps, "ns_per_step": ns_per_step, "recursion_seconds": rec,
-            "cholesky_seconds": cholesky_seconds, "best_ratio": (cholesky_seconds + rec) / cholesky_seconds}
+    return {
+        "element_layers": steps,
+        "ns_per_step": ns_per_step,
+        "recursion_seconds": rec,
+        "cholesky_seconds": cholesky_seconds,
+        "best_ratio": (cholesky_seconds + rec) / cholesky_seconds,
+    }
 
 
 class ChildDied(RuntimeError):
@@ -430,8 +495,11 @@ def child_result(p, q, what: str, poll: float = 1.0):
                     return q.get(timeout=poll)  # it may have put its result just before it exited
                 except queue.Empty:
                     code = p.exitcode
-                    how = (f"killed by {signal.Signals(-code).name}" if code is not None and code < 0
-                           else f"exit code {code}")
+                    how = (
+                        f"killed by {signal.Signals(-code).name}"
+                        if code is not None and code < 0
+                        else f"exit code {code}"
+                    )
                     raise ChildDied(f"{what}: the child process ended without a result ({how})") from None
 
 
@@ -460,8 +528,11 @@ def ntk_case(kind: str, n: int, n_test: int, d: int, depths: list[int], threads:
     row = {"impl": kind, "n_train": n, "n_test": n_test, "depths": f"1..{max(depths)}", **res}
     secs = res.get("factor_seconds", res["seconds"])
     shown = ", ".join(f"{k} {v}" for k, v in res["threads"].items())
-    print(f"  NTK {kind:<9} N={n:<6} N_test={n_test:<7} depths 1..{max(depths)}: {secs:8.1f}s  peak RSS {res['peak_rss_gib']:.2f} GiB"
-          f"  threads: {shown}", flush=True)
+    print(
+        f"  NTK {kind:<9} N={n:<6} N_test={n_test:<7} depths 1..{max(depths)}: {secs:8.1f}s  peak RSS {res['peak_rss_gib']:.2f} GiB"
+        f"  threads: {shown}",
+        flush=True,
+    )
     return row
 
 
@@ -483,12 +554,22 @@ def pipeline_overhead(config: str = "config/config.yaml") -> dict:
     from bench_workflow import dry_run, tool_env  # beside this file
 
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'workflow'); import depthlab.cli, depthlab.studies.mori_ueda.training"],
-                   check=True, env=tool_env(), cwd=ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, 'workflow'); import depthlab.cli, depthlab.studies.mori_ueda.training",
+        ],
+        check=True,
+        env=tool_env(),
+        cwd=ROOT,
+    )
     startup = time.perf_counter() - t
     dry = dry_run(config)
     out = {"job_startup_seconds": startup, "snakemake_dry_run_seconds": dry, "dry_run_config": config}
-    print(f"  one job's Python start-up (imports) {startup:.2f}s; snakemake dry run (every job planned) of {config} {dry:.2f}s")
+    print(
+        f"  one job's Python start-up (imports) {startup:.2f}s; snakemake dry run (every job planned) of {config} {dry:.2f}s"
+    )
     return out
 
 
@@ -500,11 +581,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--skip-ntk", action="store_true")
     ap.add_argument("--skip-trainer", action="store_true")
     ap.add_argument("--ntk-n", type=int, nargs="+", default=[5000, 20000], help="training-set sizes N of the NTK cases")
-    ap.add_argument("--ntk-threads", type=int, nargs="+", default=sorted({1, os.cpu_count() or 1}),
-                    help="threads of both sides of the NTK cases (default: 1 and every core)")
+    ap.add_argument(
+        "--ntk-threads",
+        type=int,
+        nargs="+",
+        default=sorted({1, os.cpu_count() or 1}),
+        help="threads of both sides of the NTK cases (default: 1 and every core)",
+    )
     ap.add_argument("--skip-previous", action="store_true", help="skip the previous torch recursion (83 s at N = 5000)")
     ap.add_argument("--skip-pipeline", action="store_true", help="skip the start-up and dry-run timings")
-    ap.add_argument("--skip-compiled", action="store_true", help="skip torch.compile of the trainer's step against eager")
+    ap.add_argument(
+        "--skip-compiled", action="store_true", help="skip torch.compile of the trainer's step against eager"
+    )
     ap.add_argument("--only-compiled", action="store_true", help="only the compiled-vs-eager trainer step")
     args = ap.parse_args(argv)
     set_threads()
@@ -514,22 +602,60 @@ def main(argv: list[str] | None = None) -> None:
     peak = matmul_peak(dev, 512 if args.quick else 2048)
     print(f"  float32 matmul peak (measured): {peak / 1e9:.1f} GFLOP/s")
     print(f"  threads of this process (trainer cases): {', '.join(f'{k} {v}' for k, v in main_threads.items())}")
-    out: dict = {"device": describe(dev), "quick": args.quick, "matmul_peak_gflops": peak / 1e9, "trainer": [], "ntk": [],
-                 "threads_trainer": main_threads}
+    out: dict = {
+        "device": describe(dev),
+        "quick": args.quick,
+        "matmul_peak_gflops": peak / 1e9,
+        "trainer": [],
+        "ntk": [],
+        "threads_trainer": main_threads,
+    }
     if not args.skip_trainer and not args.only_compiled:
         cpu = dev.type == "cpu"
         if args.quick:
-            cases = [("default", 20, 400, layer_sizes(20, 16, 2), 4, 5, 1, "sgd", "mse", 50),
-                     ("fractals", 2, 400, layer_sizes(2, 16, 3), 2, 5, 1, "adam", "hinge", 100)]
+            cases = [
+                ("default", 20, 400, layer_sizes(20, 16, 2), 4, 5, 1, "sgd", "mse", 50),
+                ("fractals", 2, 400, layer_sizes(2, 16, 3), 2, 5, 1, "adam", "hinge", 100),
+            ]
         else:
-            h2, h4 = width_for_hidden_weights(d=100, depth=2, budget=1e5), width_for_hidden_weights(d=100, depth=4, budget=1e5)
-            p2, p4 = width_for_hidden_weights(d=500, depth=2, budget=1e6), width_for_hidden_weights(d=500, depth=4, budget=1e6)
-            cases = [("default (fig2 2-local, CV fold)", 100, 2667, layer_sizes(100, h2, 2), 30, 200, 2, "sgd", "mse", 50),
-                     ("default (fig2 2-local, CV fold)", 100, 2667, layer_sizes(100, h4, 4), 30, 200, 2, "sgd", "mse", 50),
-                     ("paper fig2 2-local", 500, 18000, layer_sizes(500, p2, 2), 40, 10 if cpu else 200, 1, "sgd", "mse", 50),
-                     ("paper fig2 2-local", 500, 18000, layer_sizes(500, p4, 4), 40, 10 if cpu else 200, 1, "sgd", "mse", 50),
-                     ("fractals fig4 (cantor, depth 5)", 2, 50000, layer_sizes(2, 100, 5), 6, 200, 2, "adam", "hinge", 100),
-                     ("fractals fig4 (cantor, depth 5)", 2, 50000, layer_sizes(2, 400, 5), 6, 50, 1, "adam", "hinge", 100)]
+            h2, h4 = (
+                width_for_hidden_weights(d=100, depth=2, budget=1e5),
+                width_for_hidden_weights(d=100, depth=4, budget=1e5),
+            )
+            p2, p4 = (
+                width_for_hidden_weights(d=500, depth=2, budget=1e6),
+                width_for_hidden_weights(d=500, depth=4, budget=1e6),
+            )
+            cases = [
+                ("default (fig2 2-local, CV fold)", 100, 2667, layer_sizes(100, h2, 2), 30, 200, 2, "sgd", "mse", 50),
+                ("default (fig2 2-local, CV fold)", 100, 2667, layer_sizes(100, h4, 4), 30, 200, 2, "sgd", "mse", 50),
+                (
+                    "paper fig2 2-local",
+                    500,
+                    18000,
+                    layer_sizes(500, p2, 2),
+                    40,
+                    10 if cpu else 200,
+                    1,
+                    "sgd",
+                    "mse",
+                    50,
+                ),
+                (
+                    "paper fig2 2-local",
+                    500,
+                    18000,
+                    layer_sizes(500, p4, 4),
+                    40,
+                    10 if cpu else 200,
+                    1,
+                    "sgd",
+                    "mse",
+                    50,
+                ),
+                ("fractals fig4 (cantor, depth 5)", 2, 50000, layer_sizes(2, 100, 5), 6, 200, 2, "adam", "hinge", 100),
+                ("fractals fig4 (cantor, depth 5)", 2, 50000, layer_sizes(2, 400, 5), 6, 50, 1, "adam", "hinge", 100),
+            ]
         print("trainer (model-epochs/s; one epoch = ceil(N/B) steps):")
         for c in cases:
             out["trainer"].append(trainer_case(*c[:7], dev=dev, peak=peak, opt_name=c[7], loss_name=c[8], B=c[9]))
@@ -542,37 +668,146 @@ def main(argv: list[str] | None = None) -> None:
                 out[f"trainer_speedup_vs_plain_{tag}"] = float(np.mean([r["speedup_vs_plain"] for r in rows]))
                 out[f"trainer_speedup_vs_torch_func_{tag}"] = float(np.mean([r["speedup_vs_torch_func"] for r in rows]))
     if not args.skip_compiled:
-        print(f"trainer step, torch.compile (inductor) against eager; threads: {', '.join(f'{k} {v}' for k, v in main_threads.items())}:")
+        print(
+            f"trainer step, torch.compile (inductor) against eager; threads: {', '.join(f'{k} {v}' for k, v in main_threads.items())}:"
+        )
         if args.quick:
-            ccases = [("fractals (quick)", 2, 400, layer_sizes(2, 16, 3), 2, 5, dev, "adam", "hinge", 100),
-                      ("fractals (quick), bias corr. on device", 2, 400, layer_sizes(2, 16, 3), 2, 5, dev, "adam", "hinge", 100,
-                       "adam_dbc")]
+            ccases = [
+                ("fractals (quick)", 2, 400, layer_sizes(2, 16, 3), 2, 5, dev, "adam", "hinge", 100),
+                (
+                    "fractals (quick), bias corr. on device",
+                    2,
+                    400,
+                    layer_sizes(2, 16, 3),
+                    2,
+                    5,
+                    dev,
+                    "adam",
+                    "hinge",
+                    100,
+                    "adam_dbc",
+                ),
+            ]
         else:
-            h2, h4 = width_for_hidden_weights(d=100, depth=2, budget=1e5), width_for_hidden_weights(d=100, depth=4, budget=1e5)
+            h2, h4 = (
+                width_for_hidden_weights(d=100, depth=2, budget=1e5),
+                width_for_hidden_weights(d=100, depth=4, budget=1e5),
+            )
             # the fractal jobs of the default train 2 rates at once, then the one left (and a grown rate) alone; the
             # compiled side keeps Adam's bias correction on the device (adam_dbc: today's step compiles again at every
             # step, its host read of the step counter being a graph break)
-            ccases = [("fractals fig4 (depth 5, width 100)", 2, 50000, layer_sizes(2, 100, 5), 6, 300, dev, "adam", "hinge", 100),
-                      ("fractals fig4 (depth 5, width 100), dbc", 2, 50000, layer_sizes(2, 100, 5), 2, 600, dev, "adam", "hinge", 100, "adam_dbc"),
-                      ("fractals fig4 (depth 5, width 100), dbc", 2, 50000, layer_sizes(2, 100, 5), 1, 600, dev, "adam", "hinge", 100, "adam_dbc"),
-                      ("fractals fig4 (depth 5, width 200), dbc", 2, 50000, layer_sizes(2, 200, 5), 2, 300, dev, "adam", "hinge", 100, "adam_dbc"),
-                      ("fractals fig4 (depth 5, width 200), dbc", 2, 50000, layer_sizes(2, 200, 5), 1, 300, dev, "adam", "hinge", 100, "adam_dbc"),
-                      ("mori_ueda default (fig2, depth 2)", 100, 2667, layer_sizes(100, h2, 2), 30, 100, dev, "sgd", "mse", 50),
-                      ("mori_ueda default (fig2, depth 4)", 100, 2667, layer_sizes(100, h4, 4), 30, 100, dev, "sgd", "mse", 50)]
+            ccases = [
+                (
+                    "fractals fig4 (depth 5, width 100)",
+                    2,
+                    50000,
+                    layer_sizes(2, 100, 5),
+                    6,
+                    300,
+                    dev,
+                    "adam",
+                    "hinge",
+                    100,
+                ),
+                (
+                    "fractals fig4 (depth 5, width 100), dbc",
+                    2,
+                    50000,
+                    layer_sizes(2, 100, 5),
+                    2,
+                    600,
+                    dev,
+                    "adam",
+                    "hinge",
+                    100,
+                    "adam_dbc",
+                ),
+                (
+                    "fractals fig4 (depth 5, width 100), dbc",
+                    2,
+                    50000,
+                    layer_sizes(2, 100, 5),
+                    1,
+                    600,
+                    dev,
+                    "adam",
+                    "hinge",
+                    100,
+                    "adam_dbc",
+                ),
+                (
+                    "fractals fig4 (depth 5, width 200), dbc",
+                    2,
+                    50000,
+                    layer_sizes(2, 200, 5),
+                    2,
+                    300,
+                    dev,
+                    "adam",
+                    "hinge",
+                    100,
+                    "adam_dbc",
+                ),
+                (
+                    "fractals fig4 (depth 5, width 200), dbc",
+                    2,
+                    50000,
+                    layer_sizes(2, 200, 5),
+                    1,
+                    300,
+                    dev,
+                    "adam",
+                    "hinge",
+                    100,
+                    "adam_dbc",
+                ),
+                (
+                    "mori_ueda default (fig2, depth 2)",
+                    100,
+                    2667,
+                    layer_sizes(100, h2, 2),
+                    30,
+                    100,
+                    dev,
+                    "sgd",
+                    "mse",
+                    50,
+                ),
+                (
+                    "mori_ueda default (fig2, depth 4)",
+                    100,
+                    2667,
+                    layer_sizes(100, h4, 4),
+                    30,
+                    100,
+                    dev,
+                    "sgd",
+                    "mse",
+                    50,
+                ),
+            ]
         out["compiled"] = [compiled_vs_eager(*c) for c in ccases]
-        ok = [r for r in out["compiled"] if not r["error"] and (r["optimizer"] != "adam" or r["compiled_optimizer"] != "adam")]
+        ok = [
+            r
+            for r in out["compiled"]
+            if not r["error"] and (r["optimizer"] != "adam" or r["compiled_optimizer"] != "adam")
+        ]
         if ok:
             low = min(r["speedup"] for r in ok)
-            print(f"goal (issue 55): compiled >= 1.3x eager at the fractal depth-5 and Mori & Ueda default shapes: lowest "
-                  f"x{low:.2f} -> {'adopt where the warm-up repays' if low >= 1.3 else 'keep eager'}")
+            print(
+                f"goal (issue 55): compiled >= 1.3x eager at the fractal depth-5 and Mori & Ueda default shapes: lowest "
+                f"x{low:.2f} -> {'adopt where the warm-up repays' if low >= 1.3 else 'keep eager'}"
+            )
     if args.only_compiled:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
         print(f"wrote {args.out}")
         return
     if not args.skip_ntk:
-        print("NTK regression (Gram + Cholesky + predictions, every depth; a fresh process each, both sides pinned to the "
-              "same threads: torch, BLAS and numba):")
+        print(
+            "NTK regression (Gram + Cholesky + predictions, every depth; a fresh process each, both sides pinned to the "
+            "same threads: torch, BLAS and numba):"
+        )
         depths = list(range(1, 4)) if args.quick else list(range(1, 11))
         sizes = [(300, 1000)] if args.quick else [(n, 100_000) for n in args.ntk_n]
         rate = recursion_rate(n2=512 if args.quick else 4096, reps=20 if args.quick else 400)
@@ -582,8 +817,11 @@ def main(argv: list[str] | None = None) -> None:
             for n, nt in sizes:
                 ours, chol = ntk_case("cuda", n, nt, 100, depths), ntk_case("cuda-cholesky", n, nt, 100, depths)
                 ratio = record_ntk_pair(out, ours, chol, ("quick" if args.quick else f"n{n}") + "_cuda")
-                print(f"  N={n} on {describe(dev)}: NTK total {ours['seconds']:.2f} s (GPU peak {ours['gpu_peak_gib']:.1f} GiB) "
-                      f"/ bare Choleskys {chol['factor_seconds']:.2f} s = {ratio:.2f}", flush=True)
+                print(
+                    f"  N={n} on {describe(dev)}: NTK total {ours['seconds']:.2f} s (GPU peak {ours['gpu_peak_gib']:.1f} GiB) "
+                    f"/ bare Choleskys {chol['factor_seconds']:.2f} s = {ratio:.2f}",
+                    flush=True,
+                )
         for threads in args.ntk_threads:
             for n, nt in sizes:
                 ours = ntk_case("fused", n, nt, 100, depths, threads)
@@ -593,14 +831,19 @@ def main(argv: list[str] | None = None) -> None:
                 out["ntk_peak_rss_gib"] = max(out.get("ntk_peak_rss_gib", 0.0), ours["peak_rss_gib"])
                 goal = 1.3 if threads == 1 else 1.5
                 out[f"ntk_goal_{tag}"] = goal
-                print(f"  N={n}, {threads} thread(s) each side: NTK total / bare Choleskys = {ratio:.2f} (goal <= {goal}); "
-                      f"peak RSS {ours['peak_rss_gib']:.2f} GiB (goal <= 8)")
+                print(
+                    f"  N={n}, {threads} thread(s) each side: NTK total / bare Choleskys = {ratio:.2f} (goal <= {goal}); "
+                    f"peak RSS {ours['peak_rss_gib']:.2f} GiB (goal <= 8)"
+                )
                 floor = roofline(n, nt, max(depths), rate, chol["factor_seconds"], threads)
                 out[f"ntk_roofline_{tag}"] = floor
-                print(f"    roofline: {floor['element_layers']:.3g} element-layer steps (test rows x N + N^2/2, x {max(depths)} layers) "
-                      f"at {rate:.2f} ns on {threads} thread(s) = {floor['recursion_seconds']:.1f} s beside the Choleskys' "
-                      f"{chol['factor_seconds']:.1f} s: no NTK regression with this recursion can beat {floor['best_ratio']:.2f}; "
-                      f"measured excess {ours['seconds'] - chol['factor_seconds']:.1f} s", flush=True)
+                print(
+                    f"    roofline: {floor['element_layers']:.3g} element-layer steps (test rows x N + N^2/2, x {max(depths)} layers) "
+                    f"at {rate:.2f} ns on {threads} thread(s) = {floor['recursion_seconds']:.1f} s beside the Choleskys' "
+                    f"{chol['factor_seconds']:.1f} s: no NTK regression with this recursion can beat {floor['best_ratio']:.2f}; "
+                    f"measured excess {ours['seconds'] - chol['factor_seconds']:.1f} s",
+                    flush=True,
+                )
         if not args.skip_previous:
             n, nt = (300, 1000) if args.quick else (5000, 100_000)
             before = ntk_case("torch", n, nt, 100, depths)
@@ -615,8 +858,10 @@ def main(argv: list[str] | None = None) -> None:
         lowest_plain = min(r["speedup_vs_plain"] for r in rows)
         lowest_func = min(r["speedup_vs_torch_func"] for r in rows)
         peaks = ", ".join(format(r["batched_peak_fraction"], ".0%") for r in default)
-        print(f"goals (issue 40): trainer >= 1.0x the plain loop at every shape: lowest x{lowest_plain:.2f}; "
-              f">= 85% of the matmul peak at the default shapes: {peaks}; no slower than torch.func: lowest x{lowest_func:.2f}")
+        print(
+            f"goals (issue 40): trainer >= 1.0x the plain loop at every shape: lowest x{lowest_plain:.2f}; "
+            f">= 85% of the matmul peak at the default shapes: {peaks}; no slower than torch.func: lowest x{lowest_func:.2f}"
+        )
     if not args.skip_pipeline:
         print("pipeline:")
         out["pipeline"] = pipeline_overhead("config/smoke.yaml" if args.quick else "config/config.yaml")

@@ -40,8 +40,12 @@ SIDES = {
 
 def _jobs(work: Path) -> dict[str, list[str]]:
     """One ``depthlab stage`` argument list per stage of the target's jobs (from a forced dry run's shell commands)."""
-    cmd = [str(Path(sys.executable).parent / "snakemake"),
-           *_snakemake_cmd("config/smoke.yaml", str(work), 1, ["--dry-run", "--printshellcmds", "--forceall", "--", TARGET])]
+    cmd = [
+        str(Path(sys.executable).parent / "snakemake"),
+        *_snakemake_cmd(
+            "config/smoke.yaml", str(work), 1, ["--dry-run", "--printshellcmds", "--forceall", "--", TARGET]
+        ),
+    ]
     cmd.remove("--quiet")
     out = subprocess.run(cmd, cwd=ROOT, env=tool_env(PINNED), capture_output=True, text=True, check=True).stdout
     jobs: dict[str, list[str]] = {}
@@ -63,7 +67,10 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="depthlab-bench-startup-") as scratch:
         work = Path(scratch)
-        build = [str(Path(sys.executable).parent / "snakemake"), *_snakemake_cmd("config/smoke.yaml", str(work), 2, ["--", TARGET])]
+        build = [
+            str(Path(sys.executable).parent / "snakemake"),
+            *_snakemake_cmd("config/smoke.yaml", str(work), 2, ["--", TARGET]),
+        ]
         subprocess.run(build, cwd=ROOT, env=tool_env(PINNED), capture_output=True, text=True, check=True)
         for stage, job in sorted(_jobs(work).items()):
             o = job.index("--output") + 1
@@ -74,19 +81,25 @@ def main(argv: list[str] | None = None) -> None:
                     scratch_out = work / "results" / "_bench" / f"{stage}{suffix}"
                     shutil.rmtree(scratch_out.parent, ignore_errors=True)
                     scratch_out.parent.mkdir(parents=True)
-                    run = [*entry, *job[:o], str(scratch_out.relative_to(work)), *job[o + 1:]]
+                    run = [*entry, *job[:o], str(scratch_out.relative_to(work)), *job[o + 1 :]]
                     t = time.perf_counter()
                     subprocess.run(run, cwd=work, env=tool_env(PINNED), capture_output=True, text=True, check=True)
                     times[side].append(time.perf_counter() - t)
             med = {side: statistics.median(v) for side, v in times.items()}
             rows.append({"stage": stage, "reps": args.reps, "median_s": med, "ratio": med["gc on"] / med["launcher"]})
-            print(f"  {stage:<9} gc on {med['gc on']:5.2f} s   launcher {med['launcher']:5.2f} s   "
-                  f"ratio {med['gc on'] / med['launcher']:.2f}x   saved {med['gc on'] - med['launcher']:.2f} s per job", flush=True)
+            print(
+                f"  {stage:<9} gc on {med['gc on']:5.2f} s   launcher {med['launcher']:5.2f} s   "
+                f"ratio {med['gc on'] / med['launcher']:.2f}x   saved {med['gc on'] - med['launcher']:.2f} s per job",
+                flush=True,
+            )
     if not rows:
         raise SystemExit("no `depthlab stage` command found in the dry run's output")
     total = {side: sum(r["median_s"][side] for r in rows) for side in SIDES}
-    print(f"  sum over stages: gc on {total['gc on']:.2f} s, launcher {total['launcher']:.2f} s, "
-          f"ratio {total['gc on'] / total['launcher']:.2f}x", flush=True)
+    print(
+        f"  sum over stages: gc on {total['gc on']:.2f} s, launcher {total['launcher']:.2f} s, "
+        f"ratio {total['gc on'] / total['launcher']:.2f}x",
+        flush=True,
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"target": TARGET, "stages": rows, "sum_s": total}, indent=1))

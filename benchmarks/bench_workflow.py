@@ -27,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # A `scontrol` that fails at once: where slurm-wlm is installed with no controller running, the SLURM plugin's probe
 # would otherwise add ~9 s to every Snakemake start (tests/shims/scontrol).
 SHIMS = ROOT / "tests" / "shims"
-PINNED = {k: "1" for k in ("DEPTHLAB_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
+PINNED = {
+    k: "1"
+    for k in ("DEPTHLAB_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+}
 
 # Runs Snakemake's CLI in this process, counts the scheduler's passes and writes the process's own CPU time at exit.
 _WRAPPER = r"""
@@ -62,8 +65,20 @@ def tool_env(extra: dict | None = None) -> dict:
 
 
 def _snakemake_cmd(config: str, workdir: str, cores: int, extra: list[str]) -> list[str]:
-    return ["-s", str(ROOT / "Snakefile"), "--directory", workdir, "--workflow-profile", str(ROOT / "workflow/profiles/default"),
-            "--configfile", str(ROOT / config), "--cores", str(cores), "--quiet", *extra]
+    return [
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        workdir,
+        "--workflow-profile",
+        str(ROOT / "workflow/profiles/default"),
+        "--configfile",
+        str(ROOT / config),
+        "--cores",
+        str(cores),
+        "--quiet",
+        *extra,
+    ]
 
 
 def run_once(config: str, cores: int, stock: bool) -> dict:
@@ -79,7 +94,11 @@ def run_once(config: str, cores: int, stock: bool) -> dict:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"snakemake failed ({'stock' if stock else 'coalesced'}):\n{proc.stderr[-4000:]}")
-        jobs = sum(1 for _ in (work / "results" / "benchmarks").rglob("*.tsv")) if (work / "results" / "benchmarks").exists() else None
+        jobs = (
+            sum(1 for _ in (work / "results" / "benchmarks").rglob("*.tsv"))
+            if (work / "results" / "benchmarks").exists()
+            else None
+        )
         res = json.loads(out.read_text())
     res.update(scheduler="stock" if stock else "coalesced", jobs_benchmarked=jobs)
     return res
@@ -95,18 +114,28 @@ def dry_run(config: str) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python benchmarks/bench_workflow.py", description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default="config/smoke.yaml", help="config run from scratch, twice (default: %(default)s)")
+    ap.add_argument(
+        "--config", default="config/smoke.yaml", help="config run from scratch, twice (default: %(default)s)"
+    )
     ap.add_argument("--cores", type=int, default=2)
-    ap.add_argument("--dry-config", default="config/config.yaml", help="config whose dry run is timed (default: %(default)s)")
+    ap.add_argument(
+        "--dry-config", default="config/config.yaml", help="config whose dry run is timed (default: %(default)s)"
+    )
     ap.add_argument("--out", default="results/bench/bench_workflow.json")
     args = ap.parse_args(argv)
-    print(f"threads: every job 1 (torch, BLAS, numba pinned); {args.cores} jobs at a time; config {args.config}", flush=True)
+    print(
+        f"threads: every job 1 (torch, BLAS, numba pinned); {args.cores} jobs at a time; config {args.config}",
+        flush=True,
+    )
     rows = []
     for stock in (True, False):
         r = run_once(args.config, args.cores, stock)
         rows.append(r)
-        print(f"  {r['scheduler']:<9}  Snakemake process CPU {r['cpu_s']:7.1f} s  scheduler passes {r['passes']}  "
-              f"wall {r['wall_s']:6.1f} s  jobs {r['jobs_benchmarked']}", flush=True)
+        print(
+            f"  {r['scheduler']:<9}  Snakemake process CPU {r['cpu_s']:7.1f} s  scheduler passes {r['passes']}  "
+            f"wall {r['wall_s']:6.1f} s  jobs {r['jobs_benchmarked']}",
+            flush=True,
+        )
     stock, ours = rows
     ratio_cpu = stock["cpu_s"] / ours["cpu_s"]
     ratio_wall = stock["wall_s"] / ours["wall_s"]
@@ -115,8 +144,20 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  dry run of {args.dry_config}: {dry:.2f} s", flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"config": args.config, "cores": args.cores, "runs": rows, "cpu_ratio": ratio_cpu,
-                               "wall_ratio": ratio_wall, "dry_run_config": args.dry_config, "dry_run_s": dry}, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "config": args.config,
+                "cores": args.cores,
+                "runs": rows,
+                "cpu_ratio": ratio_cpu,
+                "wall_ratio": ratio_wall,
+                "dry_run_config": args.dry_config,
+                "dry_run_s": dry,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {out}")
 
 

@@ -34,8 +34,13 @@ def planned_anew(rows: list[dict], results: Path, config: dict, costs_path: Path
     costs = pl.load_costs(costs_path)
     fallback = pl.fallback_rate(costs)
     speed = probe.ratio(probe.of_runs([results]), pl.calibration_probe(costs_path))
-    specs = {str(rel).removesuffix(".zarr"): (f"{rec['study']}/{rec['stage']}", get_study(rec["study"]).spec_from_dict(rec["spec"]))
-             for rel, rec in pl._stores(results)}
+    specs = {
+        str(rel).removesuffix(".zarr"): (
+            f"{rec['study']}/{rec['stage']}",
+            get_study(rec["study"]).spec_from_dict(rec["spec"]),
+        )
+        for rel, rec in pl._stores(results)
+    }
     out, kept = [], 0
     for r in rows:
         name, study = r["name"], r["name"].split("/")[0]
@@ -57,7 +62,9 @@ def show(label: str, rows: list[dict], cores: int) -> None:
     took = sum(r["end_s"] - r["start_s"] for r in rows if r["start_s"] is not None)
     print(f"{label}: planned {sum(r['planned_s'] for r in rows) / 60:.1f} core-min, measured {took / 60:.1f}")
     for f, (eta, real) in replay(rows, cores).items():
-        print(f"  {f:>4.0%} of the jobs: ETA {eta / 60:6.1f} min, real {real / 60:6.1f} min, error {100 * (eta / real - 1):+4.0f} %")
+        print(
+            f"  {f:>4.0%} of the jobs: ETA {eta / 60:6.1f} min, real {real / 60:6.1f} min, error {100 * (eta / real - 1):+4.0f} %"
+        )
 
 
 def main() -> None:

@@ -52,8 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=int, nargs="+", default=None, help="epoch budgets (default: the run's)")
     args = ap.parse_args(argv)
     study = get_study("fractals")
-    stores = sorted(p for p in (Path(args.results) / "fractals").rglob("*.zarr")
-                    if p.name != "data.zarr" and "realdata" not in p.parts)
+    stores = sorted(
+        p
+        for p in (Path(args.results) / "fractals").rglob("*.zarr")
+        if p.name != "data.zarr" and "realdata" not in p.parts
+    )
     totals: dict[tuple[float, int], list[float]] = {}
     for path in stores:
         rec = storage.read_record(path)
@@ -69,13 +72,21 @@ def main(argv: list[str] | None = None) -> int:
         acc, ep = ds.accuracy.values, ds.check_epoch.values
         run_epochs = float(ds.stopped_epoch.values.sum())
         run_best = np.nanmax(np.where(np.isfinite(acc), acc, np.nan), axis=-1)  # [lr, seed]
-        print(f"{path.relative_to(args.results)}: {acc.shape[0]} rates x {acc.shape[1]} seeds, {run_epochs:.0f} epochs "
-              f"in the run; best accuracy per rate {', '.join(f'{v:.4f}' for v in np.nanmean(run_best, 1))}")
+        print(
+            f"{path.relative_to(args.results)}: {acc.shape[0]} rates x {acc.shape[1]} seeds, {run_epochs:.0f} epochs "
+            f"in the run; best accuracy per rate {', '.join(f'{v:.4f}' for v in np.nanmean(run_best, 1))}"
+        )
         for budget in args.budget or [t.max_epochs]:
             for g in args.growth:
-                rule = StopRule(patience=t.patience, rel_tol=0.0, abs_tol=t.abs_tol, monitor="eval_error", grow=g,
-                                onset=None if t.onset_checks is None else 1.0 - CHANCE - t.onset_margin,
-                                onset_patience=t.onset_checks)
+                rule = StopRule(
+                    patience=t.patience,
+                    rel_tol=0.0,
+                    abs_tol=t.abs_tol,
+                    monitor="eval_error",
+                    grow=g,
+                    onset=None if t.onset_checks is None else 1.0 - CHANCE - t.onset_margin,
+                    onset_patience=t.onset_checks,
+                )
                 stops, bests, unknown = [], [], 0
                 for i in range(acc.shape[0]):
                     row = []
@@ -92,13 +103,17 @@ def main(argv: list[str] | None = None) -> int:
                 k = int(np.nanargmax(bests))
                 loss = float(np.nanmax(np.nanmean(run_best, 1)) - bests[k])
                 acc_t[2] = max(acc_t[2], loss)
-                print(f"  growth {g:<5g} budget {budget:<5d}: {total:7.0f} epochs ({total / run_epochs:5.2f} of the run's), "
-                      f"best rate {ds.lr.values[k]:g} at {bests[k]:.4f} ({loss:+.4f} below the run's best)"
-                      + (f"; {unknown} net(s) would run past the record" if unknown else ""))
+                print(
+                    f"  growth {g:<5g} budget {budget:<5d}: {total:7.0f} epochs ({total / run_epochs:5.2f} of the run's), "
+                    f"best rate {ds.lr.values[k]:g} at {bests[k]:.4f} ({loss:+.4f} below the run's best)"
+                    + (f"; {unknown} net(s) would run past the record" if unknown else "")
+                )
     print("\nall fractal nets:")
     for (g, budget), (tot, run, worst) in sorted(totals.items(), key=lambda kv: (-kv[0][1], -kv[0][0])):
-        print(f"  growth {g:<5g} budget {budget:<5d}: {tot / run:5.2f} of the run's epochs; the largest drop of a store's "
-              f"best accuracy {worst:.4f}")
+        print(
+            f"  growth {g:<5g} budget {budget:<5d}: {tot / run:5.2f} of the run's epochs; the largest drop of a store's "
+            f"best accuracy {worst:.4f}"
+        )
     return 0
 
 

@@ -71,8 +71,13 @@ print(json.dumps({{"seconds": out, "capability": m["torch_cpu_capability"], "mod
 
 def side(mode: str) -> dict:
     env = {**os.environ, "DEPTHLAB_CPU_KERNELS": mode}
-    p = subprocess.run([sys.executable, "-c", CHILD.format(workflow=str(ROOT / "workflow"))], capture_output=True,
-                       text=True, env=env, timeout=1800)
+    p = subprocess.run(
+        [sys.executable, "-c", CHILD.format(workflow=str(ROOT / "workflow"))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
     if p.returncode != 0:
         raise SystemExit(f"the {mode} side failed: {p.stderr[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -95,23 +100,28 @@ def main(argv: list[str] | None = None) -> None:
     best: dict[str, dict[str, float]] = {"native": {}, "portable": {}}
     info = {}
     for r in range(a.repeat):
-        for mode in (("native", "portable") if r % 2 == 0 else ("portable", "native")):
+        for mode in ("native", "portable") if r % 2 == 0 else ("portable", "native"):
             got = side(mode)
             info[mode] = {k: got[k] for k in ("capability", "mode", "MKL_CBWR")}
             for k, v in got["seconds"].items():
                 best[mode][k] = min(v, best[mode].get(k, float("inf")))
-    print("one torch thread, every BLAS pool pinned to one thread (threadpoolctl); numba unused; best of "
-          f"{a.repeat} alternating runs per side")
+    print(
+        "one torch thread, every BLAS pool pinned to one thread (threadpoolctl); numba unused; best of "
+        f"{a.repeat} alternating runs per side"
+    )
     for mode in best:
         print(f"{mode}: torch capability {info[mode]['capability']}, MKL_CBWR={info[mode]['MKL_CBWR']}")
     ratios = {}
     for k in best["native"]:
         ratios[k] = best["portable"][k] / best["native"][k]
-        print(f"{k:<10} native {best['native'][k]:7.2f} s   portable {best['portable'][k]:7.2f} s   "
-              f"portable / native x{ratios[k]:.2f}")
+        print(
+            f"{k:<10} native {best['native'][k]:7.2f} s   portable {best['portable'][k]:7.2f} s   "
+            f"portable / native x{ratios[k]:.2f}"
+        )
     if a.out:
-        storage.write_user_file(json.dumps({"seconds": best, "ratio": ratios, "sides": info}, indent=1).encode(), a.out,
-                                what="--out")
+        storage.write_user_file(
+            json.dumps({"seconds": best, "ratio": ratios, "sides": info}, indent=1).encode(), a.out, what="--out"
+        )
 
 
 if __name__ == "__main__":

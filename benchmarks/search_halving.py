@@ -56,12 +56,17 @@ def _with_halving(config: dict, halving: str | None) -> dict:
     except ValueError:
         raise SystemExit(f"error: --halving {halving!r}: expected ETA,RUNGS, two integers (e.g. 4,2)") from None
     if not 2 <= eta <= 100 or not 1 <= rungs <= 10:  # the config schema's bounds
-        raise SystemExit(f"error: --halving {halving!r}: eta must be at least 2 and rungs at least 1 (eta 0 is the "
-                         "full search, which the benchmark runs anyway), within the config schema's 2 <= eta <= 100 "
-                         "and 1 <= rungs <= 10")
+        raise SystemExit(
+            f"error: --halving {halving!r}: eta must be at least 2 and rungs at least 1 (eta 0 is the "
+            "full search, which the benchmark runs anyway), within the config schema's 2 <= eta <= 100 "
+            "and 1 <= rungs <= 10"
+        )
     c = copy.deepcopy(config)
-    c["studies"]["mori_ueda"]["lrsearch"]["halving"] = {**c["studies"]["mori_ueda"]["lrsearch"]["halving"],
-                                                         "eta": eta, "rungs": rungs}
+    c["studies"]["mori_ueda"]["lrsearch"]["halving"] = {
+        **c["studies"]["mori_ueda"]["lrsearch"]["halving"],
+        "eta": eta,
+        "rungs": rungs,
+    }
     return c
 
 
@@ -97,21 +102,28 @@ def _run(args: tuple) -> dict:
 
     set_threads(1)
     with threadpool_limits(limits=1):
-        threads = {"torch": torch.get_num_threads(),
-                   "blas": sorted({f"{i['internal_api']}:{i['num_threads']}" for i in threadpool_info()})}
+        threads = {
+            "torch": torch.get_num_threads(),
+            "blas": sorted({f"{i['internal_api']}:{i['num_threads']}" for i in threadpool_info()}),
+        }
         data = make_data(DataSpec.from_config(config, DataJob(job.figure, job.target)), {})
         ctx = SimpleNamespace(device="cpu", progress=lambda *_: None, checkpoint=None)
         out = {"job": f"{job.figure}/{job.target}/L{job.depth}", "threads": threads}
         order = (("pruned", config), ("full", _full(config)))
-        for name, cfg in (order if pruned_first else order[::-1]):
+        for name, cfg in order if pruned_first else order[::-1]:
             spec = LrSearchSpec.from_config(cfg, job)
             t0 = time.perf_counter()
             ds = run_lrsearch(spec, {"data": data}, ctx)
             secs = time.perf_counter() - t0
             if stores:
                 _write_store(ds, Path(stores) / name / "mori_ueda" / get_study("mori_ueda").path(Ref("lrsearch", job)))
-            out[name] = {"seconds": secs, "epochs": int(np.asarray(ds.epochs.values).sum()),
-                         "best_lr": float(ds.best_lr), "rates": int(ds.sizes["eval"]), "search": ds.attrs["search"]}
+            out[name] = {
+                "seconds": secs,
+                "epochs": int(np.asarray(ds.epochs.values).sum()),
+                "best_lr": float(ds.best_lr),
+                "rates": int(ds.sizes["eval"]),
+                "search": ds.attrs["search"],
+            }
     return out
 
 
@@ -124,10 +136,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=0, help="this many of the rate searches, spread over the list (0: all)")
     ap.add_argument("--workers", type=int, default=max(1, min(2, os.cpu_count() or 1)))
     ap.add_argument("--out", default=None, help="write the table as JSON here")
-    ap.add_argument("--halving", default=None, metavar="ETA,RUNGS",
-                    help="the pruned side's eta and rungs instead of the config's (e.g. 4,2)")
-    ap.add_argument("--stores", default=None, metavar="DIR",
-                    help="write each side's stores to DIR/full and DIR/pruned (for docs/compare_searches.py)")
+    ap.add_argument(
+        "--halving",
+        default=None,
+        metavar="ETA,RUNGS",
+        help="the pruned side's eta and rungs instead of the config's (e.g. 4,2)",
+    )
+    ap.add_argument(
+        "--stores",
+        default=None,
+        metavar="DIR",
+        help="write each side's stores to DIR/full and DIR/pruned (for docs/compare_searches.py)",
+    )
     a = ap.parse_args(argv)
     if a.workers < 1 or a.jobs < 0:
         raise SystemExit(f"error: --workers must be at least 1 and --jobs 0 (all) or more; got {a.workers}, {a.jobs}")
@@ -151,31 +171,54 @@ def main(argv: list[str] | None = None) -> None:
     jobs = LrSearchSpec.jobs(config)
     if a.jobs and a.jobs < len(jobs):
         jobs = [jobs[round(i * (len(jobs) - 1) / max(a.jobs - 1, 1))] for i in range(a.jobs)]
-    print(f"{len(jobs)} rate searches of {a.config}, {a.workers} worker process(es), each on one torch thread, BLAS "
-          "pinned to one thread (threadpoolctl); numba unused", flush=True)
+    print(
+        f"{len(jobs)} rate searches of {a.config}, {a.workers} worker process(es), each on one torch thread, BLAS "
+        "pinned to one thread (threadpoolctl); numba unused",
+        flush=True,
+    )
     rows = []
     with mp.get_context("spawn").Pool(a.workers) as pool:
         for i, r in enumerate(pool.imap(_run, [(config, j, i % 2 == 0, a.stores) for i, j in enumerate(jobs)])):
             rows.append(r)
             f, p = r["full"], r["pruned"]
-            print(f"[{i + 1}/{len(jobs)}] {r['job']}: full {f['seconds']:.1f} s, {f['epochs']} epochs, lr {f['best_lr']:.3g}"
-                  f" | pruned {p['seconds']:.1f} s, {p['epochs']} epochs, lr {p['best_lr']:.3g}"
-                  f" | x{f['seconds'] / p['seconds']:.2f} s, x{f['epochs'] / max(p['epochs'], 1):.2f} epochs", flush=True)
+            print(
+                f"[{i + 1}/{len(jobs)}] {r['job']}: full {f['seconds']:.1f} s, {f['epochs']} epochs, lr {f['best_lr']:.3g}"
+                f" | pruned {p['seconds']:.1f} s, {p['epochs']} epochs, lr {p['best_lr']:.3g}"
+                f" | x{f['seconds'] / p['seconds']:.2f} s, x{f['epochs'] / max(p['epochs'], 1):.2f} epochs",
+                flush=True,
+            )
     tot = {k: {m: sum(r[k][m] for r in rows) for m in ("seconds", "epochs")} for k in ("full", "pruned")}
     ratio = {m: tot["full"][m] / max(tot["pruned"][m], 1e-9) for m in ("seconds", "epochs")}
-    print(f"\ntotal: full {tot['full']['seconds']:.0f} s, {tot['full']['epochs']} candidate-epochs; pruned "
-          f"{tot['pruned']['seconds']:.0f} s, {tot['pruned']['epochs']} candidate-epochs")
+    print(
+        f"\ntotal: full {tot['full']['seconds']:.0f} s, {tot['full']['epochs']} candidate-epochs; pruned "
+        f"{tot['pruned']['seconds']:.0f} s, {tot['pruned']['epochs']} candidate-epochs"
+    )
     print(f"full / pruned: x{ratio['seconds']:.2f} in seconds, x{ratio['epochs']:.2f} in candidate-epochs")
     print(f"threads: {rows[0]['threads'] if rows else '-'}")
     print(f"pruned: {rows[0]['pruned']['search'] if rows else '-'}; full: {rows[0]['full']['search'] if rows else '-'}")
     if a.out:
         try:
-            storage.write_user_file(json.dumps({"config": a.config, "halving": a.halving, "workers": a.workers, "rows": rows,
-                                                "total": tot, "ratio": ratio}, indent=1).encode(), a.out, what="--out")
+            storage.write_user_file(
+                json.dumps(
+                    {
+                        "config": a.config,
+                        "halving": a.halving,
+                        "workers": a.workers,
+                        "rows": rows,
+                        "total": tot,
+                        "ratio": ratio,
+                    },
+                    indent=1,
+                ).encode(),
+                a.out,
+                what="--out",
+            )
         except storage.OutputRefused as e:
             raise SystemExit(f"error: {e}") from None
         except OSError as e:  # a full disk (or /dev/full): the table above is printed; say why the file is not
-            raise SystemExit(f"error: --out {a.out}: cannot write it ({e.strerror or e}); the table is printed above") from None
+            raise SystemExit(
+                f"error: --out {a.out}: cannot write it ({e.strerror or e}); the table is printed above"
+            ) from None
 
 
 if __name__ == "__main__":

@@ -81,8 +81,10 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError:
         stacks = []
     if not stacks or min(stacks) < 1 or a.epochs < 1:
-        raise SystemExit(f"error: --stacks {a.stacks!r} must list whole numbers of at least 1 (e.g. 1,2,6) and --epochs "
-                         "be at least 1")
+        raise SystemExit(
+            f"error: --stacks {a.stacks!r} must list whole numbers of at least 1 (e.g. 1,2,6) and --epochs "
+            "be at least 1"
+        )
     set_threads(1)
     rng = np.random.default_rng(0)
     X = torch.as_tensor(rng.standard_normal((N, d)), dtype=torch.float32)
@@ -90,8 +92,10 @@ def main(argv: list[str] | None = None) -> None:
     opt, loss = SGD(), MSE()
     out: dict = {"figure": a.figure, "target": a.target, "d": d, "n": n, "batch": B, "depths": {}}
     with threadpool_limits(limits=1), torch.no_grad():
-        out["threads"] = {"torch": torch.get_num_threads(),
-                          "blas": sorted({f"{i['internal_api']}:{i['num_threads']}" for i in threadpool_info()})}
+        out["threads"] = {
+            "torch": torch.get_num_threads(),
+            "blas": sorted({f"{i['internal_api']}:{i['num_threads']}" for i in threadpool_info()}),
+        }
         print(f"{a.figure} {a.target}: d = {d}, {n} rows per fold, B = {B}; threads {out['threads']}")
         for L in fig["depths"]:
             h = width_for_hidden_weights(d=d, depth=L, budget=fig["budget"])
@@ -108,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
                     order = np.stack([epoch_order(m, e + 1, n) for m in range(M)])
                     rows = torch.gather(idx_all, 1, torch.as_tensor(order))
                     for s in range(0, n, B):
-                        j = rows[:, s: s + B]
+                        j = rows[:, s : s + B]
                         step_in_groups(opt, params, state, X[j], Y[j], lr, loss, per)
                     times.append(time.perf_counter() - t0)
                 row[M] = float(np.median(times[1:]))
@@ -116,15 +120,21 @@ def main(argv: list[str] | None = None) -> None:
             ts = np.array(list(row.values()))
             b, a0 = np.polyfit(Ms, ts, 1)
             share = {m: a0 / (a0 + b * m) for m in (3, 12)}
-            out["depths"][L] = {"width": h, "seconds_per_epoch": {str(k): v for k, v in row.items()},
-                                "fixed_s": float(a0), "per_model_s": float(b),
-                                "fixed_share": {str(k): float(v) for k, v in share.items()}}
+            out["depths"][L] = {
+                "width": h,
+                "seconds_per_epoch": {str(k): v for k, v in row.items()},
+                "fixed_s": float(a0),
+                "per_model_s": float(b),
+                "fixed_share": {str(k): float(v) for k, v in share.items()},
+            }
             cells = "  ".join(f"M={m}: {1e3 * v:.1f}" for m, v in row.items())
             print(f"L = {L}, width {h}: ms/epoch {cells}")
             lo, hi = min((m for m in row if m >= 2), default=min(row)), max(row)
-            print(f"   t(M) = {1e3 * a0:.1f} + {1e3 * b:.2f} M ms; fixed share {share[3]:.0%} at M = 3, "
-                  f"{share[12]:.0%} at M = 12; per model-epoch M={lo} / M={hi}: "
-                  f"{(row[lo] / lo) / (row[hi] / hi):.2f}x")
+            print(
+                f"   t(M) = {1e3 * a0:.1f} + {1e3 * b:.2f} M ms; fixed share {share[3]:.0%} at M = 3, "
+                f"{share[12]:.0%} at M = 12; per model-epoch M={lo} / M={hi}: "
+                f"{(row[lo] / lo) / (row[hi] / hi):.2f}x"
+            )
     if a.out:
         storage.write_user_file(json.dumps(out, indent=1).encode(), a.out, what="--out")
 

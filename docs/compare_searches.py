@@ -105,10 +105,19 @@ def compare(full: Path, pruned: Path) -> tuple[list[dict], dict]:
         gap = abs(np.log10(la) - np.log10(lb))
         kind = "same" if gap < SAME else ("within SE" if abs(ea - eb) <= np.hypot(sa, sb) else "beyond SE")
         n_pruned = int(b.pruned.values.any(1).sum()) if "pruned" in b else 0
-        rows.append({"job": f"{rel.parts[1]} {rel.parts[3]} L={rel.stem[1:]}", "lr_full": la, "lr_pruned": lb,
-                     "err_full": (ea, sa), "err_pruned": (eb, sb), "decades": gap, "kind": kind,
-                     "evaluated": (len(a.lr), len(b.lr), n_pruned),
-                     "epochs": (int(a.epochs.values.sum()), int(b.epochs.values.sum()))})
+        rows.append(
+            {
+                "job": f"{rel.parts[1]} {rel.parts[3]} L={rel.stem[1:]}",
+                "lr_full": la,
+                "lr_pruned": lb,
+                "err_full": (ea, sa),
+                "err_pruned": (eb, sb),
+                "decades": gap,
+                "kind": kind,
+                "evaluated": (len(a.lr), len(b.lr), n_pruned),
+                "epochs": (int(a.epochs.values.sum()), int(b.epochs.values.sum())),
+            }
+        )
         tot["epochs_full"] += rows[-1]["epochs"][0]
         tot["epochs_pruned"] += rows[-1]["epochs"][1]
         s_a, s_b = _seconds(full, rel.parent / rel.stem), _seconds(pruned, rel.parent / rel.stem)
@@ -127,19 +136,27 @@ def main(argv: list[str]) -> None:
         print(f"not tabulated: {line}", file=sys.stderr)
     if not rows:
         sys.exit(f"no rate search found in both {argv[1]} and {argv[2]} (mori_ueda/fig*/lrsearch/*/L*.zarr)")
-    print("| job | full: lr | CV error | pruned: lr | CV error | decades apart | | rates evaluated (pruned) | epochs full / pruned |")
+    print(
+        "| job | full: lr | CV error | pruned: lr | CV error | decades apart | | rates evaluated (pruned) | epochs full / pruned |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         (ea, sa), (eb, sb), (na, nb, npr) = r["err_full"], r["err_pruned"], r["evaluated"]
-        print(f"| {r['job']} | {r['lr_full']:.3g} | {ea:.3f} ± {sa:.3f} | {r['lr_pruned']:.3g} | {eb:.3f} ± {sb:.3f} | "
-              f"{r['decades']:.2f} | {r['kind']} | {na} / {nb} ({npr}) | {r['epochs'][0]} / {r['epochs'][1]} |")
+        print(
+            f"| {r['job']} | {r['lr_full']:.3g} | {ea:.3f} ± {sa:.3f} | {r['lr_pruned']:.3g} | {eb:.3f} ± {sb:.3f} | "
+            f"{r['decades']:.2f} | {r['kind']} | {na} / {nb} ({npr}) | {r['epochs'][0]} / {r['epochs'][1]} |"
+        )
     kinds = {k: sum(r["kind"] == k for r in rows) for k in ("same", "within SE", "beyond SE")}
     print(f"\n{len(rows)} searches: " + ", ".join(f"{v} {k}" for k, v in kinds.items()))
-    print(f"epochs (candidates x folds): {tot['epochs_full']} full, {tot['epochs_pruned']} pruned, "
-          f"x{tot['epochs_full'] / max(tot['epochs_pruned'], 1):.2f}")
+    print(
+        f"epochs (candidates x folds): {tot['epochs_full']} full, {tot['epochs_pruned']} pruned, "
+        f"x{tot['epochs_full'] / max(tot['epochs_pruned'], 1):.2f}"
+    )
     if tot["timed"]:
-        print(f"job seconds ({tot['timed']} jobs timed in both): {tot['s_full']:.0f} full, {tot['s_pruned']:.0f} pruned, "
-              f"x{tot['s_full'] / max(tot['s_pruned'], 1e-9):.2f}")
+        print(
+            f"job seconds ({tot['timed']} jobs timed in both): {tot['s_full']:.0f} full, {tot['s_pruned']:.0f} pruned, "
+            f"x{tot['s_full'] / max(tot['s_pruned'], 1e-9):.2f}"
+        )
     if tot.get("skipped"):
         sys.exit(f"{len(tot['skipped'])} damaged store(s) not tabulated (above)")
 

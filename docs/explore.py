@@ -27,7 +27,9 @@ import depthlab
 import depthlab.config as dlc
 
 CONFIG = os.environ.get("DEPTHLAB_CONFIG", "config/config.yaml")
-RESULTS = Path(os.environ.get("DEPTHLAB_RESULTS") or dlc.validate(dlc.read_yaml(CONFIG), memory=False, source=CONFIG)["results"])
+RESULTS = Path(
+    os.environ.get("DEPTHLAB_RESULTS") or dlc.validate(dlc.read_yaml(CONFIG), memory=False, source=CONFIG)["results"]
+)
 OUT = Path(os.environ["DEPTHLAB_EXPLORE_OUT"]) if os.environ.get("DEPTHLAB_EXPLORE_OUT") else None
 print(depthlab.list_results(RESULTS))  # what `depthlab ls RESULTS` prints
 
@@ -78,7 +80,9 @@ by_job = csv.groupby(["target", "depth"])[["nn_test_error", "ntk_test_error"]].m
 checked = 0
 for (target, depth), row in by_job.iterrows():
     np.testing.assert_allclose(float(nn.sel(target=target, depth=depth)), row.nn_test_error, rtol=1e-5)
-    np.testing.assert_allclose(float(kernel.sel(target=target, depth=depth, kernel="ntk")), row.ntk_test_error, rtol=1e-5)
+    np.testing.assert_allclose(
+        float(kernel.sel(target=target, depth=depth, kernel="ntk")), row.ntk_test_error, rtol=1e-5
+    )
     checked += 1
 assert checked == nn.sizes["target"] * nn.sizes["depth"], "every (target, depth) of the stores is in fig2.csv"
 print(f"fig2.csv agrees with the stores at all {checked} (target, depth) pairs")

@@ -46,24 +46,31 @@ def header(results: Path, audit_line: str, config: Path, history: str = "") -> s
             per[parts[0] if len(parts) > 1 else "index and config snapshot"].append(s)
     cost = ", ".join(f"{k} {len(v)} jobs, {sum(v) / 60:.1f} core-min" for k, v in sorted(per.items()))
     total = sum(sum(v) for v in per.values()) / 60
-    probe = ", ".join(f"{p['probe_s']:.3f} s ({p.get('time', '?')})" for p in (probes if isinstance(probes, list) else [])
-                      if isinstance(p, dict) and isinstance(p.get("probe_s"), (int, float))
-                      and math.isfinite(p["probe_s"]))  # a string or NaN probe_s is left out, not a traceback
+    probe = ", ".join(
+        f"{p['probe_s']:.3f} s ({p.get('time', '?')})"
+        for p in (probes if isinstance(probes, list) else [])
+        if isinstance(p, dict) and isinstance(p.get("probe_s"), (int, float)) and math.isfinite(p["probe_s"])
+    )  # a string or NaN probe_s is left out, not a traceback
     calib = safeio.read_json(plan.COSTS).get("probe_s")  # the package's CPU calibration
     calib = f"{calib:.3f} s" if isinstance(calib, (int, float)) else "not recorded"
-    return "\n".join([
-        "# The default run's claims, as the run wrote them",
-        "",
-        *([f"How this run came to be: {history}", ""] if history else []),
-        f"Copied from `{results.name}/claims.md` by `python docs/publish_run.py` (not by hand). Code version "
-        f"`{rec.get('code_version', '?')}`; the claims index made {rec.get('created', '?')}; speed probe "
-        f"{probe or 'not recorded'} (the cost model's calibration machine: {calib}, lower is faster).",
-        f"Job time per study (benchmark files, one core per job): {cost}; {total:.1f} core-minutes in all.",
-        f"`depthlab audit {results.name}/claims.md --configfile {config.name} --strict`: {audit_line}",
-        "",
-        "---",
-        "",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "# The default run's claims, as the run wrote them",
+                "",
+                *([f"How this run came to be: {history}", ""] if history else []),
+                f"Copied from `{results.name}/claims.md` by `python docs/publish_run.py` (not by hand). Code version "
+                f"`{rec.get('code_version', '?')}`; the claims index made {rec.get('created', '?')}; speed probe "
+                f"{probe or 'not recorded'} (the cost model's calibration machine: {calib}, lower is faster).",
+                f"Job time per study (benchmark files, one core per job): {cost}; {total:.1f} core-minutes in all.",
+                f"`depthlab audit {results.name}/claims.md --configfile {config.name} --strict`: {audit_line}",
+                "",
+                "---",
+                "",
+            ]
+        )
+        + "\n"
+    )
 
 
 def main(argv: list[str]) -> None:
@@ -74,7 +81,9 @@ def main(argv: list[str]) -> None:
             sys.exit("--history needs a text: how the results folder came to be")
         history, argv = argv[i + 1].strip(), argv[:i] + argv[i + 2 :]
     if not 2 <= len(argv) <= 4:
-        sys.exit("usage: python docs/publish_run.py RESULTS [CONFIG] [OUT] [--history TEXT]  (a finished default run's folder)")
+        sys.exit(
+            "usage: python docs/publish_run.py RESULTS [CONFIG] [OUT] [--history TEXT]  (a finished default run's folder)"
+        )
     results = Path(argv[1])
     config = Path(argv[2]) if len(argv) > 2 else HERE.parent / "config" / "config.yaml"
     out = Path(argv[3]) if len(argv) > 3 else HERE / "default-claims.md"
@@ -85,13 +94,19 @@ def main(argv: list[str]) -> None:
         sys.exit(str(e))
     if not claims.is_file():
         sys.exit(f"{claims}: no claims index (has the run finished?)")
-    audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(claims), "--configfile", str(config), "--strict"],
-                           capture_output=True, text=True)
+    audit = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(claims), "--configfile", str(config), "--strict"],
+        capture_output=True,
+        text=True,
+    )
     last = (audit.stdout.strip().splitlines() or ["(no output)"])[-1]
     if audit.returncode != 0:
-        sys.exit(f"audit --strict failed on {results}; nothing published:\n{audit.stdout[-2000:]}{audit.stderr[-2000:]}")
-    storage.write_user_file((header(results, last, config, history) + claims.read_text()).encode(), out,
-                            protect=(results,), what="OUT")
+        sys.exit(
+            f"audit --strict failed on {results}; nothing published:\n{audit.stdout[-2000:]}{audit.stderr[-2000:]}"
+        )
+    storage.write_user_file(
+        (header(results, last, config, history) + claims.read_text()).encode(), out, protect=(results,), what="OUT"
+    )
     print(f"wrote {out}")
 
 

@@ -62,8 +62,10 @@ def main(argv: list[str]) -> None:
                 print(f"no such row in {new}: {name} {v.claim} {v.subject} ({v.statement[:60]})")
             elif v.verdict not in theirs:
                 moved += 1
-                print(f"moved: {name} {v.claim} {v.subject} ({v.statement[:60]}): {old.name} {v.verdict}, "
-                      f"{new.name} {', '.join(theirs)}; {v.reason or ''}"[:400])
+                print(
+                    f"moved: {name} {v.claim} {v.subject} ({v.statement[:60]}): {old.name} {v.verdict}, "
+                    f"{new.name} {', '.join(theirs)}; {v.reason or ''}"[:400]
+                )
     print(f"{n} rows re-judged, {moved} with another verdict")
 
 

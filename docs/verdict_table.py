@@ -16,8 +16,13 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-VERDICTS = {"holds": "holds", "**does not hold**": "does not hold", "does not hold": "does not hold",
-            "inconclusive": "inconclusive", "not applicable": "not applicable"}
+VERDICTS = {
+    "holds": "holds",
+    "**does not hold**": "does not hold",
+    "does not hold": "does not hold",
+    "inconclusive": "inconclusive",
+    "not applicable": "not applicable",
+}
 STATES = ("holds", "does not hold", "inconclusive", "not applicable")
 
 
@@ -55,14 +60,20 @@ def table(text: str, study: str = "", extensions: bool = False) -> str:
     counts: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
     for name, cid, statement, verdict in rows(text, study, extensions):
         counts[(name, cid, statement)][verdict] += 1
-    lines = ["| study | claim | what it says | holds | does not hold | inconclusive | not applicable |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| study | claim | what it says | holds | does not hold | inconclusive | not applicable |",
+        "|---|---|---|---|---|---|---|",
+    ]
     total: Counter = Counter()
     for (study, cid, statement), c in counts.items():  # in the report's order
         total.update(c)
         cell = [str(c[v]) if c[v] else "" for v in STATES]
         lines.append(f"| {study} | {cid} | {statement} | " + " | ".join(cell) + " |")
-    lines.append(f"| **{'all extensions' if extensions else 'all judged'}** | | | "
-                 + " | ".join(f"**{total[v]}**" for v in STATES) + " |")
+    lines.append(
+        f"| **{'all extensions' if extensions else 'all judged'}** | | | "
+        + " | ".join(f"**{total[v]}**" for v in STATES)
+        + " |"
+    )
     return "\n".join(lines)
 
 

@@ -16,20 +16,33 @@ from helpers import SmokeRun, fast_suite_smoke, smk, snapshot  # noqa: E402
 
 torch.set_num_threads(1)
 
-SLOW_REASON = "slow set (make test-slow)"  # short: pytest prints it once per skipped location; the whole story once, below
-SLOW_STORY = ("the slow set (a real one-node SLURM and its faults, the report in headless Chromium, the local chaos test, "
-              "the heaviest workflow re-runs; root, apt-get, daemons, tens of minutes) was skipped: it runs with "
-              "`make test-slow`, `make test SLOW=1` or `pytest --run-slow`")
+SLOW_REASON = (
+    "slow set (make test-slow)"  # short: pytest prints it once per skipped location; the whole story once, below
+)
+SLOW_STORY = (
+    "the slow set (a real one-node SLURM and its faults, the report in headless Chromium, the local chaos test, "
+    "the heaviest workflow re-runs; root, apt-get, daemons, tens of minutes) was skipped: it runs with "
+    "`make test-slow`, `make test SLOW=1` or `pytest --run-slow`"
+)
 
 
 def pytest_addoption(parser):
-    parser.addoption("--run-slow", action="store_true", default=os.environ.get("DEPTHLAB_SLOW_TESTS") == "1",
-                     help="also run the tests marked slow (the real SLURM test); default: $DEPTHLAB_SLOW_TESTS == 1")
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        default=os.environ.get("DEPTHLAB_SLOW_TESTS") == "1",
+        help="also run the tests marked slow (the real SLURM test); default: $DEPTHLAB_SLOW_TESTS == 1",
+    )
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: needs root, network packages or minutes; skipped (with its reason) unless --run-slow")
-    config.addinivalue_line("markers", "chaos: fault injection into the one-node SLURM (part of the slow set; `make test-chaos` runs it alone)")
+    config.addinivalue_line(
+        "markers", "slow: needs root, network packages or minutes; skipped (with its reason) unless --run-slow"
+    )
+    config.addinivalue_line(
+        "markers",
+        "chaos: fault injection into the one-node SLURM (part of the slow set; `make test-chaos` runs it alone)",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -46,13 +59,15 @@ def pytest_collection_modifyitems(config, items):
     fast = [item for item in items if "slow" not in item.keywords]
     smoke = [item for item in fast if "smoke_run" in getattr(item, "fixturenames", ())]
     if smoke:
-        items[:len(fast)] = smoke[:1] + [item for item in fast if item not in smoke] + smoke[1:]
+        items[: len(fast)] = smoke[:1] + [item for item in fast if item not in smoke] + smoke[1:]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """Why the slow set was skipped, said once (not beside each of its tests)."""
     if not config.getoption("--run-slow") and any(
-            getattr(r, "longrepr", None) and SLOW_REASON in str(r.longrepr) for r in terminalreporter.stats.get("skipped", [])):
+        getattr(r, "longrepr", None) and SLOW_REASON in str(r.longrepr)
+        for r in terminalreporter.stats.get("skipped", [])
+    ):
         terminalreporter.write_line(SLOW_STORY)
 
 
@@ -96,7 +111,9 @@ def smoke_run(tmp_path_factory, worker_id, request) -> SmokeRun:
             terminal = terminal_file.read_text()
     import depthlab.config as dlc
 
-    run = SmokeRun(work, dlc.validate(cfg, source=cfg_path), cfg_path, terminal)  # validated: defaults filled in, as the workflow sees it
+    run = SmokeRun(
+        work, dlc.validate(cfg, source=cfg_path), cfg_path, terminal
+    )  # validated: defaults filled in, as the workflow sees it
     built = snapshot(run.results)
     yield run
     assert snapshot(run.results) == built, "a test modified the shared smoke run (tests that change results use a copy)"

@@ -19,15 +19,33 @@ def tool_env(env: dict | None = None) -> dict:
     return {**os.environ, "PATH": f"{SHIMS}{os.pathsep}{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})}
 
 
-def smk(workdir: Path, *args: str, snakefile: Path = ROOT / "Snakefile", check: bool = True,
-        env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
+def smk(
+    workdir: Path,
+    *args: str,
+    snakefile: Path = ROOT / "Snakefile",
+    check: bool = True,
+    env: dict | None = None,
+    timeout: int = 1800,
+) -> subprocess.CompletedProcess:
     """Run Snakemake on ``snakefile`` in ``workdir`` with the default workflow profile and 2 cores."""
     env = tool_env(env)
-    cmd = [str(BIN / "snakemake"), "-s", str(snakefile), "--directory", str(workdir),
-           "--workflow-profile", str(snakefile.parent / "workflow" / "profiles" / "default"), "--cores", "2", *args]
+    cmd = [
+        str(BIN / "snakemake"),
+        "-s",
+        str(snakefile),
+        "--directory",
+        str(workdir),
+        "--workflow-profile",
+        str(snakefile.parent / "workflow" / "profiles" / "default"),
+        "--cores",
+        "2",
+        *args,
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     if check and p.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-6000:]}")
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-6000:]}"
+        )
     return p
 
 
@@ -66,7 +84,9 @@ def fast_suite_smoke(cfg: dict) -> dict:
 
 def snapshot(results: Path) -> dict[str, tuple[int, int]]:
     """(size, mtime) of every file below ``results``: what a read-only user must leave as it found it."""
-    return {str(p.relative_to(results)): (p.stat().st_size, p.stat().st_mtime_ns) for p in results.rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(results)): (p.stat().st_size, p.stat().st_mtime_ns) for p in results.rglob("*") if p.is_file()
+    }
 
 
 def store_versions(results: Path) -> dict[str, tuple[int, int]]:

@@ -109,9 +109,21 @@ def walk(report: Path, work: Path, timeout: float = 300) -> tuple[dict, str]:
     body = html.rindex("</body>")
     page = work / "walk.html"
     page.write_text(html[:head] + CAPTURE + html[head:body] + DRIVER + html[body:], encoding="utf-8")
-    cmd = [chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-           "--no-first-run", "--enable-logging=stderr", "--v=0", f"--user-data-dir={work / 'profile'}",
-           "--virtual-time-budget=600000", "--run-all-compositor-stages-before-draw", "--dump-dom", page.as_uri()]
+    cmd = [
+        chromium(),
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+        f"--user-data-dir={work / 'profile'}",
+        "--virtual-time-budget=600000",
+        "--run-all-compositor-stages-before-draw",
+        "--dump-dom",
+        page.as_uri(),
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     m = re.search(r'<pre id="depthlab-browser-check">(.*?)</pre>', p.stdout, re.S)
     if not m:
@@ -121,7 +133,13 @@ def walk(report: Path, work: Path, timeout: float = 300) -> tuple[dict, str]:
     return json.loads(_html.unescape(m.group(1))), p.stderr
 
 
-STUDY_TITLES = ("Mori &amp; Ueda", "Bietti &amp; Bach", "Depth separation", "Malach &amp; Shalev-Shwartz", "Arora, Cohen")
+STUDY_TITLES = (
+    "Mori &amp; Ueda",
+    "Bietti &amp; Bach",
+    "Depth separation",
+    "Malach &amp; Shalev-Shwartz",
+    "Arora, Cohen",
+)
 
 
 def problems(seen: dict, log: str, categories: dict) -> list[str]:
@@ -132,8 +150,11 @@ def problems(seen: dict, log: str, categories: dict) -> list[str]:
     out = [f"page error: {e}" for e in seen["errors"]]
     if seen.get("injected"):
         out.append(f"{seen['injected']} element(s) made from markup in a config value (a <depthlabpwn> or <img src=x>)")
-    out += [f"console: {line.strip()[:300]}" for line in log.splitlines()
-            if (":ERROR:CONSOLE" in line or "Uncaught" in line)]
+    out += [
+        f"console: {line.strip()[:300]}"
+        for line in log.splitlines()
+        if (":ERROR:CONSOLE" in line or "Uncaught" in line)
+    ]
     walked = {(c["category"], c["subcategory"]) for c in seen["categories"]}
     for cat, subs in categories.items():
         for sub in subs:
@@ -150,10 +171,16 @@ def problems(seen: dict, log: str, categories: dict) -> list[str]:
                 caption = r["caption"].split("DESCRIPTION", 1)[1].strip() if "DESCRIPTION" in r["caption"] else ""
                 if len(caption) < 40:
                     out.append(f"{path}: empty caption ({caption!r})")
-                if r["mime"].startswith("image/") and not (r["image"] and r["image"]["complete"] and r["image"]["width"] > 0):
+                if r["mime"].startswith("image/") and not (
+                    r["image"] and r["image"]["complete"] and r["image"]["width"] > 0
+                ):
                     out.append(f"{path}: the image did not load ({r['image']})")
-                if r["mime"] == "text/html" and not (r.get("page") and r["page"]["shown"] and r["page"]["height"] > 0
-                                                     and (r["page"]["tables"] or r["page"]["pre"])):
+                if r["mime"] == "text/html" and not (
+                    r.get("page")
+                    and r["page"]["shown"]
+                    and r["page"]["height"] > 0
+                    and (r["page"]["tables"] or r["page"]["pre"])
+                ):
                     out.append(f"{path}: the page is not shown in place ({r.get('page')})")
     for title in STUDY_TITLES:
         if _html.unescape(title) not in seen["front"]:

@@ -13,13 +13,29 @@ from helpers import tool_env
 @pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_bench_quick_runs_and_writes_json(tmp_path, root):
     out = tmp_path / "bench.json"
-    p = subprocess.run([sys.executable, str(root / "benchmarks" / "bench.py"), "--quick", "--out", str(out)], cwd=root,
-                       capture_output=True, text=True, timeout=600, env=tool_env())
+    p = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "bench.py"), "--quick", "--out", str(out)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=tool_env(),
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(out.read_text())
-    for key in ("trainer_speedup_vs_plain", "trainer_speedup_vs_torch_func", "ntk_seconds_quick_1thread",
-                "ntk_cholesky_seconds_quick_1thread", "ntk_over_cholesky_quick_1thread", "ntk_over_cholesky_quick_2thread",
-                "ntk_peak_rss_gib", "ntk_speedup_vs_previous", "matmul_peak_gflops", "pipeline", "threads_trainer"):
+    for key in (
+        "trainer_speedup_vs_plain",
+        "trainer_speedup_vs_torch_func",
+        "ntk_seconds_quick_1thread",
+        "ntk_cholesky_seconds_quick_1thread",
+        "ntk_over_cholesky_quick_1thread",
+        "ntk_over_cholesky_quick_2thread",
+        "ntk_peak_rss_gib",
+        "ntk_speedup_vs_previous",
+        "matmul_peak_gflops",
+        "pipeline",
+        "threads_trainer",
+    ):
         assert key in data, key
     # every side states its threads, and pinning took: one thread per library in the 1-thread runs
     for row in data["ntk"]:
@@ -29,14 +45,22 @@ def test_bench_quick_runs_and_writes_json(tmp_path, root):
             assert all(v in (1, None) for v in row["threads"].values()), row["threads"]
     assert all(v in (1, None) for v in data["threads_trainer"].values()), data["threads_trainer"]
     for row in data["trainer"]:
-        assert min(row["batched_model_epochs_per_s"], row["plain_model_epochs_per_s"], row["torch_func_model_epochs_per_s"]) > 0
+        assert (
+            min(
+                row["batched_model_epochs_per_s"], row["plain_model_epochs_per_s"], row["torch_func_model_epochs_per_s"]
+            )
+            > 0
+        )
     assert {r["optimizer"] for r in data["trainer"]} == {"sgd", "adam"}
     assert "vs torch.func" in p.stdout and "goal <= 1.3" in p.stdout and "threads: torch 1" in p.stdout
     # the compiled step beside the eager one: both timed, the warm-up apart; or eager kept, with the reason
     for row in data["compiled"]:
         assert row["eager_ms_per_step"] > 0
-        assert row["error"] or (row["compiled_ms_per_step"] > 0 and row["compile_warmup_s"] > 0
-                                and row["compiled_runs_bit_identical"] is True), row
+        assert row["error"] or (
+            row["compiled_ms_per_step"] > 0
+            and row["compile_warmup_s"] > 0
+            and row["compiled_runs_bit_identical"] is True
+        ), row
     # the variant with Adam's bias correction on the device runs eager to today's bits (so adopting it moves no store)
     dbc = [r for r in data["compiled"] if r["compiled_optimizer"] == "adam_dbc"]
     assert dbc and all(r["variant_eager_same_bits"] is True for r in dbc), dbc
@@ -45,8 +69,12 @@ def test_bench_quick_runs_and_writes_json(tmp_path, root):
 
 def test_bench_workflow_parses_its_arguments(root):
     """The workflow-overhead benchmark runs the smoke pipeline twice (minutes): here only its command line is checked."""
-    p = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_workflow.py"), "--help"], cwd=root,
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "bench_workflow.py"), "--help"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     assert "--config" in p.stdout and "--dry-config" in p.stdout
 
@@ -54,9 +82,23 @@ def test_bench_workflow_parses_its_arguments(root):
 def test_adam_layout_benchmark_runs_and_finds_the_foreach_update_bit_identical(root):
     """benchmarks/adam_layout.py at its smallest (one shape, a lone model, 5 timed steps): it pins and prints its
     threads, and its own bit check finds depthlab's foreach update equal to the per-tensor one after 400 steps."""
-    p = subprocess.run([sys.executable, str(root / "benchmarks" / "adam_layout.py"), "--shapes", "depth 1 width 10",
-                        "--models", "1", "--steps", "5"], cwd=root, capture_output=True, text=True, timeout=300,
-                       env=tool_env())
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(root / "benchmarks" / "adam_layout.py"),
+            "--shapes",
+            "depth 1 width 10",
+            "--models",
+            "1",
+            "--steps",
+            "5",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=tool_env(),
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "'torch': 1" in p.stdout and "depth 1 width 10   M=1: per tensor" in p.stdout, p.stdout
     assert "same bits as per tensor: depthlab yes" in p.stdout, p.stdout
@@ -101,7 +143,7 @@ def test_a_stage_process_gets_its_blas_threads_from_the_environment_and_the_ntk_
     '1-thread' NTK ran at 190 % CPU).  A `depthlab stage` process sets the pools' threads in the environment before they
     load, and the CPU NTK path then calls no threadpool_limits: the same call sequence at N = 300 with the switch made
     an error."""
-    code = r'''
+    code = r"""
 import sys
 sys.argv = ["depthlab", "stage", "--threads", "1"]
 from depthlab import _launch
@@ -118,8 +160,10 @@ fit = K.kernel_regression(x, y, x[:50], [1, 2, 3], device="cpu")
 pools = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
 assert pools and all(n == 1 for n in pools), pools
 print("ok", len(pools), float(np.abs(fit.prediction).sum()) > 0)
-'''
-    env = {k: v for k, v in tool_env().items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+"""
+    env = {
+        k: v for k, v in tool_env().items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    }
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert p.returncode == 0 and p.stdout.startswith("ok"), p.stdout + p.stderr[-3000:]
 
@@ -133,9 +177,19 @@ def test_eta_replay_plans_the_smoke_run_anew_and_replays_what_its_terminal_showe
 
     from snakemake_logger_plugin_depthlab.terminal import read_jobs_log, replay
 
-    p = subprocess.run([sys.executable, str(root / "benchmarks" / "eta_replay.py"), str(smoke_run.results),
-                        str(smoke_run.config_path)], cwd=smoke_run.work, capture_output=True, text=True, timeout=300,
-                       env=tool_env())
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(root / "benchmarks" / "eta_replay.py"),
+            str(smoke_run.results),
+            str(smoke_run.config_path),
+        ],
+        cwd=smoke_run.work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=tool_env(),
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     errors = [int(m) for m in re.findall(r"error +([+-]?\d+) %", p.stdout)]
     assert len(errors) == 8, p.stdout
@@ -144,8 +198,11 @@ def test_eta_replay_plans_the_smoke_run_anew_and_replays_what_its_terminal_showe
     assert errors[:4] == own
     kept = int(re.search(r"\((\d+) jobs kept the log's plan\)", p.stdout).group(1))
     rows = read_jobs_log(tsv)
-    assert kept == sum(r["planned_s"] == 0 for r in rows) == sum(r["stage"] in ("config_snapshot", "claims_index", "all")
-                                                                   for r in rows), p.stdout
+    assert (
+        kept
+        == sum(r["planned_s"] == 0 for r in rows)
+        == sum(r["stage"] in ("config_snapshot", "claims_index", "all") for r in rows)
+    ), p.stdout
 
 
 def test_search_halving_benchmark_times_both_searches_of_a_job_side_by_side(tmp_path, root):
@@ -155,9 +212,29 @@ def test_search_halving_benchmark_times_both_searches_of_a_job_side_by_side(tmp_
     sides' stores in the results layout, which docs/compare_searches.py reads into one row.  A malformed --halving is
     refused.  Never asserts speed."""
     out, stores = tmp_path / "sh.json", tmp_path / "stores"
-    p = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config", "config/smoke.yaml",
-                        "--jobs", "1", "--workers", "1", "--out", str(out), "--halving", "4,1", "--stores", str(stores)],
-                       cwd=root, capture_output=True, text=True, timeout=300, env=tool_env())
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(root / "benchmarks" / "search_halving.py"),
+            "--config",
+            "config/smoke.yaml",
+            "--jobs",
+            "1",
+            "--workers",
+            "1",
+            "--out",
+            str(out),
+            "--halving",
+            "4,1",
+            "--stores",
+            str(stores),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=tool_env(),
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(out.read_text())
     (row,) = data["rows"]
@@ -169,17 +246,52 @@ def test_search_halving_benchmark_times_both_searches_of_a_job_side_by_side(tmp_
     assert set(data["ratio"]) == {"seconds", "epochs"} and "full / pruned:" in p.stdout and data["halving"] == "4,1"
     (full,) = (stores / "full").glob("mori_ueda/*/lrsearch/*/L*.zarr")
     assert (stores / "pruned" / full.relative_to(stores / "full")).is_dir()
-    c = subprocess.run([sys.executable, str(root / "docs" / "compare_searches.py"), str(stores / "full"),
-                        str(stores / "pruned")], cwd=root, capture_output=True, text=True, timeout=120, env=tool_env())
+    c = subprocess.run(
+        [sys.executable, str(root / "docs" / "compare_searches.py"), str(stores / "full"), str(stores / "pruned")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=tool_env(),
+    )
     assert c.returncode == 0, c.stdout + c.stderr
     assert "\n1 searches: " in c.stdout, c.stdout
-    bad = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config", "config/smoke.yaml",
-                          "--halving", "4"], cwd=root, capture_output=True, text=True, timeout=120, env=tool_env())
+    bad = subprocess.run(
+        [
+            sys.executable,
+            str(root / "benchmarks" / "search_halving.py"),
+            "--config",
+            "config/smoke.yaml",
+            "--halving",
+            "4",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=tool_env(),
+    )
     assert bad.returncode != 0 and "--halving '4': expected ETA,RUNGS" in bad.stderr, bad.stdout + bad.stderr
     if Path("/dev/full").exists():  # a full device: one line after the printed table, no traceback
-        full_dev = subprocess.run([sys.executable, str(root / "benchmarks" / "search_halving.py"), "--config",
-                                   "config/smoke.yaml", "--jobs", "1", "--workers", "1", "--out", "/dev/full"], cwd=root,
-                                  capture_output=True, text=True, timeout=300, env=tool_env())
+        full_dev = subprocess.run(
+            [
+                sys.executable,
+                str(root / "benchmarks" / "search_halving.py"),
+                "--config",
+                "config/smoke.yaml",
+                "--jobs",
+                "1",
+                "--workers",
+                "1",
+                "--out",
+                "/dev/full",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=tool_env(),
+        )
         assert full_dev.returncode != 0 and "full / pruned:" in full_dev.stdout, full_dev.stdout + full_dev.stderr
         assert "cannot write it" in full_dev.stderr and "Traceback" not in full_dev.stderr, full_dev.stderr
 
@@ -188,9 +300,25 @@ def test_step_vs_stack_benchmark_times_an_epoch_per_stack_size_and_fits_a_line(t
     """benchmarks/step_vs_stack.py on the smoke config's Fig. 2 shapes: one epoch per (depth, stack size), on one
     thread, with the fitted fixed and per-model parts written.  Never asserts speed."""
     out = tmp_path / "st.json"
-    p = subprocess.run([sys.executable, str(root / "benchmarks" / "step_vs_stack.py"), "--config", "config/smoke.yaml",
-                        "--stacks", "1,2,4", "--epochs", "1", "--out", str(out)], cwd=root, capture_output=True,
-                       text=True, timeout=300, env=tool_env())
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(root / "benchmarks" / "step_vs_stack.py"),
+            "--config",
+            "config/smoke.yaml",
+            "--stacks",
+            "1,2,4",
+            "--epochs",
+            "1",
+            "--out",
+            str(out),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=tool_env(),
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(out.read_text())
     assert data["threads"]["torch"] == 1 and all(b.endswith(":1") for b in data["threads"]["blas"])

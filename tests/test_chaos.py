@@ -54,8 +54,19 @@ def test_a_run_killed_at_eleven_seeded_moments_ends_with_the_bits_of_an_uninterr
     path = tmp_path / "chaos.yaml"
     path.write_text(yaml.safe_dump(cfg))
     results = tmp_path / "results" / "smoke"
-    base = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
-            "--workflow-profile", str(ROOT / "workflow" / "profiles" / "default"), "--cores", "2", "--configfile", str(path)]
+    base = [
+        str(BIN / "snakemake"),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--workflow-profile",
+        str(ROOT / "workflow" / "profiles" / "default"),
+        "--cores",
+        "2",
+        "--configfile",
+        str(path),
+    ]
     rng = random.Random(SEED)
     plan = schedule(rng)
     print(f"\nchaos schedule (seed {SEED}): {plan}")
@@ -67,7 +78,9 @@ def test_a_run_killed_at_eleven_seeded_moments_ends_with_the_bits_of_an_uninterr
         p = subprocess.run(base, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         hit = p.returncode == -signal.SIGKILL
         left = sorted(x.relative_to(results).as_posix() for x in results.rglob("*") if ".tmp-" in x.name) if hit else []
-        reached.append((kind, nth, "killed" if hit else "finished before it came", left[:2], round(time.time() - t0, 1)))
+        reached.append(
+            (kind, nth, "killed" if hit else "finished before it came", left[:2], round(time.time() - t0, 1))
+        )
         print(f"  kill {i + 1}: {reached[-1]}")
         subprocess.run([*base, "--unlock"], env=tool_env(), capture_output=True, check=True)
     env = tool_env()
@@ -81,11 +94,20 @@ def test_a_run_killed_at_eleven_seeded_moments_ends_with_the_bits_of_an_uninterr
     for s in stores:
         rel = s.relative_to(results)
         assert st.read_record(s)["content_hash"] == st.read_record(smoke_run.results / rel)["content_hash"], rel
-    left = [p for p in results.rglob("*") if any(m in p.name for m in (".tmp-", ".old-", ".adopt-", ".ckpt", ".lock"))
-            and p.name != ".depthlab.lock"]
+    left = [
+        p
+        for p in results.rglob("*")
+        if any(m in p.name for m in (".tmp-", ".old-", ".adopt-", ".ckpt", ".lock")) and p.name != ".depthlab.lock"
+    ]
     assert not left, left
-    audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(results / "claims.md"), "--strict"],
-                           capture_output=True, text=True, cwd=tmp_path)
+    audit = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(results / "claims.md"), "--strict"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert audit.returncode == 0, audit.stderr[-3000:]
-    print(f"chaos: {len(plan)} kills in {time.time() - t0:.0f} s, moments reached {sorted(killed)}, {len(stores)} stores "
-          f"equal to the uninterrupted run's")
+    print(
+        f"chaos: {len(plan)} kills in {time.time() - t0:.0f} s, moments reached {sorted(killed)}, {len(stores)} stores "
+        f"equal to the uninterrupted run's"
+    )

@@ -6,20 +6,37 @@ from depthlab.claims import Verdict, render_index
 
 
 def _v(claim, statement, holds, scope="paper", applicable=True):
-    return Verdict(claim, statement, "fig1", "s", holds, "e", reason="" if holds is not None else "why",
-                   applicable=applicable, scope=scope).as_dict()
+    return Verdict(
+        claim,
+        statement,
+        "fig1",
+        "s",
+        holds,
+        "e",
+        reason="" if holds is not None else "why",
+        applicable=applicable,
+        scope=scope,
+    ).as_dict()
 
 
 def test_the_index_has_a_per_claim_table_that_counts_the_four_states():
-    rows = [_v("A4", "depth beats AdaGrad", True), _v("A4", "depth beats AdaDelta", False), _v("A4", "x", None),
-            _v("A3", "rate", True), _v("A3", "rate", True), _v("A3", "rate", None, applicable=False),
-            _v("A4", "beyond", True, scope="extension")]
+    rows = [
+        _v("A4", "depth beats AdaGrad", True),
+        _v("A4", "depth beats AdaDelta", False),
+        _v("A4", "x", None),
+        _v("A3", "rate", True),
+        _v("A3", "rate", True),
+        _v("A3", "rate", None, applicable=False),
+        _v("A4", "beyond", True, scope="extension"),
+    ]
     text = render_index([("acceleration", "Acceleration", rows)])
     lines = text.splitlines()
     i = lines.index("| claim | study | what it says | holds | does not hold | inconclusive | not applicable |")
-    table = lines[i + 2: i + 4]
-    assert table == ["| A3 | acceleration | rate | 2 | 0 | 0 | 1 |",
-                     "| A4 | acceleration | depth beats AdaGrad; depth beats AdaDelta; x | 1 | 1 | 1 | 0 |"]
+    table = lines[i + 2 : i + 4]
+    assert table == [
+        "| A3 | acceleration | rate | 2 | 0 | 0 | 1 |",
+        "| A4 | acceleration | depth beats AdaGrad; depth beats AdaDelta; x | 1 | 1 | 1 | 0 |",
+    ]
     assert i < text.index("| study | claim | figure |")  # before the row-by-row table
 
 

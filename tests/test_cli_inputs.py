@@ -16,23 +16,32 @@ DEPTHLAB = [sys.executable, "-m", "depthlab"]
 
 
 def _run(*args, env=None, cwd=None, timeout=600):
-    return subprocess.run([*DEPTHLAB, *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, cwd=cwd)
+    return subprocess.run(
+        [*DEPTHLAB, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
 
 
-@pytest.mark.parametrize("doc, key", [
-    ('{"stages": {"x": {"overhead_s": NaN, "rate": 1, "jobs": 1}}}', "not valid JSON"),
-    ("{}", "no `stages`"),
-    ('{"note": "x"}', "no `stages`"),
-    ('{"stages": {"x": {"overhead_s": -1, "rate": 1, "jobs": 1}}}', "stages.x.overhead_s"),
-    ('{"stages": {"x": {"overhead_s": 1, "rate": -2, "jobs": 1}}}', "stages.x.rate"),
-    ('{"stages": {"x": {"overhead_s": 1, "rate": 1e-300, "jobs": 1}}}', "stages.x.rate"),
-    ('{"stages": {"x": {"overhead_s": "3", "rate": 1, "jobs": 1}}}', "stages.x.overhead_s"),
-    ('{"stages": {"x": {"overhead_s": 1, "rate": 1, "jobs": 1, "extra": 2}}}', "stages.x.extra"),
-    ('{"stages": {"x": [1, 2]}}', "stages.x"),
-    ('{"stages": {"x": {"overhead_s": 1, "jobs": 1}}}', "`rate` is missing"),
-    ('[1, 2]', "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "doc, key",
+    [
+        ('{"stages": {"x": {"overhead_s": NaN, "rate": 1, "jobs": 1}}}', "not valid JSON"),
+        ("{}", "no `stages`"),
+        ('{"note": "x"}', "no `stages`"),
+        ('{"stages": {"x": {"overhead_s": -1, "rate": 1, "jobs": 1}}}', "stages.x.overhead_s"),
+        ('{"stages": {"x": {"overhead_s": 1, "rate": -2, "jobs": 1}}}', "stages.x.rate"),
+        ('{"stages": {"x": {"overhead_s": 1, "rate": 1e-300, "jobs": 1}}}', "stages.x.rate"),
+        ('{"stages": {"x": {"overhead_s": "3", "rate": 1, "jobs": 1}}}', "stages.x.overhead_s"),
+        ('{"stages": {"x": {"overhead_s": 1, "rate": 1, "jobs": 1, "extra": 2}}}', "stages.x.extra"),
+        ('{"stages": {"x": [1, 2]}}', "stages.x"),
+        ('{"stages": {"x": {"overhead_s": 1, "jobs": 1}}}', "`rate` is missing"),
+        ("[1, 2]", "not a JSON object"),
+    ],
+)
 def test_a_cost_file_off_its_schema_is_refused_in_one_line_naming_the_key(tmp_path, doc, key):
     """NaN, {} or no `stages` were silently ignored; a negative overhead gave negative core-hours, 1e-300 'inf', and a
     string, an extra key or a list a traceback; a bad package costs.json failed every run."""

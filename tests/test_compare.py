@@ -51,17 +51,29 @@ def test_diff_names_the_changed_config_key_the_missing_store_and_the_moved_rows(
     assert p.returncode == 0 and "wrote" in p.stderr and "(2 claim rows, both runs)" in p.stderr, p.stderr
     assert png.read_bytes().startswith(b"\x89PNG")
     none = tmp_path / "none.png"  # nothing changed: said so, nothing drawn
-    p = subprocess.run([sys.executable, "-m", "depthlab", "diff", str(a), str(a), "--plot", str(none)], capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "diff", str(a), str(a), "--plot", str(none)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0 and "not drawn" in p.stderr and not none.exists(), p.stderr
     p = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and json.loads(p.stdout)["rows_unchanged"] == d.same
-    p = subprocess.run([sys.executable, "-m", "depthlab", "diff", str(a), str(tmp_path / "nowhere")], capture_output=True,
-                       text=True, timeout=300)
-    assert p.returncode == 2 and "neither a results folder nor a config file" in p.stderr and "Traceback" not in p.stderr
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "diff", str(a), str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (
+        p.returncode == 2 and "neither a results folder nor a config file" in p.stderr and "Traceback" not in p.stderr
+    )
 
 
-def test_a_foreign_claims_file_cannot_drive_the_terminal_or_the_table_and_an_odd_verdict_is_not_holds(smoke_run, tmp_path):
+def test_a_foreign_claims_file_cannot_drive_the_terminal_or_the_table_and_an_odd_verdict_is_not_holds(
+    smoke_run, tmp_path
+):
     """Raw ANSI escapes from a foreign claims.json reached the terminal; its markdown escaped | but not
     newlines; "verdict": ["x"] read as holds; a fork that had not run showed every config key as '(absent)'."""
     a, b = tmp_path / "a", tmp_path / "b"
@@ -80,15 +92,21 @@ def test_a_foreign_claims_file_cannot_drive_the_terminal_or_the_table_and_an_odd
     md = compare.markdown(d)
     line = [ln for ln in md.splitlines() if "evil" in ln][0]
     assert "\\x0aline two \\| cell" in line and line.count(" | ") >= 6  # one row, the newline and the bar escaped
-    assert "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in line  # raw HTML would run where it is shown
+    assert (
+        "<script>" not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in line
+    )  # raw HTML would run where it is shown
     # a fork that has not run: its config is the one its fork record names, not every key '(absent)'
     cfg = dict(smoke_run.config)
     cfg["results"] = str(tmp_path / "fork")
     cfg["device"] = "auto"  # the snapshot records the device it resolved: a device key changes no result, so no diff
     cfg_path = tmp_path / "fork.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg))
-    p = subprocess.run([sys.executable, "-m", "depthlab", "fork", str(smoke_run.results), str(cfg_path)], capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "fork", str(smoke_run.results), str(cfg_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     d = compare.diff(compare.load(str(smoke_run.results)), compare.load(str(tmp_path / "fork")))
     assert d.config == [] and not d.unrecorded

@@ -48,95 +48,275 @@ def local2(c):
 
 
 CASES = [
-    ("unknown key", lambda c: mu_(c)["training"].update(momentum=0.9), rf"config error at {MU}.training: .*'momentum' was unexpected.*allowed keys: batch_size, check_every"),
-    ("unknown study", lambda c: c["studies"].update(imagenet={}), r"config error at studies: .*'imagenet' was unexpected.*allowed keys: "),
-    ("unknown target key", lambda c: local2(c).update(D=3), r"targets.2-local.*'D' was unexpected.*allowed keys: d, g, k, locality, n_train, noise"),
-    ("k > d", lambda c: local2(c).update(k=9, d=8), rf"{MU}.figures.fig2.targets.2-local.k: k = 9 exceeds the input dimension d = 8"),
-    ("P too small", lambda c: fig2(c).update(budget=3.0), rf"{MU}.figures.fig2.budget: no positive width for budget P = 3 at d = 8, L = 1"),
-    ("negative noise", lambda c: local2(c).update(noise=-0.5), r"figures.fig2.targets.2-local.noise: -0.5 is less than the minimum of 0"),
+    (
+        "unknown key",
+        lambda c: mu_(c)["training"].update(momentum=0.9),
+        rf"config error at {MU}.training: .*'momentum' was unexpected.*allowed keys: batch_size, check_every",
+    ),
+    (
+        "unknown study",
+        lambda c: c["studies"].update(imagenet={}),
+        r"config error at studies: .*'imagenet' was unexpected.*allowed keys: ",
+    ),
+    (
+        "unknown target key",
+        lambda c: local2(c).update(D=3),
+        r"targets.2-local.*'D' was unexpected.*allowed keys: d, g, k, locality, n_train, noise",
+    ),
+    (
+        "k > d",
+        lambda c: local2(c).update(k=9, d=8),
+        rf"{MU}.figures.fig2.targets.2-local.k: k = 9 exceeds the input dimension d = 8",
+    ),
+    (
+        "P too small",
+        lambda c: fig2(c).update(budget=3.0),
+        rf"{MU}.figures.fig2.budget: no positive width for budget P = 3 at d = 8, L = 1",
+    ),
+    (
+        "negative noise",
+        lambda c: local2(c).update(noise=-0.5),
+        r"figures.fig2.targets.2-local.noise: -0.5 is less than the minimum of 0",
+    ),
     ("empty depths", lambda c: fig2(c).update(depths=[]), r"figures.fig2.depths: \[\] should be non-empty"),
-    ("bad enum", lambda c: c.update(device="gpu"), r"config error at device: 'gpu' is not one of \['auto', 'cpu', 'cuda'\]"),
-    ("device of an unknown study", lambda c: c.update(device_by_study={"imagenet": "cpu"}),
-     r"config error at device_by_study: .*'imagenet' was unexpected.*allowed keys: acceleration, fractals, mori_ueda"),
-    ("bad study device", lambda c: c.update(device_by_study={"separation": "gpu"}),
-     r"config error at device_by_study.separation: 'gpu' is not one of \['auto', 'cpu', 'cuda'\]"),
-    ("string float", lambda c: mu_(c)["training"].update(loss_threshold="1e-4"), r"training.loss_threshold: '1e-4' is not of type 'number'.*write 1.0e-4"),
-    ("bad figure name", lambda c: mu_(c)["figures"].update(figure2=fig2(c)), r"config error at studies.mori_ueda.figures: .*figure2.*keys must match \^fig"),
+    (
+        "bad enum",
+        lambda c: c.update(device="gpu"),
+        r"config error at device: 'gpu' is not one of \['auto', 'cpu', 'cuda'\]",
+    ),
+    (
+        "device of an unknown study",
+        lambda c: c.update(device_by_study={"imagenet": "cpu"}),
+        r"config error at device_by_study: .*'imagenet' was unexpected.*allowed keys: acceleration, fractals, mori_ueda",
+    ),
+    (
+        "bad study device",
+        lambda c: c.update(device_by_study={"separation": "gpu"}),
+        r"config error at device_by_study.separation: 'gpu' is not one of \['auto', 'cpu', 'cuda'\]",
+    ),
+    (
+        "string float",
+        lambda c: mu_(c)["training"].update(loss_threshold="1e-4"),
+        r"training.loss_threshold: '1e-4' is not of type 'number'.*write 1.0e-4",
+    ),
+    (
+        "bad figure name",
+        lambda c: mu_(c)["figures"].update(figure2=fig2(c)),
+        r"config error at studies.mori_ueda.figures: .*figure2.*keys must match \^fig",
+    ),
     ("g needs k=2", lambda c: local2(c).update(g="sin", k=3), r"g = 'sin' takes exactly k = 2"),
-    ("bounds order", lambda c: mu_(c)["lrsearch"].update(log10_lr_bounds=[0.0, -1.0]), r"lrsearch.log10_lr_bounds: need low < high"),
-    ("screen on every fold", lambda c: mu_(c)["lrsearch"]["halving"].update(first_rung_folds=2),
-     r"config error at studies.mori_ueda.lrsearch.halving.first_rung_folds: 2 must be below lrsearch.folds = 2; allowed: 0 \(every fold\) .. 1"),
-    ("negative screen SE", lambda c: mu_(c)["lrsearch"]["halving"].update(first_rung_se=-1.0),
-     r"config error at studies.mori_ueda.lrsearch.halving.first_rung_se: -1.0 is less than the minimum of 0"),
-    ("screen SE without a screen", lambda c: mu_(c)["lrsearch"]["halving"].update(first_rung_folds=0, first_rung_se=1.0),
-     r"config error at studies.mori_ueda.lrsearch.halving.first_rung_se: 1.0 needs a one-fold screen"),
-    ("search check not dividing", lambda c: mu_(c)["lrsearch"].update(check_every=3),
-     r"config error at studies.mori_ueda.lrsearch.check_every: 3 does not divide training.check_every = 10 .*allowed: 1, 2, 5, 10"),
+    (
+        "bounds order",
+        lambda c: mu_(c)["lrsearch"].update(log10_lr_bounds=[0.0, -1.0]),
+        r"lrsearch.log10_lr_bounds: need low < high",
+    ),
+    (
+        "screen on every fold",
+        lambda c: mu_(c)["lrsearch"]["halving"].update(first_rung_folds=2),
+        r"config error at studies.mori_ueda.lrsearch.halving.first_rung_folds: 2 must be below lrsearch.folds = 2; allowed: 0 \(every fold\) .. 1",
+    ),
+    (
+        "negative screen SE",
+        lambda c: mu_(c)["lrsearch"]["halving"].update(first_rung_se=-1.0),
+        r"config error at studies.mori_ueda.lrsearch.halving.first_rung_se: -1.0 is less than the minimum of 0",
+    ),
+    (
+        "screen SE without a screen",
+        lambda c: mu_(c)["lrsearch"]["halving"].update(first_rung_folds=0, first_rung_se=1.0),
+        r"config error at studies.mori_ueda.lrsearch.halving.first_rung_se: 1.0 needs a one-fold screen",
+    ),
+    (
+        "search check not dividing",
+        lambda c: mu_(c)["lrsearch"].update(check_every=3),
+        r"config error at studies.mori_ueda.lrsearch.check_every: 3 does not divide training.check_every = 10 .*allowed: 1, 2, 5, 10",
+    ),
     # whole numbers written as floats (JSON-schema alone accepts 2.0 as an integer)
-    ("k float", lambda c: local2(c).update(k=2.0), r"targets.2-local.k: 2.0 is not of type 'integer' \(write whole numbers"),
+    (
+        "k float",
+        lambda c: local2(c).update(k=2.0),
+        r"targets.2-local.k: 2.0 is not of type 'integer' \(write whole numbers",
+    ),
     ("d float", lambda c: local2(c).update(d=8.0), r"targets.2-local.d: 8.0 is not of type 'integer'"),
-    ("batch float", lambda c: mu_(c)["training"].update(batch_size=50.0), r"training.batch_size: 50.0 is not of type 'integer'"),
+    (
+        "batch float",
+        lambda c: mu_(c)["training"].update(batch_size=50.0),
+        r"training.batch_size: 50.0 is not of type 'integer'",
+    ),
     ("folds float", lambda c: mu_(c)["lrsearch"].update(folds=2.0), r"lrsearch.folds: 2.0 is not of type 'integer'"),
     ("seed float", lambda c: c.update(seed=0.0), r"config error at seed: 0.0 is not of type 'integer'"),
     ("depth float", lambda c: fig2(c).update(depths=[1.0, 2]), r"figures.fig2.depths.0: 1.0 is not of type 'integer'"),
     ("bool as int", lambda c: c.update(seed=True), r"config error at seed: True is not of type 'integer'"),
     # non-finite numbers
-    ("beta inf", lambda c: mu_(c)["ntk"].update(beta=float("inf")), r"ntk.beta: inf is not of type 'number' \(a finite number is required\)"),
+    (
+        "beta inf",
+        lambda c: mu_(c)["ntk"].update(beta=float("inf")),
+        r"ntk.beta: inf is not of type 'number' \(a finite number is required\)",
+    ),
     ("beta nan", lambda c: mu_(c)["ntk"].update(beta=float("nan")), r"ntk.beta: nan is not of type 'number'"),
-    ("bounds inf", lambda c: mu_(c)["lrsearch"].update(log10_lr_bounds=[-2.0, float("inf")]), r"lrsearch.log10_lr_bounds.1: inf is not of type 'number'"),
-    ("threshold nan", lambda c: mu_(c)["training"].update(loss_threshold=float("nan")), r"training.loss_threshold: nan is not of type 'number'"),
-    ("noise inf", lambda c: local2(c).update(noise=float("inf")), r"targets.2-local.noise: inf is not of type 'number'"),
+    (
+        "bounds inf",
+        lambda c: mu_(c)["lrsearch"].update(log10_lr_bounds=[-2.0, float("inf")]),
+        r"lrsearch.log10_lr_bounds.1: inf is not of type 'number'",
+    ),
+    (
+        "threshold nan",
+        lambda c: mu_(c)["training"].update(loss_threshold=float("nan")),
+        r"training.loss_threshold: nan is not of type 'number'",
+    ),
+    (
+        "noise inf",
+        lambda c: local2(c).update(noise=float("inf")),
+        r"targets.2-local.noise: inf is not of type 'number'",
+    ),
     ("budget inf", lambda c: fig2(c).update(budget=float("inf")), r"figures.fig2.budget: inf is not of type 'number'"),
     # names and paths
-    ("newline in a target name", lambda c: fig2(c)["targets"].update({"2-local\n": fig2(c)["targets"].pop("2-local")}),
-     r"config error at 'studies.mori_ueda.figures.fig2.targets.2-local\\n': the key contains a control character"),
-    ("control char in results", lambda c: c.update(results="res\x00ults"), r"config error at results: 'res\\x00ults' contains a control character"),
+    (
+        "newline in a target name",
+        lambda c: fig2(c)["targets"].update({"2-local\n": fig2(c)["targets"].pop("2-local")}),
+        r"config error at 'studies.mori_ueda.figures.fig2.targets.2-local\\n': the key contains a control character",
+    ),
+    (
+        "control char in results",
+        lambda c: c.update(results="res\x00ults"),
+        r"config error at results: 'res\\x00ults' contains a control character",
+    ),
     ("empty results", lambda c: c.update(results=""), r"config error at results: '' should be non-empty"),
-    ("blank results", lambda c: c.update(results="  "), r"config error at results: '  ' is empty or the filesystem root"),
+    (
+        "blank results",
+        lambda c: c.update(results="  "),
+        r"config error at results: '  ' is empty or the filesystem root",
+    ),
     ("root results", lambda c: c.update(results="/"), r"config error at results: '/' is empty or the filesystem root"),
     ("no studies", lambda c: c.update(studies={}), r"config error at studies: \{\} should be non-empty"),
     # sizes: the estimated memory of the largest job is named, with the key that drives it
-    ("huge n_test", lambda c: (fig2(c).update(n_test=50000000), local2(c).update(d=1000)),
-     r"config error at studies.mori_ueda.figures.fig2.n_test: the largest job, mori_ueda (data|train) fig2/(data|train)/2-.*, needs about [0-9.]+ GiB, more than this machine's memory"),
-    ("huge budget", lambda c: fig2(c).update(budget=1.0e11), r"config error at studies.mori_ueda.figures.fig2.budget: the largest job, mori_ueda (train|lrsearch) fig2/"),
-    ("huge n_train", lambda c: local2(c).update(n_train=400000), r"config error at studies.mori_ueda.figures.fig2.targets.2-local.n_train: the largest job, mori_ueda ntk"),
-    ("huge block", lambda c: mu_(c)["ntk"].update(block=10**7), r"ntk.block: 10000000 is greater than the maximum of 1000000"),
-    ("huge epochs", lambda c: mu_(c)["training"].update(max_epochs=10**9), r"training.max_epochs: 1000000000 is greater than the maximum"),
-    ("bad memory limit", lambda c: c.update(max_memory_gib=-1), r"config error at max_memory_gib: -1 is not valid under any of the given schemas"),
+    (
+        "huge n_test",
+        lambda c: (fig2(c).update(n_test=50000000), local2(c).update(d=1000)),
+        r"config error at studies.mori_ueda.figures.fig2.n_test: the largest job, mori_ueda (data|train) fig2/(data|train)/2-.*, needs about [0-9.]+ GiB, more than this machine's memory",
+    ),
+    (
+        "huge budget",
+        lambda c: fig2(c).update(budget=1.0e11),
+        r"config error at studies.mori_ueda.figures.fig2.budget: the largest job, mori_ueda (train|lrsearch) fig2/",
+    ),
+    (
+        "huge n_train",
+        lambda c: local2(c).update(n_train=400000),
+        r"config error at studies.mori_ueda.figures.fig2.targets.2-local.n_train: the largest job, mori_ueda ntk",
+    ),
+    (
+        "huge block",
+        lambda c: mu_(c)["ntk"].update(block=10**7),
+        r"ntk.block: 10000000 is greater than the maximum of 1000000",
+    ),
+    (
+        "huge epochs",
+        lambda c: mu_(c)["training"].update(max_epochs=10**9),
+        r"training.max_epochs: 1000000000 is greater than the maximum",
+    ),
+    (
+        "bad memory limit",
+        lambda c: c.update(max_memory_gib=-1),
+        r"config error at max_memory_gib: -1 is not valid under any of the given schemas",
+    ),
     # each of these used to pass validate and then fail, crash or hang at run time
-    ("target named 1", lambda c: fig2(c)["targets"].update({1: fig2(c)["targets"].pop("2-local")}),
-     r"config error at studies.mori_ueda.figures.fig2.targets.1: the key 1 is a int, but keys are names: quote it \('1'\)"),
-    ("target named true", lambda c: fig2(c)["targets"].update({True: fig2(c)["targets"].pop("2-local")}),
-     r"config error at studies.mori_ueda.figures.fig2.targets.True: the key True is a bool"),
-    ("depth 1e9", lambda c: fig2(c).update(depths=[1, 10**9]), r"figures.fig2.depths.1: 1000000000 is greater than the maximum of 100"),
-    ("seed count huge", lambda c: fig2(c).update(seeds=[0, 2**40]), r"figures.fig2.seeds.1: 1099511627776 is greater than the maximum"),
+    (
+        "target named 1",
+        lambda c: fig2(c)["targets"].update({1: fig2(c)["targets"].pop("2-local")}),
+        r"config error at studies.mori_ueda.figures.fig2.targets.1: the key 1 is a int, but keys are names: quote it \('1'\)",
+    ),
+    (
+        "target named true",
+        lambda c: fig2(c)["targets"].update({True: fig2(c)["targets"].pop("2-local")}),
+        r"config error at studies.mori_ueda.figures.fig2.targets.True: the key True is a bool",
+    ),
+    (
+        "depth 1e9",
+        lambda c: fig2(c).update(depths=[1, 10**9]),
+        r"figures.fig2.depths.1: 1000000000 is greater than the maximum of 100",
+    ),
+    (
+        "seed count huge",
+        lambda c: fig2(c).update(seeds=[0, 2**40]),
+        r"figures.fig2.seeds.1: 1099511627776 is greater than the maximum",
+    ),
     ("k huge", lambda c: local2(c).update(k=10**9), r"targets.2-local.k: 1000000000 is greater than the maximum"),
-    ("300-character target name", lambda c: fig2(c)["targets"].update({"t" * 300: fig2(c)["targets"].pop("2-local")}),
-     r"config error at studies.mori_ueda.figures.fig2.targets: the key 'tttt.*is 300 bytes long; .* limits to 255 bytes"),
+    (
+        "300-character target name",
+        lambda c: fig2(c)["targets"].update({"t" * 300: fig2(c)["targets"].pop("2-local")}),
+        r"config error at studies.mori_ueda.figures.fig2.targets: the key 'tttt.*is 300 bytes long; .* limits to 255 bytes",
+    ),
     ("results is an option", lambda c: c.update(results="-r"), r"config error at results: '-r' starts with '-'"),
-    ("braces in results", lambda c: c.update(results="res{figure}"), r"config error at results: 'res\{figure\}' holds braces"),
-    ("results is a file", lambda c: c.update(results=str(ROOT / "README.md")), r"config error at results: .*README.md' names an existing file"),
-    ("results too long", lambda c: c.update(results="/".join(["r" * 200] * 20)), r"config error at results: .* bytes as an absolute path"),
-    ("results name too long", lambda c: c.update(results="r" * 300), r"config error at results: .* has a component of 300 bytes"),
+    (
+        "braces in results",
+        lambda c: c.update(results="res{figure}"),
+        r"config error at results: 'res\{figure\}' holds braces",
+    ),
+    (
+        "results is a file",
+        lambda c: c.update(results=str(ROOT / "README.md")),
+        r"config error at results: .*README.md' names an existing file",
+    ),
+    (
+        "results too long",
+        lambda c: c.update(results="/".join(["r" * 200] * 20)),
+        r"config error at results: .* bytes as an absolute path",
+    ),
+    (
+        "results name too long",
+        lambda c: c.update(results="r" * 300),
+        r"config error at results: .* has a component of 300 bytes",
+    ),
     # a value that can break out of a cluster job script's repr quoting (r'$(touch x)' is put on the
     # command line as "results=r'$(touch x)'", and the node's shell runs the $(...)): refused in every key and value
-    ("quote in results", lambda c: c.update(results="r'$(touch x)'"),
-     r"config error at results: .* holds \"'\", which a cluster job's shell could run as code"),
-    ("dollar in results", lambda c: c.update(results="r$(touch x)"), r"config error at results: 'r\$\(touch x\)' holds '\$'"),
-    ("backtick in results", lambda c: c.update(results="r`touch x`"), r"config error at results: 'r`touch x`' holds '`'"),
+    (
+        "quote in results",
+        lambda c: c.update(results="r'$(touch x)'"),
+        r"config error at results: .* holds \"'\", which a cluster job's shell could run as code",
+    ),
+    (
+        "dollar in results",
+        lambda c: c.update(results="r$(touch x)"),
+        r"config error at results: 'r\$\(touch x\)' holds '\$'",
+    ),
+    (
+        "backtick in results",
+        lambda c: c.update(results="r`touch x`"),
+        r"config error at results: 'r`touch x`' holds '`'",
+    ),
     ("double quote in results", lambda c: c.update(results='r"x'), r"config error at results: .* holds '\"'"),
     ("backslash in results", lambda c: c.update(results="r\\x"), r"config error at results: .* holds '\\\\'"),
-    ("quote in a nested value", lambda c: local2(c).update(locality="local'"), r"config error at studies.mori_ueda.figures.fig2.targets.2-local.locality: .* holds"),
+    (
+        "quote in a nested value",
+        lambda c: local2(c).update(locality="local'"),
+        r"config error at studies.mori_ueda.figures.fig2.targets.2-local.locality: .* holds",
+    ),
     # names that look like depthlab's own files hid stores from `ls` and broke open_results
-    ("target named x.zarr", lambda c: fig2(c)["targets"].update({"x.zarr": fig2(c)["targets"].pop("2-local")}),
-     r"config error at studies.mori_ueda.figures.fig2.targets.x.zarr: the name 'x.zarr' ends in .zarr"),
-    ("target named y.zarr.tmp-1", lambda c: fig2(c)["targets"].update({"y.zarr.tmp-1": fig2(c)["targets"].pop("2-local")}),
-     r"the name 'y.zarr.tmp-1' ends in .zarr or holds"),
-    ("target named z.ckpt", lambda c: fig2(c)["targets"].update({"z.ckpt": fig2(c)["targets"].pop("2-local")}), r"the name 'z.ckpt'"),
-    ("results below a file", lambda c: c.update(results=str(ROOT / "README.md" / "results")),
-     r"config error at results: .* lies below .*README.md, which is a file"),
-    ("dollar in a key", lambda c: fig2(c)["targets"].update({"t$x": fig2(c)["targets"].pop("2-local")}),
-     r"config error at studies.mori_ueda.figures.fig2.targets.t\$x: the key holds '\$'"),
+    (
+        "target named x.zarr",
+        lambda c: fig2(c)["targets"].update({"x.zarr": fig2(c)["targets"].pop("2-local")}),
+        r"config error at studies.mori_ueda.figures.fig2.targets.x.zarr: the name 'x.zarr' ends in .zarr",
+    ),
+    (
+        "target named y.zarr.tmp-1",
+        lambda c: fig2(c)["targets"].update({"y.zarr.tmp-1": fig2(c)["targets"].pop("2-local")}),
+        r"the name 'y.zarr.tmp-1' ends in .zarr or holds",
+    ),
+    (
+        "target named z.ckpt",
+        lambda c: fig2(c)["targets"].update({"z.ckpt": fig2(c)["targets"].pop("2-local")}),
+        r"the name 'z.ckpt'",
+    ),
+    (
+        "results below a file",
+        lambda c: c.update(results=str(ROOT / "README.md" / "results")),
+        r"config error at results: .* lies below .*README.md, which is a file",
+    ),
+    (
+        "dollar in a key",
+        lambda c: fig2(c)["targets"].update({"t$x": fig2(c)["targets"].pop("2-local")}),
+        r"config error at studies.mori_ueda.figures.fig2.targets.t\$x: the key holds '\$'",
+    ),
 ]
 
 
@@ -279,7 +459,8 @@ def test_config_readme_documents_every_key():
 
 def test_alias_bombs_and_self_reference_stop_while_loading_and_merge_keys_work(tmp_path):
     levels = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]'] + [
-        f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]  # 9^12 values once expanded
+        f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)
+    ]  # 9^12 values once expanded
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text("results: r\nbomb:\n" + "\n".join("  " + line for line in levels) + "\n")
     with pytest.raises(dlc.ConfigError, match=r"the YAML expands to more than 100000 values through its aliases"):

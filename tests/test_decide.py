@@ -69,13 +69,16 @@ def test_each_row_is_priced_as_the_plan_of_its_changed_config():
     study = get_study("mori_ueda")
     spec = study.spec(cfg, "claims", ClaimsJob())
     assert spec.config["studies"]["mori_ueda"] == cfg["studies"]["mori_ueda"] and "device" not in spec.config
-    rows = [_row("3", "fig1", "inside the error bars: err(L=2) - err(L=1)", z=1.36),
-            _row("5", "fig3", "scale: at width 200 the net is not shown to be in the lazy regime"),
-            Verdict("1", "s", "fig2", "2-local", True, "ev")]
+    rows = [
+        _row("3", "fig1", "inside the error bars: err(L=2) - err(L=1)", z=1.36),
+        _row("5", "fig3", "scale: at width 200 the net is not shown to be in the lazy regime"),
+        Verdict("1", "s", "fig2", "2-local", True, "ev"),
+    ]
     decide.annotate(study, spec, rows)
     d = rows[0].to_decide
-    assert d["text"] == "seeds 7 on fig1" and d["changes"] == [{"key": "studies.mori_ueda.figures.fig1.seeds",
-                                                                  "value": [0, 1, 2, 3, 4, 5, 6]}]
+    assert d["text"] == "seeds 7 on fig1" and d["changes"] == [
+        {"key": "studies.mori_ueda.figures.fig1.seeds", "value": [0, 1, 2, 3, 4, 5, 6]}
+    ]
 
     def seconds(c):
         c = copy.deepcopy(c)
@@ -99,7 +102,10 @@ def test_a_change_the_schema_refuses_is_said_not_priced():
     spec.config["studies"]["fractals"]["data"]["n_train"] = 100  # 1e6 steps would be 1e6 epochs: over the schema's cap
     rows = [_row("M2", "fig5", "3 of 6 nets it rests on did not converge")]
     decide.annotate(study, spec, rows)
-    assert rows[0].to_decide["seconds"] is None and "not priced: the change is not a valid config" in rows[0].to_decide["text"]
+    assert (
+        rows[0].to_decide["seconds"] is None
+        and "not priced: the change is not a valid config" in rows[0].to_decide["text"]
+    )
 
 
 def test_the_study_hooks_read_the_published_default_reasons():
@@ -107,22 +113,36 @@ def test_the_study_hooks_read_the_published_default_reasons():
     knob the issue's table names."""
     cfg = _published_default()
     cases = {
-        "acceleration": (_row("A2", "iterations", "budget: judged at the loose target f = 0.01"),
-                         {"studies.acceleration.max_iterations": 50000, "studies.acceleration.patience_factor": 30}),
-        "separation": (_row("R4", "learner_alpha", "no flow rate in the gradient-flow regime at d=4 (tolerance 0.05; add a "
-                                                   "smaller flow rate); the reduced model did not train (d=16 ...)"),
-                       {"studies.separation.radial.learner.flow_lrs": [0.015625, 0.0625, 0.25],
-                        "studies.separation.radial.learner.steps": 96000}),
-        "fractals": (_row("M1", "fig4", "inside the error bars: depth 5 - depth 1 at 801 parameters", z=1.86),
-                     {"studies.fractals.training.seeds": [0, 1, 2]}),
+        "acceleration": (
+            _row("A2", "iterations", "budget: judged at the loose target f = 0.01"),
+            {"studies.acceleration.max_iterations": 50000, "studies.acceleration.patience_factor": 30},
+        ),
+        "separation": (
+            _row(
+                "R4",
+                "learner_alpha",
+                "no flow rate in the gradient-flow regime at d=4 (tolerance 0.05; add a "
+                "smaller flow rate); the reduced model did not train (d=16 ...)",
+            ),
+            {
+                "studies.separation.radial.learner.flow_lrs": [0.015625, 0.0625, 0.25],
+                "studies.separation.radial.learner.steps": 96000,
+            },
+        ),
+        "fractals": (
+            _row("M1", "fig4", "inside the error bars: depth 5 - depth 1 at 801 parameters", z=1.86),
+            {"studies.fractals.training.seeds": [0, 1, 2]},
+        ),
     }
     for name, (row, want) in cases.items():
         study = get_study(name)
         decide.annotate(study, study.spec(cfg, "claims", ClaimsJob()), [row])
         assert {c["key"]: c["value"] for c in row.to_decide["changes"]} == want, (name, row.to_decide)
         assert row.to_decide["seconds"] > 0
-    r1 = [_row("R1", "radial_error", "1 of 12 nets it rests on did not converge (still improving ...)"),
-          _row("R1", "radial_error", "inside the error bars: slope(depth 1) - slope(depth 2)", z=1.15)]
+    r1 = [
+        _row("R1", "radial_error", "1 of 12 nets it rests on did not converge (still improving ...)"),
+        _row("R1", "radial_error", "inside the error bars: slope(depth 1) - slope(depth 2)", z=1.15),
+    ]
     decide.annotate(get_study("separation"), get_study("separation").spec(cfg, "claims", ClaimsJob()), r1)
     assert r1[0].to_decide["changes"] == [{"key": "studies.separation.radial.training.max_epochs", "value": 6000}]
     assert r1[1].to_decide["text"] == "seeds 7 on the radial nets"
@@ -138,8 +158,9 @@ def test_every_inconclusive_row_of_the_smoke_run_says_what_would_decide_it(smoke
                 assert d["text"] and isinstance(d["changes"], list), r
                 assert (d["seconds"] is None) == (not d["changes"] or "not priced" in d["text"]), r
         md = path.with_suffix(".md").read_text()
-        assert md.count("To decide: ") == sum(r["verdict"] == "inconclusive" and r["kind"] == "claim"
-                                              for r in json.loads(path.read_text()))
+        assert md.count("To decide: ") == sum(
+            r["verdict"] == "inconclusive" and r["kind"] == "claim" for r in json.loads(path.read_text())
+        )
     assert n > 0
 
 
@@ -149,12 +170,20 @@ def test_decide_forks_the_seed_changes_and_the_fork_decides_those_rows(smoke_run
     rest on one run."""
     base = smoke_run.results
     before = json.loads((base / "fractals" / "claims.json").read_text())
-    one_seed = [r for r in before if r["verdict"] == "inconclusive" and r["to_decide"]["changes"] ==
-                [{"key": "studies.fractals.training.seeds", "value": [0, 1]}]]
+    one_seed = [
+        r
+        for r in before
+        if r["verdict"] == "inconclusive"
+        and r["to_decide"]["changes"] == [{"key": "studies.fractals.training.seeds", "value": [0, 1]}]
+    ]
     assert one_seed, "the smoke's fractal rows no longer rest on one seed: this test needs another case"
     out = tmp_path / "f.yaml"
-    p = subprocess.run([str(BIN / "depthlab"), "decide", str(base), "--study", "fractals", "--budget", "1h", "--out", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [str(BIN / "depthlab"), "decide", str(base), "--study", "fractals", "--budget", "1h", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "to decide (" in p.stdout and "training.seeds [0, 1]" in p.stdout and "next: make run CONFIG=" in p.stdout
     new = yaml.safe_load(out.read_text())
@@ -162,9 +191,13 @@ def test_decide_forks_the_seed_changes_and_the_fork_decides_those_rows(smoke_run
     rest = copy.deepcopy(new)
     rest["studies"]["fractals"]["training"]["seeds"] = smoke_run.config["studies"]["fractals"]["training"]["seeds"]
     rest = dlc.validate(rest, memory=False)  # defaults filled in, as the workflow sees it
-    assert {k: v for k, v in rest.items() if k != "results"} == {k: v for k, v in smoke_run.config.items() if k != "results"}
+    assert {k: v for k, v in rest.items() if k != "results"} == {
+        k: v for k, v in smoke_run.config.items() if k != "results"
+    }
     smk(tmp_path, "--configfile", str(out))
-    after = {(r["claim"], r["subject"]): r for r in json.loads((tmp_path / "f" / "fractals" / "claims.json").read_text())}
+    after = {
+        (r["claim"], r["subject"]): r for r in json.loads((tmp_path / "f" / "fractals" / "claims.json").read_text())
+    }
     for r in one_seed:
         a = after[(r["claim"], r["subject"])]
         assert "training.seeds [0, 1]" not in (a["to_decide"] or {}).get("text", ""), a
@@ -172,12 +205,18 @@ def test_decide_forks_the_seed_changes_and_the_fork_decides_those_rows(smoke_run
 
 
 def test_decide_refuses_bad_input_in_one_line(smoke_run, tmp_path):
-    cases = [([str(smoke_run.results), "--study", "nope"], "not a study of this run"),
-             ([str(smoke_run.results), "--budget", "soon"], "--budget"),
-             ([str(tmp_path)], "no config.used.yaml"),
-             ([str(tmp_path / "missing")], "neither a config file nor a results folder"),
-             ([str(smoke_run.results), "--out", str(smoke_run.results / "x.yaml"), "--study", "fractals"], "results folder")]
+    cases = [
+        ([str(smoke_run.results), "--study", "nope"], "not a study of this run"),
+        ([str(smoke_run.results), "--budget", "soon"], "--budget"),
+        ([str(tmp_path)], "no config.used.yaml"),
+        ([str(tmp_path / "missing")], "neither a config file nor a results folder"),
+        ([str(smoke_run.results), "--out", str(smoke_run.results / "x.yaml"), "--study", "fractals"], "results folder"),
+    ]
     for args, say in cases:
         p = subprocess.run([str(BIN / "depthlab"), "decide", *args], capture_output=True, text=True, timeout=300)
-        assert p.returncode == 2 and say in p.stderr and len(p.stderr.strip().splitlines()) == 1, (args, p.stdout, p.stderr)
+        assert p.returncode == 2 and say in p.stderr and len(p.stderr.strip().splitlines()) == 1, (
+            args,
+            p.stdout,
+            p.stderr,
+        )
     assert not (smoke_run.results / "x.yaml").exists()

@@ -11,9 +11,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_publish_copies_the_runs_claims_below_a_header_that_says_what_ran(smoke_run, tmp_path):
     out = tmp_path / "claims.md"
-    p = subprocess.run([sys.executable, str(ROOT / "docs" / "publish_run.py"), str(smoke_run.results),
-                        str(smoke_run.config_path), str(out), "--history", "the smoke run, rerun once"],
-                       capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "docs" / "publish_run.py"),
+            str(smoke_run.results),
+            str(smoke_run.config_path),
+            str(out),
+            "--history",
+            "the smoke run, rerun once",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     text = out.read_text()
     head, body = text.split("---\n\n", 1)
@@ -27,8 +38,18 @@ def test_publish_copies_the_runs_claims_below_a_header_that_says_what_ran(smoke_
     shutil.copytree(smoke_run.results, bad)
     claims = bad / "mori_ueda" / "claims.md"
     claims.write_text(claims.read_text() + "tampered\n")
-    p = subprocess.run([sys.executable, str(ROOT / "docs" / "publish_run.py"), str(bad), str(smoke_run.config_path),
-                        str(tmp_path / "no.md")], capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "docs" / "publish_run.py"),
+            str(bad),
+            str(smoke_run.config_path),
+            str(tmp_path / "no.md"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert p.returncode != 0 and "nothing published" in p.stderr and not (tmp_path / "no.md").exists()
 
 
@@ -41,8 +62,9 @@ def test_the_verdict_table_counts_extensions_apart(smoke_run):
     ext = verdict_table.rows(text, extensions=True)
     head, tail = text.split("## Extensions")
     assert len(ext) == sum(1 for ln in tail.splitlines() if ln.startswith("| ") and not ln.startswith("| study |"))
-    assert len(main) == sum(1 for ln in head.split("| study | claim |", 1)[1].splitlines()
-                            if ln.startswith("| ") and "| answer |" not in ln)  # questions are answered, not counted
+    assert len(main) == sum(
+        1 for ln in head.split("| study | claim |", 1)[1].splitlines() if ln.startswith("| ") and "| answer |" not in ln
+    )  # questions are answered, not counted
     assert all(study for study, *_ in main)  # no header row counted
     assert "all extensions" in verdict_table.table(text, extensions=True)
 
@@ -54,8 +76,12 @@ def test_rejudge_finds_no_move_on_a_run_against_itself_and_finds_a_tampered_verd
     import shutil
 
     def run(old, new):
-        p = subprocess.run([sys.executable, str(ROOT / "docs" / "rejudge.py"), str(old), str(new),
-                            str(smoke_run.config_path)], capture_output=True, text=True, timeout=600)
+        p = subprocess.run(
+            [sys.executable, str(ROOT / "docs" / "rejudge.py"), str(old), str(new), str(smoke_run.config_path)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert p.returncode == 0, p.stdout + p.stderr
         return p.stdout
 
@@ -80,9 +106,15 @@ def test_compare_searches_tells_the_same_choice_from_one_within_and_one_beyond_t
 
     def store(folder, target, lrs, errs, best):
         val = np.asarray(errs, dtype=float)  # [eval, fold]
-        ds = xr.Dataset({"lr": (("eval",), np.asarray(lrs)), "val_error": (("eval", "fold"), val),
-                         "epochs": (("eval", "fold"), np.full(val.shape, 50)), "best_lr": ((), best),
-                         "pruned": (("eval", "fold"), np.zeros(val.shape, dtype=bool))})
+        ds = xr.Dataset(
+            {
+                "lr": (("eval",), np.asarray(lrs)),
+                "val_error": (("eval", "fold"), val),
+                "epochs": (("eval", "fold"), np.full(val.shape, 50)),
+                "best_lr": ((), best),
+                "pruned": (("eval", "fold"), np.zeros(val.shape, dtype=bool)),
+            }
+        )
         ds.to_zarr(folder / "mori_ueda" / "fig2" / "lrsearch" / target / "L2.zarr", mode="w")
 
     full, pruned = tmp_path / "full", tmp_path / "pruned"
@@ -94,11 +126,18 @@ def test_compare_searches_tells_the_same_choice_from_one_within_and_one_beyond_t
     store(pruned, "within", [0.1, 0.2], [[0.9, 0.9], [0.50, 0.54]], 0.2)
     store(full, "beyond", [0.1, 0.2], [[0.499, 0.501], [0.9, 0.9]], 0.1)
     store(pruned, "beyond", [0.1, 0.2], [[0.9, 0.9], [0.599, 0.601]], 0.2)
-    p = subprocess.run([sys.executable, str(ROOT / "docs" / "compare_searches.py"), str(full), str(pruned)],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "compare_searches.py"), str(full), str(pruned)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
-    kinds = {line.split("|")[1].split()[1]: line.split("|")[7].strip() for line in p.stdout.splitlines()
-             if line.startswith("| fig2")}
+    kinds = {
+        line.split("|")[1].split()[1]: line.split("|")[7].strip()
+        for line in p.stdout.splitlines()
+        if line.startswith("| fig2")
+    }
     assert kinds == {"same": "same", "within": "within SE", "beyond": "beyond SE"}, p.stdout
     assert "3 searches: 1 same, 1 within SE, 1 beyond SE" in p.stdout
     assert "epochs (candidates x folds): 600 full, 600 pruned, x1.00" in p.stdout
@@ -116,7 +155,12 @@ def test_compare_searches_tabulates_no_damaged_store_and_rejudge_names_a_bad_arg
     rel = "mori_ueda/fig2/lrsearch/2-local/L2.zarr"
     for side in ("full", "pruned"):
         shutil.copytree(smoke_run.results / rel, tmp_path / side / rel)
-    script = [sys.executable, str(ROOT / "docs" / "compare_searches.py"), str(tmp_path / "full"), str(tmp_path / "pruned")]
+    script = [
+        sys.executable,
+        str(ROOT / "docs" / "compare_searches.py"),
+        str(tmp_path / "full"),
+        str(tmp_path / "pruned"),
+    ]
     p = subprocess.run(script, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "1 searches: 1 same" in p.stdout, p.stdout + p.stderr
     z = zarr.open_group(str(tmp_path / "pruned" / rel), mode="r+")
@@ -129,11 +173,16 @@ def test_compare_searches_tabulates_no_damaged_store_and_rejudge_names_a_bad_arg
     p = subprocess.run(script, capture_output=True, text=True, timeout=300)
     assert p.returncode != 0 and "leads outside" in p.stderr, p.stderr
     rejudge = [sys.executable, str(ROOT / "docs" / "rejudge.py")]
-    p = subprocess.run([*rejudge, str(smoke_run.results), str(tmp_path / "nowhere")], capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run(
+        [*rejudge, str(smoke_run.results), str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=300
+    )
     assert p.returncode != 0 and "NEW" in p.stderr and "Traceback" not in p.stderr, p.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("seed: -1\n")
-    p = subprocess.run([*rejudge, str(smoke_run.results), str(smoke_run.results), str(bad)], capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run(
+        [*rejudge, str(smoke_run.results), str(smoke_run.results), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode != 0 and "CONFIG" in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -29,7 +29,11 @@ def test_torch_is_pinned_exactly_and_set_up_installed_that_pin():
 
 def test_every_requirement_is_pinned():
     p = pins()
-    reqs = [r.strip().lower() for r in (ROOT / "envs" / "requirements.txt").read_text().splitlines() if r.strip() and not r.startswith("#")]
+    reqs = [
+        r.strip().lower()
+        for r in (ROOT / "envs" / "requirements.txt").read_text().splitlines()
+        if r.strip() and not r.startswith("#")
+    ]
     assert reqs and all(r in p for r in reqs), [r for r in reqs if r not in p]
 
 
@@ -47,7 +51,11 @@ def test_conda_env_matches_pip_pins():
             assert name in p, f"{name} is in envs/depthlab.yaml but not pinned in envs/constraints.txt"
             assert m.group(2) == p[name], f"{name}: conda {m.group(2)} vs pip {p[name]}"
             seen.add(name)
-    reqs = {r.strip().lower() for r in (ROOT / "envs" / "requirements.txt").read_text().splitlines() if r.strip() and not r.startswith("#")}
+    reqs = {
+        r.strip().lower()
+        for r in (ROOT / "envs" / "requirements.txt").read_text().splitlines()
+        if r.strip() and not r.startswith("#")
+    }
     assert reqs <= seen, f"missing from envs/depthlab.yaml: {sorted(reqs - seen)}"
 
 
@@ -62,23 +70,45 @@ def test_a_wheel_installed_elsewhere_validates_audits_and_plans(smoke_run, tmp_p
 
     root = Path(__file__).resolve().parents[1]
     whl = tmp_path / "wheel"
-    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(root), "-w",
-                        str(whl)], capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(root), "-w", str(whl)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     target = tmp_path / "site"
     wheel = next(whl.glob("depthlab-*.whl"))
-    p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert (target / "depthlab" / "schemas" / "config.schema.yaml").is_file()
     env = {**__import__("os").environ, "PYTHONPATH": str(target)}
-    where = subprocess.run([sys.executable, "-c", "import depthlab; print(depthlab.__file__)"], capture_output=True,
-                           text=True, env=env, cwd=tmp_path)
+    where = subprocess.run(
+        [sys.executable, "-c", "import depthlab; print(depthlab.__file__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert where.stdout.strip() == str(target / "depthlab" / "__init__.py"), where.stdout + where.stderr
     # plan reads every calibration of the package (the GPU points too: the wheel lacked gpu_points.json)
-    for args in (["validate", str(root / "config" / "smoke.yaml")], ["audit", str(smoke_run.results / "claims.md")],
-                 ["plan", "--no-probe", str(root / "config" / "config.yaml")],
-                 ["plan", "--no-probe", str(root / "config" / "paper.yaml")]):
-        p = subprocess.run([sys.executable, "-m", "depthlab", *args], capture_output=True, text=True, env=env, cwd=tmp_path,
-                           timeout=900)
+    for args in (
+        ["validate", str(root / "config" / "smoke.yaml")],
+        ["audit", str(smoke_run.results / "claims.md")],
+        ["plan", "--no-probe", str(root / "config" / "config.yaml")],
+        ["plan", "--no-probe", str(root / "config" / "paper.yaml")],
+    ):
+        p = subprocess.run(
+            [sys.executable, "-m", "depthlab", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=900,
+        )
         assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-3000:])

@@ -55,6 +55,10 @@ def test_a_label_longer_than_its_panel_is_wrapped_and_a_legend_below_clears_it()
 def test_every_smoke_figure_is_drawn_without_a_layout_problem(smoke_run):
     logs = sorted((smoke_run.results / "logs").glob("*/figures/*.log"))
     assert len(logs) >= 20, logs  # every study's figures
-    bad = [f"{p.relative_to(smoke_run.results)}: {line}" for p in logs for line in p.read_text().splitlines()
-           if "figure layout:" in line]
+    bad = [
+        f"{p.relative_to(smoke_run.results)}: {line}"
+        for p in logs
+        for line in p.read_text().splitlines()
+        if "figure layout:" in line
+    ]
     assert not bad, "\n".join(bad)

@@ -46,7 +46,9 @@ def test_a_fork_with_one_depth_added_reruns_that_depth_alone_and_leaves_the_base
     cfg["results"] = str(tmp_path / "new")
     new_cfg = tmp_path / "new.yaml"
     new_cfg.write_text(yaml.safe_dump(cfg))
-    p = subprocess.run([str(BIN / "depthlab"), "fork", str(base), str(new_cfg)], capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [str(BIN / "depthlab"), "fork", str(base), str(new_cfg)], capture_output=True, text=True, timeout=300
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "hard-linked" in p.stdout and "next: make run" in p.stdout, p.stdout
     rec = json.loads((tmp_path / "new" / ".depthlab.fork.json").read_text())
@@ -64,10 +66,16 @@ def test_a_fork_with_one_depth_added_reruns_that_depth_alone_and_leaves_the_base
     # the run, then: every file of BASE as it was, bytes and mtime; NEW has the new depth
     smk(tmp_path, "--configfile", str(new_cfg))
     assert _files(base) == before, "a run of the fork changed a file of its base"
-    assert (tmp_path / "new" / "mori_ueda" / "fig2" / "train" / next(iter(fig2["targets"])) / f"L{new_depth}.zarr").is_dir()
+    assert (
+        tmp_path / "new" / "mori_ueda" / "fig2" / "train" / next(iter(fig2["targets"])) / f"L{new_depth}.zarr"
+    ).is_dir()
     # depthlab diff of the two runs: the new stores are NEW's alone, the changed key is named
-    d = subprocess.run([str(BIN / "depthlab"), "diff", str(base), str(tmp_path / "new"), "--json"], capture_output=True,
-                       text=True, timeout=300)
+    d = subprocess.run(
+        [str(BIN / "depthlab"), "diff", str(base), str(tmp_path / "new"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert d.returncode == 0, d.stderr
     out = json.loads(d.stdout)
     assert [c["key"] for c in out["config"]] == ["studies.mori_ueda.figures.fig2.depths"], out["config"]
@@ -84,23 +92,33 @@ def test_a_changed_knob_leaves_its_stores_to_the_new_run_and_fork_refuses_a_busy
     cfg["results"] = str(tmp_path / "new")
     new_cfg = tmp_path / "new.yaml"
     new_cfg.write_text(yaml.safe_dump(cfg))
-    p = subprocess.run([sys.executable, "-m", "depthlab", "fork", str(smoke_run.results), str(new_cfg)],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "fork", str(smoke_run.results), str(new_cfg)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     rec = json.loads((tmp_path / "new" / ".depthlab.fork.json").read_text())
     # every net of the depth sweeps reads training.max_epochs; Fig. 3's lr sweep has a budget of its own
     trains = [p for p in (smoke_run.results / "mori_ueda").glob("*/train/*/*.zarr") if p.parts[-4] != "fig3"]
     assert rec["stores_differing"] == len(trains) > 0, rec
     assert {p.parts[-4] for p in (tmp_path / "new" / "mori_ueda").glob("*/train/*/*.zarr")} <= {"fig3"}
-    assert list((tmp_path / "new" / "mori_ueda").glob("*/lrsearch/*/*.zarr"))  # the rate searches do not read max_epochs
+    assert list(
+        (tmp_path / "new" / "mori_ueda").glob("*/lrsearch/*/*.zarr")
+    )  # the rate searches do not read max_epochs
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "x").write_text("x")
     for results, say in ((busy, "not empty"), (smoke_run.results / "inner", "outside")):
         cfg["results"] = str(results)
         new_cfg.write_text(yaml.safe_dump(cfg))
-        p = subprocess.run([sys.executable, "-m", "depthlab", "fork", str(smoke_run.results), str(new_cfg)],
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [sys.executable, "-m", "depthlab", "fork", str(smoke_run.results), str(new_cfg)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert p.returncode == 2 and say in p.stderr, p.stderr
     assert not (smoke_run.results / "inner").exists()
 
@@ -109,15 +127,18 @@ def _stores_of(root):
     """store path -> {file relative to the store: inode} of every store below ``root``."""
     from depthlab.results import _stores
 
-    return {str(s.relative_to(root)): {str(f.relative_to(s)): f.stat().st_ino for f in s.rglob("*") if f.is_file()}
-            for s in _stores(root)}
+    return {
+        str(s.relative_to(root)): {str(f.relative_to(s)): f.stat().st_ino for f in s.rglob("*") if f.is_file()}
+        for s in _stores(root)
+    }
 
 
 def _fork(base, new_cfg, kill=None):
     env = {**os.environ, **({"DEPTHLAB_TEST_FORK_KILL_AFTER": str(kill)} if kill else {})}
     env.pop("DEPTHLAB_TEST_FORK_KILL_AFTER", None) if not kill else None
-    return subprocess.run([str(BIN / "depthlab"), "fork", str(base), str(new_cfg)], capture_output=True, text=True,
-                          timeout=300, env=env)
+    return subprocess.run(
+        [str(BIN / "depthlab"), "fork", str(base), str(new_cfg)], capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def test_a_fork_killed_at_ten_points_leaves_only_whole_stores_and_resumes_to_the_bases(smoke_run, tmp_path):
@@ -145,8 +166,10 @@ def test_a_fork_killed_at_ten_points_leaves_only_whole_stores_and_resumes_to_the
             assert files == want[s], f"kill {i} after {kill} files: {s} is partial"
         if i == 2:  # NEW run without the resume: Snakemake plans exactly the stores not taken, never a partial one
             dry = smk(tmp_path, "--configfile", str(new_cfg), "-n", env={"DEPTHLAB_VERBOSE": "1"})
-            planned = {str(Path(p) if p.startswith("/") else tmp_path / p)
-                       for p in re.findall(r"(?:^|\s)(\S+\.zarr)(?=\s|$)", dry.stdout + dry.stderr, re.M)}
+            planned = {
+                str(Path(p) if p.startswith("/") else tmp_path / p)
+                for p in re.findall(r"(?:^|\s)(\S+\.zarr)(?=\s|$)", dry.stdout + dry.stderr, re.M)
+            }
             missing = {str(new / s) for s in want} - {str(new / s) for s in got}
             assert planned == missing, (sorted(planned - missing)[:3], sorted(missing - planned)[:3])
     p = _fork(base, new_cfg)
@@ -158,7 +181,9 @@ def test_a_fork_killed_at_ten_points_leaves_only_whole_stores_and_resumes_to_the
     assert not [p for p in new.rglob("*") if ".tmp-" in p.name], "a killed fork's temporaries were left behind"
 
 
-def test_a_fork_copies_small_files_makes_linked_chunks_read_only_and_refuses_a_store_with_a_symlink(smoke_run, tmp_path):
+def test_a_fork_copies_small_files_makes_linked_chunks_read_only_and_refuses_a_store_with_a_symlink(
+    smoke_run, tmp_path
+):
     """Linked claims files shared their inode (an append to the fork's claims.md changed the base's, and
     `snakemake --touch` in the fork moved the base's mtimes); a store whose chunk is a symlink forked into a store
     without that chunk yet counted as taken; the fork's copies of the base's benchmark files were measured again by
@@ -200,8 +225,12 @@ def test_diff_writes_its_files_only_where_it_may(smoke_run, tmp_path):
     created missing folders.  Now a symlink or a device is written in place, a missing folder or a path inside a
     results folder is refused with one line, and nothing is created."""
     a = smoke_run.results
-    run = lambda *extra: subprocess.run([str(BIN / "depthlab"), "diff", str(a), str(a), *extra], capture_output=True,  # noqa: E731
-                                        text=True, timeout=300)
+
+    def run(*extra):
+        return subprocess.run(
+            [str(BIN / "depthlab"), "diff", str(a), str(a), *extra], capture_output=True, text=True, timeout=300
+        )
+
     target = tmp_path / "target.md"
     target.write_text("old\n")
     link = tmp_path / "link.md"
@@ -234,8 +263,18 @@ def test_a_sweep_killed_while_forking_resumes_its_forks(smoke_run, tmp_path):
     base_cfg.write_text(yaml.safe_dump(cfg))
     before = cfg["studies"]["spectra"]["krr"]["threshold"]
     out = tmp_path / "sweep"
-    args = [sys.executable, "-m", "depthlab", "sweep", str(base_cfg), "--set", f"studies.spectra.krr.threshold={before},0.5",
-            "--out", str(out), "--no-run"]
+    args = [
+        sys.executable,
+        "-m",
+        "depthlab",
+        "sweep",
+        str(base_cfg),
+        "--set",
+        f"studies.spectra.krr.threshold={before},0.5",
+        "--out",
+        str(out),
+        "--no-run",
+    ]
     want = _stores_of(smoke_run.results)
     for kill in (1, 3, 5, 10, 20, 40, 80, 160, 300, 700):
         env = {**os.environ, "DEPTHLAB_TEST_FORK_KILL_AFTER": str(kill)}
@@ -267,11 +306,16 @@ def test_fork_set_writes_new_as_base_with_the_change_and_refuses_bad_keys_before
     key = "studies.mori_ueda.figures.fig2.depths"
 
     def fork(*args):
-        return subprocess.run([str(BIN / "depthlab"), "fork", str(base), *map(str, args)], capture_output=True, text=True,
-                              timeout=300)
+        return subprocess.run(
+            [str(BIN / "depthlab"), "fork", str(base), *map(str, args)], capture_output=True, text=True, timeout=300
+        )
 
-    for bad, said in ((["--set", "studies.mori_ueda.figures.fig2.nope=3"], "nope"), (["--set", "seed=1,2"], "seed"), (["--set", "seed"], "KEY=VALUE"),
-                      (["--set", "seed=-1"], "minimum")):
+    for bad, said in (
+        (["--set", "studies.mori_ueda.figures.fig2.nope=3"], "nope"),
+        (["--set", "seed=1,2"], "seed"),
+        (["--set", "seed"], "KEY=VALUE"),
+        (["--set", "seed=-1"], "minimum"),
+    ):
         p = fork(new_cfg, *bad)
         assert p.returncode == 2 and said in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert not new_cfg.exists()
@@ -285,7 +329,9 @@ def test_fork_set_writes_new_as_base_with_the_change_and_refuses_bad_keys_before
         by_hand.pop("results")
         assert written == by_hand
         rec = json.loads((base.parent / new_cfg.stem / ".depthlab.fork.json").read_text())
-        assert rec["stores_taken"] > 50 and rec["stores_differing"] == 0, rec  # one depth added: every base store is NEW's
+        assert rec["stores_taken"] > 50 and rec["stores_differing"] == 0, (
+            rec
+        )  # one depth added: every base store is NEW's
         again = fork(new_cfg, "--set", "seed=1")
         assert again.returncode == 2 and "exists" in again.stderr, again.stderr
     finally:

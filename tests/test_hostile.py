@@ -36,8 +36,10 @@ def test_a_bad_value_and_a_duplicate_key_stop_snakemake_before_any_job(tmp_path)
     bad.write_text(yaml.safe_dump(cfg))
     dup = tmp_path / "dup.yaml"
     dup.write_text((ROOT / "config" / "smoke.yaml").read_text().replace("seed: 0 ", "seed: 0\nseed: 1 ", 1))
-    for path, needle in ((bad, r"config error at studies\.mori_ueda\.figures\.fig2\.targets\.2-local\.k: k = 9 exceeds"),
-                         (dup, r"duplicate key 'seed' \(line \d+; first at line \d+\)")):
+    for path, needle in (
+        (bad, r"config error at studies\.mori_ueda\.figures\.fig2\.targets\.2-local\.k: k = 9 exceeds"),
+        (dup, r"duplicate key 'seed' \(line \d+; first at line \d+\)"),
+    ):
         p = smk(tmp_path, "--configfile", str(path), check=False)
         out = p.stdout + p.stderr
         assert p.returncode != 0 and re.search(needle, out) and "Traceback" not in out, out[-2000:]
@@ -46,7 +48,9 @@ def test_a_bad_value_and_a_duplicate_key_stop_snakemake_before_any_job(tmp_path)
 
 def test_validate_names_a_missing_or_broken_file_in_one_line(tmp_path):
     for arg, needle in ((tmp_path / "nope.yaml", "does not exist"), (ROOT / "Makefile", "is not valid YAML")):
-        p = subprocess.run([str(Path(sys.executable).parent / "depthlab"), "validate", str(arg)], capture_output=True, text=True)
+        p = subprocess.run(
+            [str(Path(sys.executable).parent / "depthlab"), "validate", str(arg)], capture_output=True, text=True
+        )
         assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr
         assert len(p.stderr.strip().splitlines()) == 1
 
@@ -66,8 +70,13 @@ def test_shell_metacharacters_in_results_are_inert(tmp_path):
     index = tmp_path / cfg["results"] / "claims.md"
     assert (tmp_path / cfg["results"] / "tiny" / "figures" / "means.png").stat().st_size > 0 and index.exists()
     assert (tmp_path / cfg["results"] / "config.used.yaml").exists()
-    p = subprocess.run([str(Path(sys.executable).parent / "depthlab"), "audit", str(index)], cwd=ROOT, capture_output=True,
-                       text=True, env={**os.environ, "DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")})
+    p = subprocess.run(
+        [str(Path(sys.executable).parent / "depthlab"), "audit", str(index)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")},
+    )
     assert p.returncode == 0 and "tiny/draws/n5.zarr" in p.stdout, p.stderr
     assert not pwned.exists()
 
@@ -184,8 +193,16 @@ def _tamper_data_chain(r: Path) -> tuple[Path, str]:
     return r / "mori_ueda/figures/fig2.png", "mori_ueda/fig2/train/2-local/L1.zarr: its consumer recorded record_hash"
 
 
-TAMPERS = [_tamper_csv, _tamper_png_pixels, _tamper_pdf, _tamper_claims, _tamper_store_attr, _tamper_record_inputs,
-           _tamper_record_spec, _tamper_data_chain]
+TAMPERS = [
+    _tamper_csv,
+    _tamper_png_pixels,
+    _tamper_pdf,
+    _tamper_claims,
+    _tamper_store_attr,
+    _tamper_record_inputs,
+    _tamper_record_spec,
+    _tamper_data_chain,
+]
 
 
 @pytest.mark.parametrize("tamper", TAMPERS, ids=[t.__name__.removeprefix("_tamper_") for t in TAMPERS])
@@ -204,8 +221,8 @@ STORE = "mori_ueda/fig2/train/2-local/L1.zarr"
 def _png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
     out, i = [], 8
     while i < len(data):
-        n = int.from_bytes(data[i:i + 4], "big")
-        out.append((data[i + 4:i + 8], data[i:i + 12 + n]))
+        n = int.from_bytes(data[i : i + 4], "big")
+        out.append((data[i + 4 : i + 8], data[i : i + 12 + n]))
         i += 12 + n
     return out
 
@@ -258,11 +275,24 @@ def test_the_pdf_record_and_every_png_frame_are_checked(copy_run):
     forged = json.loads(json.dumps(rec))
     forged["device"] = "forged"
     pdf = (copy_run / f"{FIG}.pdf").read_bytes()
-    (copy_run / f"{FIG}.pdf").write_bytes(pdf.replace(_pdf_escape(canonical_json({k: v for k, v in rec.items() if k not in
-                                                      ("pdf_sha256", "record_hash", "created")})),
-                                                      _pdf_escape(canonical_json({**{k: v for k, v in rec.items() if k not in
-                                                      ("pdf_sha256", "record_hash", "created")}, "device": "forged"}))))
-    (copy_run / f"{FIG}.provenance.json").write_text(json.dumps(_rehash({**rec, "pdf_sha256": st.file_hash(copy_run / f"{FIG}.pdf")})))
+    (copy_run / f"{FIG}.pdf").write_bytes(
+        pdf.replace(
+            _pdf_escape(
+                canonical_json({k: v for k, v in rec.items() if k not in ("pdf_sha256", "record_hash", "created")})
+            ),
+            _pdf_escape(
+                canonical_json(
+                    {
+                        **{k: v for k, v in rec.items() if k not in ("pdf_sha256", "record_hash", "created")},
+                        "device": "forged",
+                    }
+                )
+            ),
+        )
+    )
+    (copy_run / f"{FIG}.provenance.json").write_text(
+        json.dumps(_rehash({**rec, "pdf_sha256": st.file_hash(copy_run / f"{FIG}.pdf")}))
+    )
     problems = audit(copy_run / f"{FIG}.png").problems
     assert any("fig2.pdf: its embedded provenance (the PDF's Subject) does not match" in p for p in problems), problems
     shutil.copy(copy_run / f"{FIG}.pdf", copy_run / "x.pdf")
@@ -273,6 +303,7 @@ def test_the_pdf_record_and_every_png_frame_are_checked(copy_run):
     second = first.copy()
     second.paste((255, 0, 0, 255), (0, 0, 50, 50))
     from PIL import PngImagePlugin
+
     info = PngImagePlugin.PngInfo()
     for k, v in text.items():
         info.add_itxt(k, v)
@@ -335,8 +366,13 @@ HOSTILE = [_nested, _a_list, _empty, _corrupt_zarr_json, _fifo_csv, _fifo_chunk,
 def test_the_audit_names_a_hostile_file_and_never_hangs_or_crashes(copy_run, make, tmp_path):
     """Each case through the CLI, under a time limit: exit 1, the file named, no traceback."""
     target, needle = make(copy_run)
-    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(target)], capture_output=True, text=True, timeout=120,
-                       cwd=tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
     assert needle in p.stderr, p.stderr[-3000:]
     assert "Traceback" not in p.stderr + p.stdout
@@ -348,7 +384,9 @@ def test_a_store_linked_from_outside_the_results_folder_is_reported_and_fails_st
     shutil.move(copy_run / STORE, outside)
     (copy_run / STORE).symlink_to(outside, target_is_directory=True)
     a = audit(copy_run / f"{FIG}.png")
-    assert not a.problems and any(f"{STORE}: a symlink leading outside the results folder" in n for n in a.notes), a.notes
+    assert not a.problems and any(f"{STORE}: a symlink leading outside the results folder" in n for n in a.notes), (
+        a.notes
+    )
     a = au.run(str(copy_run / f"{FIG}.png"), None, strict=True)
     assert any(f"{STORE}: a symlink leading outside the results folder" in p for p in a.problems), a.problems
 
@@ -359,7 +397,9 @@ def test_a_file_made_from_another_config_than_config_used_is_a_note(copy_run):
     cfg["seed"] = cfg["seed"] + 1
     used.write_text(yaml.safe_dump(cfg))
     a = audit(copy_run / f"{FIG}.png")
-    assert not a.problems and any("made by a different config (differs in: data" in n and "config.used.yaml" in n for n in a.notes)
+    assert not a.problems and any(
+        "made by a different config (differs in: data" in n and "config.used.yaml" in n for n in a.notes
+    )
     assert au.run(str(copy_run / f"{FIG}.png"), None, strict=True).problems
 
 
@@ -376,9 +416,18 @@ def test_a_second_run_on_the_same_results_folder_from_another_directory_fails_na
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
     env = {"DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")}
-    holder = subprocess.Popen([sys.executable, "-c", f"import sys, time; sys.path.insert(0, {str(ROOT / 'workflow')!r}); "
-                               f"import depthlab.lock as l; l.acquire({str(results)!r}); print('held', flush=True); "
-                               "time.sleep(120)"], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys, time; sys.path.insert(0, {str(ROOT / 'workflow')!r}); "
+            f"import depthlab.lock as l; l.acquire({str(results)!r}); print('held', flush=True); "
+            "time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         (tmp_path / "b").mkdir()
@@ -475,8 +524,16 @@ def test_a_job_that_runs_out_of_space_says_so_in_its_log_and_in_snakemakes_outpu
     # One job at a time and --keep-going: the small store is written whether its job runs before or after the one that
     # fills the disk.  Without them the outcome hung on the order (CI once found no small store: after the first failure
     # Snakemake schedules nothing new, and two jobs side by side can both meet the full disk).
-    p = smk(tmp_path, "--configfile", str(path), "--cores", "1", "--keep-going",
-            env={"DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")}, check=False)
+    p = smk(
+        tmp_path,
+        "--configfile",
+        str(path),
+        "--cores",
+        "1",
+        "--keep-going",
+        env={"DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")},
+        check=False,
+    )
     out = p.stdout + p.stderr
     assert p.returncode != 0
     log = results / "logs" / "tiny" / "draws" / "n1000000.log"
@@ -517,14 +574,32 @@ def test_a_forged_store_survives_a_rebuild_and_the_audit_but_not_a_reproduction(
     p = subprocess.run([*depthlab, "--strict"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     p = subprocess.run([*depthlab, "--job", rel], capture_output=True, text=True, cwd=tmp_path, timeout=600)
-    assert p.returncode == 1 and f"{rel}: re-running its job from its recorded spec and inputs gives other arrays" in p.stderr, \
-        p.stdout[-2000:] + p.stderr[-2000:]
+    assert (
+        p.returncode == 1
+        and f"{rel}: re-running its job from its recorded spec and inputs gives other arrays" in p.stderr
+    ), p.stdout[-2000:] + p.stderr[-2000:]
     clean = smoke_run.copy(tmp_path / "clean")
-    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(clean.results / "claims.md"), "--reproduce", "5",
-                        "--seed", "3"], capture_output=True, text=True, cwd=tmp_path, timeout=900)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "depthlab",
+            "audit",
+            str(clean.results / "claims.md"),
+            "--reproduce",
+            "5",
+            "--seed",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=900,
+    )
     # the 5 drawn and the upstream stores their re-runs read
-    assert p.returncode == 0 and p.stdout.count("reproduced ") >= 5 and "upstream store(s)" in p.stdout, \
+    assert p.returncode == 0 and p.stdout.count("reproduced ") >= 5 and "upstream store(s)" in p.stdout, (
         p.stdout[-3000:] + p.stderr[-2000:]
+    )
 
 
 def _long_job(smoke_run, out: Path) -> list[str]:
@@ -534,8 +609,22 @@ def _long_job(smoke_run, out: Path) -> list[str]:
     spec = copy.deepcopy(rec["spec"])
     spec["training"].update(max_epochs=3000, patience=None, loss_threshold=1e-12)
     inputs = {k: str(smoke_run.results / v["path"]) for k, v in rec["inputs"].items()}
-    return [sys.executable, "-m", "depthlab", "stage", "--spec", canonical_json(spec), "--inputs", canonical_json(inputs),
-            "--output", str(out), "--results", str(out.parent), "--device", "cpu"]
+    return [
+        sys.executable,
+        "-m",
+        "depthlab",
+        "stage",
+        "--spec",
+        canonical_json(spec),
+        "--inputs",
+        canonical_json(inputs),
+        "--output",
+        str(out),
+        "--results",
+        str(out.parent),
+        "--device",
+        "cpu",
+    ]
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -609,10 +698,14 @@ def test_a_second_job_on_the_same_store_waits_and_takes_over_only_once_the_first
     os.kill(first.pid, signal.SIGCONT)
     assert first.wait(timeout=600) == 0
     log = seen.text()
-    assert second.returncode == 0 and "was written by the job that held its lock while this one waited" in log, log[-2000:]
+    assert second.returncode == 0 and "was written by the job that held its lock while this one waited" in log, log[
+        -2000:
+    ]
 
 
-def test_a_job_of_a_replaced_run_does_nothing_and_a_store_a_killed_run_finished_is_kept(smoke_run, tmp_path, monkeypatch):
+def test_a_job_of_a_replaced_run_does_nothing_and_a_store_a_killed_run_finished_is_kept(
+    smoke_run, tmp_path, monkeypatch
+):
     """The parts of a cluster run that need no cluster.  A job that SLURM starts for a run whose Snakemake was
     killed and restarted since (requeued, or pending when the submit host died) must not run: the lock file names the
     newer run.  And a store that such a job finished after its Snakemake died (Snakemake still marks it incomplete) is
@@ -651,8 +744,22 @@ def test_a_job_of_a_replaced_run_does_nothing_and_a_store_a_killed_run_finished_
     # the rerun job finds it: the same spec and code, so it is moved back, not computed again
     rec = st.read_record(asides[0])
     inputs = {k: str(smoke_run.results / v["path"]) for k, v in rec["inputs"].items()}
-    cmd = [sys.executable, "-m", "depthlab", "stage", "--spec", canonical_json(rec["spec"]), "--inputs",
-           canonical_json(inputs), "--output", str(out), "--results", str(results), "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "depthlab",
+        "stage",
+        "--spec",
+        canonical_json(rec["spec"]),
+        "--inputs",
+        canonical_json(inputs),
+        "--output",
+        str(out),
+        "--results",
+        str(results),
+        "--device",
+        "cpu",
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True)
     assert p.returncode == 0 and "kept, not computed again" in p.stderr, p.stderr[-2000:]
     again = (out / "zarr.json").stat()
@@ -679,15 +786,22 @@ def test_a_restart_cancels_the_killed_runs_queued_jobs_and_waits_for_its_running
     bin_.mkdir()
     calls = tmp_path / "squeue.calls"
     # job 20 runs for the first three queries, then leaves the queue; 19 is queued; 18 is long gone
-    (bin_ / "squeue").write_text(f'#!/bin/sh\necho x >> "{calls}"\nn=$(wc -l < "{calls}")\n'
-                                 'echo "19|PENDING"\n[ "$n" -le 3 ] && echo "20|RUNNING"\necho "99|RUNNING"\nexit 0\n')
+    (bin_ / "squeue").write_text(
+        f'#!/bin/sh\necho x >> "{calls}"\nn=$(wc -l < "{calls}")\n'
+        'echo "19|PENDING"\n[ "$n" -le 3 ] && echo "20|RUNNING"\necho "99|RUNNING"\nexit 0\n'
+    )
     (bin_ / "scancel").write_text(f'#!/bin/sh\necho "$@" >> "{tmp_path}/scancel.calls"\n')
     for f in ("squeue", "scancel"):
         (bin_ / f).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
     inc = tmp_path / ".snakemake" / "incomplete"
     inc.mkdir(parents=True)
-    for path, job in (("results/a.zarr", "19"), ("results/b.zarr", "20"), ("results/c.zarr", "18"), ("results/d.zarr", None)):
+    for path, job in (
+        ("results/a.zarr", "19"),
+        ("results/b.zarr", "20"),
+        ("results/c.zarr", "18"),
+        ("results/d.zarr", None),
+    ):
         (inc / base64.urlsafe_b64encode(path.encode()).decode()).write_text(json.dumps({"external_jobid": job}))
     # a started job's jobstep marks its outputs again without the id: the running job 20 is found in the ledger its
     # jobstep keeps (register_cluster_job), beside a finished job's leftover entry and one of this very run
@@ -731,7 +845,9 @@ def test_a_forged_store_whose_record_names_a_gpu_is_not_waved_through(copy_run, 
     _set_record(store, _rehash({k: v for k, v in rec.items() if k != "record_hash"}))
     base = [sys.executable, "-m", "depthlab", "audit", str(store)]
     p = subprocess.run([*base, "--strict", "--job", rel], capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert p.returncode == 1 and "its arrays are NOT checked" in p.stdout + p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
+    assert p.returncode == 1 and "its arrays are NOT checked" in p.stdout + p.stderr, (
+        p.stdout[-2000:] + p.stderr[-2000:]
+    )
     p = subprocess.run([*base, "--job", rel], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert p.returncode == 1, "named with --job: a failure even without --strict"
     p = subprocess.run([*base, "--reproduce", "-1"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
@@ -746,9 +862,12 @@ def test_a_results_folder_inside_a_store_or_another_results_folder_or_the_code_i
 
     a = copy_run
     assert (a / "config.used.yaml").is_file()
-    for bad, why in ((a / "mori_ueda/fig2/train/2-local/L1.zarr/inner", "a store's name"),
-                     (a / "inner", "lies inside the results folder"), (a.parent, "holds the results folder"),
-                     (ROOT / "workflow" / "depthlab" / "out", "inside the depthlab package")):
+    for bad, why in (
+        (a / "mori_ueda/fig2/train/2-local/L1.zarr/inner", "a store's name"),
+        (a / "inner", "lies inside the results folder"),
+        (a.parent, "holds the results folder"),
+        (ROOT / "workflow" / "depthlab" / "out", "inside the depthlab package"),
+    ):
         with pytest.raises(dlc.ConfigError, match=why):
             dlc._check_results(str(bad))
     dlc._check_results(str(tmp_path / "elsewhere"))  # a fresh folder beside them is fine
@@ -766,21 +885,27 @@ def test_a_second_config_with_the_same_name_and_other_values_does_not_take_over_
     assert "now belongs to" in folder.claim(res, one, a_cfg)
     assert "has the same values" in folder.claim(res, {**one, "device": "cuda"}, b_cfg)  # device is no rerun trigger
     two = {**one, "studies": {"spectra": {"d": [3, 7]}}}
-    with pytest.raises(folder.FolderTaken, match=r"belongs to the config .*a/same.yaml, and .*b/same.yaml differs from it at: "
-                                                 r"studies.spectra.d"):
+    with pytest.raises(
+        folder.FolderTaken,
+        match=r"belongs to the config .*a/same.yaml, and .*b/same.yaml differs from it at: "
+        r"studies.spectra.d",
+    ):
         folder.claim(res, two, b_cfg)
     assert "now belongs to" in folder.claim(res, two, a_cfg)  # the first file, edited: the folder follows it
     assert "now belongs to" in folder.claim(res, one, b_cfg, force=True)
 
 
-@pytest.mark.parametrize("where, value, why", [
-    ("results", "out/<logs>", "Snakemake reads as one of its path"),                # item 9
-    ("results", "out/<script>", "Snakemake reads as one of its path"),
-    ("results", "out/x\u2028y", "non-printable one: '\\\\u2028'"),                   # item 15: U+2028
-    ("results", "out/\u202eevil", "non-printable one"),                             # the right-to-left override
-    ("results", "out/\x85", "non-printable one"),                                   # a C1 control
-    ("results", "~/x", "starts with '~'"),                                          # item 16
-])
+@pytest.mark.parametrize(
+    "where, value, why",
+    [
+        ("results", "out/<logs>", "Snakemake reads as one of its path"),  # item 9
+        ("results", "out/<script>", "Snakemake reads as one of its path"),
+        ("results", "out/x\u2028y", "non-printable one: '\\\\u2028'"),  # item 15: U+2028
+        ("results", "out/\u202eevil", "non-printable one"),  # the right-to-left override
+        ("results", "out/\x85", "non-printable one"),  # a C1 control
+        ("results", "~/x", "starts with '~'"),  # item 16
+    ],
+)
 def test_paths_snakemake_or_a_cluster_would_read_differently_are_refused(where, value, why):
     """Each validated and then failed later (a WorkflowError, a value escaped on the compute
     node, a literal ./~ folder)."""
@@ -825,8 +950,11 @@ def test_odd_store_lock_files_give_one_line_and_a_clean_take_over_or_refusal(tmp
         assert not lock.exists() and not list(out.parent.glob("*.stale-*")), list(out.parent.iterdir())
 
     host = socket.gethostname()
-    for content, why in (({"host": host, "pid": 10**30, "token": "t"}, "ended"), ({"host": host, "pid": -1, "token": "t"},
-                         "names no process"), ({"host": host, "pid": 0, "token": "t"}, "names no process")):
+    for content, why in (
+        ({"host": host, "pid": 10**30, "token": "t"}, "ended"),
+        ({"host": host, "pid": -1, "token": "t"}, "names no process"),
+        ({"host": host, "pid": 0, "token": "t"}, "names no process"),
+    ):
         lock.write_text(json.dumps(content))
         take()
         assert any(why in s for s in said), said
@@ -854,11 +982,14 @@ def test_odd_store_lock_files_give_one_line_and_a_clean_take_over_or_refusal(tmp
         ro.chmod(0o700)
 
 
-@pytest.mark.parametrize("forged, why", [
-    ('{"path": "x", "value": NaN}', "not valid JSON"),
-    ("[" * 100_000 + "]" * 100_000, "nested deeper than"),
-    ('{"job": "not-a-dict", "path": "x"}', "'job' is a str, not a dict"),
-])
+@pytest.mark.parametrize(
+    "forged, why",
+    [
+        ('{"path": "x", "value": NaN}', "not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than"),
+        ('{"job": "not-a-dict", "path": "x"}', "'job' is a str, not a dict"),
+    ],
+)
 def test_a_forged_provenance_attribute_gives_one_line_in_ls_audit_and_open_results(copy_run, tmp_path, forged, why):
     """NaN inside a store's record made `audit` and `open_results(verify=True)` end in a ValueError
     traceback, 100 000 brackets `ls` and `open_results` in a RecursionError, '"job": "not-a-dict"' `ls` in an
@@ -869,10 +1000,17 @@ def test_a_forged_provenance_attribute_gives_one_line_in_ls_audit_and_open_resul
     store = sorted(results.rglob("*.zarr"))[0]
     zarr.open_group(str(store), mode="r+").attrs[st.RECORD_ATTR] = forged
     for cmd in (["ls", str(results)], ["audit", str(store)]):
-        p = subprocess.run([sys.executable, "-m", "depthlab", *cmd], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        p = subprocess.run(
+            [sys.executable, "-m", "depthlab", *cmd], capture_output=True, text=True, cwd=tmp_path, timeout=300
+        )
         assert "Traceback" not in p.stderr and "RecursionError" not in p.stderr, (cmd, p.stderr[-2000:])
-    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(store)], capture_output=True, text=True, cwd=tmp_path,
-                       timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(store)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert p.returncode == 1 and why in p.stdout + p.stderr, p.stdout[-1500:] + p.stderr[-1500:]
     study = store.relative_to(results).parts[0]
     from depthlab.results import ResultsError
@@ -886,9 +1024,12 @@ def test_make_run_refuses_a_config_nested_too_deep_for_snakemake_in_one_line(tmp
     depthlab saw it (Snakemake loads --configfile itself).  `make run` validates the file first."""
     deep = tmp_path / "deep.yaml"
     deep.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
-    p = subprocess.run(["make", "-s", "-C", str(ROOT), "check-config", f"CONFIG={deep}"], capture_output=True, text=True,
-                       timeout=120)
-    assert p.returncode != 0 and "nested too deeply" in p.stderr + p.stdout and "Traceback" not in p.stderr, p.stderr[-2000:]
+    p = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "check-config", f"CONFIG={deep}"], capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode != 0 and "nested too deeply" in p.stderr + p.stdout and "Traceback" not in p.stderr, p.stderr[
+        -2000:
+    ]
 
 
 def test_a_config_with_too_many_plain_keys_is_refused_fast_for_what_it_is(tmp_path):
@@ -902,9 +1043,14 @@ def test_a_config_with_too_many_plain_keys_is_refused_fast_for_what_it_is(tmp_pa
         dlc.read_yaml(many)
     assert "alias" not in str(e.value) and time.perf_counter() - t < 10
     bomb = tmp_path / "bomb.yaml"
-    bomb.write_text("a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(6)))
+    bomb.write_text(
+        "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+        + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+            f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+            for i in range(6)
+        )
+    )
     with pytest.raises(dlc.ConfigError, match="through its aliases"):
         dlc.read_yaml(bomb)
 
@@ -924,14 +1070,28 @@ def test_job_reruns_the_upstream_chain_so_a_forged_input_is_caught(copy_run, tmp
     drec["content_hash"] = st.content_hash(st.read_store(data))
     drec = _rehash({k: v for k, v in drec.items() if k != "record_hash"})
     _set_record(data, drec)
-    for key, v in rec["inputs"].items():  # the consumer's record rewritten to the forged input: the folder agrees with itself
+    for key, v in rec[
+        "inputs"
+    ].items():  # the consumer's record rewritten to the forged input: the folder agrees with itself
         if v["path"] == data_rel:
             rec["inputs"][key] = {**v, "content_hash": drec["content_hash"], "record_hash": drec["record_hash"]}
     _set_record(results / rel, _rehash({k: v for k, v in rec.items() if k != "record_hash"}))
-    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(results / rel)], capture_output=True, text=True,
-                       cwd=tmp_path, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(results / rel)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]  # without a re-run the forgery is not seen
-    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(results / rel), "--job", rel], capture_output=True,
-                       text=True, cwd=tmp_path, timeout=600)
-    assert p.returncode == 1 and f"{data_rel}: re-running its job from its recorded spec and inputs gives other arrays" \
-        in p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(results / rel), "--job", rel],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    assert (
+        p.returncode == 1
+        and f"{data_rel}: re-running its job from its recorded spec and inputs gives other arrays" in p.stderr
+    ), p.stdout[-2000:] + p.stderr[-2000:]

@@ -28,7 +28,9 @@ def test_every_verdict_cell_gets_its_forest_colour_and_nothing_else_does():
 
 
 def test_raw_html_in_a_subject_is_text_not_markup():
-    page = htmlpage.markdown_page("a <b>title</b>", _table(["holds"]).replace("C0", "<script>alert(1)</script><img src=x>"))
+    page = htmlpage.markdown_page(
+        "a <b>title</b>", _table(["holds"]).replace("C0", "<script>alert(1)</script><img src=x>")
+    )
     assert "<script>" not in page and "<img" not in page and "&lt;script&gt;" in page
     assert "<title>a &lt;b&gt;title&lt;/b&gt;</title>" in page
     cfg = htmlpage.text_page("config", "results: '<script>x</script>'\n")
@@ -42,14 +44,29 @@ def test_a_smoke_studys_page_is_its_claims_md_and_the_audit_checks_it(smoke_run,
     from depthlab.studies import get_study
 
     assert page == htmlpage.markdown_page(f"{get_study('mori_ueda').title}: claims", md)  # the very text, rendered
-    rows = sum(1 for line in md.splitlines() if re.match(r"\| [^|]+ \| .* \| (holds|\*\*does not hold\*\*|inconclusive|"
-                                                            r"not applicable) \|", line))
+    rows = sum(
+        1
+        for line in md.splitlines()
+        if re.match(
+            r"\| [^|]+ \| .* \| (holds|\*\*does not hold\*\*|inconclusive|"
+            r"not applicable) \|",
+            line,
+        )
+    )
     assert rows and len(re.findall(r'<td class="v-', page)) == rows
-    ok = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(study / "claims.md")], capture_output=True,
-                        text=True, timeout=300)
+    ok = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(study / "claims.md")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
     shutil.copy(study / "claims.html", tmp_path / "keep.html")
     (study / "claims.html").write_text(page.replace("inconclusive</td>", "holds</td>", 1))
-    bad = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(study / "claims.md")], capture_output=True,
-                         text=True, timeout=300)
+    bad = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(study / "claims.md")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode != 0 and "the report's page" in bad.stdout + bad.stderr, bad.stdout[-2000:]

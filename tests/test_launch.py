@@ -33,7 +33,9 @@ print("PROBE " + json.dumps(seen))
 
 
 def _probe(args: list[str], cwd) -> dict:
-    out = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout
     return json.loads(out.split("PROBE ", 1)[1])
 
 
@@ -41,8 +43,10 @@ def test_a_stage_job_runs_with_the_collector_on_and_its_start_up_frozen(tmp_path
     config = cfg.load(ROOT / "config/smoke.yaml")
     spec = get_study("mori_ueda").spec(config, "data", {"figure": "fig1", "target": "1-local"})
     out = tmp_path / "results" / "data.zarr"
-    seen = _probe(["stage", "--spec", json.dumps(spec.to_dict()), "--output", str(out), "--results", str(tmp_path / "results")],
-                  tmp_path)
+    seen = _probe(
+        ["stage", "--spec", json.dumps(spec.to_dict()), "--output", str(out), "--results", str(tmp_path / "results")],
+        tmp_path,
+    )
     assert out.is_dir()
     assert seen["enabled"] and seen["enabled_after"]
     assert seen["frozen"] > 10_000  # the modules loaded before the job ran (numpy, xarray, zarr, depthlab ...)

@@ -35,16 +35,23 @@ def test_every_store_of_the_smoke_run_records_the_cpu_and_torchs_capability(smok
 
 
 def test_the_kernel_key_names_what_changes_bits_and_portable_mode_drops_the_cpu():
-    m = {"cpu": "A", "arch": "x86_64", "torch_cpu_capability": "AVX2", "cpu_kernels": "native",
-         "blas": [{"library": "openblas", "version": "0.3", "architecture": "Haswell", "threads": 1}],
-         "env": {"MKL_CBWR": None, "OMP_NUM_THREADS": "1"}}
+    m = {
+        "cpu": "A",
+        "arch": "x86_64",
+        "torch_cpu_capability": "AVX2",
+        "cpu_kernels": "native",
+        "blas": [{"library": "openblas", "version": "0.3", "architecture": "Haswell", "threads": 1}],
+        "env": {"MKL_CBWR": None, "OMP_NUM_THREADS": "1"},
+    }
     pk = {"torch": "2.13.0", "numpy": "2.4.6", "snakemake": "9"}
     k = machine.kernel_key(m, pk)
     assert machine.differences(k, machine.kernel_key(m, {**pk, "snakemake": "10"})) == []  # not a kernel package
     other = machine.kernel_key({**m, "env": {"MKL_CBWR": "COMPATIBLE"}}, pk)
     assert machine.differences(k, other) == ["env.MKL_CBWR None -> COMPATIBLE"]
-    assert machine.differences(k, machine.kernel_key({**m, "cpu": "B", "torch_cpu_capability": "AVX512"}, pk)) == \
-        ["capability AVX2 -> AVX512", "cpu A -> B"]
+    assert machine.differences(k, machine.kernel_key({**m, "cpu": "B", "torch_cpu_capability": "AVX512"}, pk)) == [
+        "capability AVX2 -> AVX512",
+        "cpu A -> B",
+    ]
     p1 = machine.kernel_key({**m, "cpu_kernels": "portable"}, pk)
     p2 = machine.kernel_key({**m, "cpu": "B", "torch_cpu_capability": "AVX512", "cpu_kernels": "portable"}, pk)
     assert p1 == p2
@@ -98,10 +105,17 @@ def test_a_store_that_records_no_environment_is_compared_as_unknown_never_as_a_f
     store, _ = _copy_store(smoke_run, tmp_path, rel), _copy_store(smoke_run, tmp_path, data_rel)
     rec = st.read_record(store)
     old = {k: v for k, v in rec.items() if k not in ("machine", "record_hash")}  # as a store made before this change
-    zarr.open_group(str(store), mode="r+").attrs[st.RECORD_ATTR] = canonical_json({**old, "record_hash": record_hash(old)})
+    zarr.open_group(str(store), mode="r+").attrs[st.RECORD_ATTR] = canonical_json(
+        {**old, "record_hash": record_hash(old)}
+    )
     env = {**os.environ, "MKL_CBWR": "COMPATIBLE"}  # and re-run in another environment: the bits differ
-    p = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(store), "--job", rel], capture_output=True,
-                       text=True, env=env, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(store), "--job", rel],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-3000:]
     assert "environment unknown" in out and "not what its spec and inputs make" not in out

@@ -33,8 +33,13 @@ def _verdicts(results: Path) -> dict[tuple, str]:
 def _audit(target: Path, env: dict, n: int = 8) -> subprocess.CompletedProcess:
     import os
 
-    return subprocess.run([sys.executable, "-m", "depthlab", "audit", str(target), "--reproduce", str(n)],
-                          capture_output=True, text=True, env={**os.environ, **env}, timeout=3600)
+    return subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(target), "--reproduce", str(n)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=3600,
+    )
 
 
 def test_the_smoke_run_on_another_cpu_gives_the_same_verdicts_and_audits_across(smoke_run, tmp_path):
@@ -53,7 +58,9 @@ def test_the_smoke_run_on_another_cpu_gives_the_same_verdicts_and_audits_across(
     from depthlab import storage
 
     rel = "mori_ueda/fig2/train/2-local/L2.zarr"
-    assert storage.read_record(smoke_run.results / rel)["content_hash"] != storage.read_record(other / rel)["content_hash"]
+    assert (
+        storage.read_record(smoke_run.results / rel)["content_hash"] != storage.read_record(other / rel)["content_hash"]
+    )
     assert storage.read_record(other / rel)["machine"]["env"]["MKL_CBWR"] == "COMPATIBLE"
     # one folder audited from the other environment, both ways
     for folder, env in ((smoke_run.results, OTHER), (other, {})):

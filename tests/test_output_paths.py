@@ -43,20 +43,36 @@ def test_plan_calibrate_and_publish_run_never_replace_a_file_of_a_run(smoke_run,
     report = smoke_run.results / "mori_ueda" / "claims.md"
     p = _run(["-m", "depthlab", "plan", "--calibrate", str(smoke_run.results), "--costs", str(report)], tmp_path)
     assert p.returncode != 0 and "inside the results folder" in (p.stdout + p.stderr), p.stdout + p.stderr[-2000:]
-    p = _run([str(ROOT / "docs" / "publish_run.py"), str(smoke_run.results), str(smoke_run.config_path), str(report)], tmp_path)
+    p = _run(
+        [str(ROOT / "docs" / "publish_run.py"), str(smoke_run.results), str(smoke_run.config_path), str(report)],
+        tmp_path,
+    )
     assert p.returncode != 0 and "inside the results folder" in p.stderr, p.stderr[-2000:]
-    p = _run(["-m", "depthlab", "plan", "--calibrate", str(smoke_run.results), "--costs",
-              str(tmp_path / "no" / "such" / "costs.json")], tmp_path)
+    p = _run(
+        [
+            "-m",
+            "depthlab",
+            "plan",
+            "--calibrate",
+            str(smoke_run.results),
+            "--costs",
+            str(tmp_path / "no" / "such" / "costs.json"),
+        ],
+        tmp_path,
+    )
     assert p.returncode != 0 and "does not exist" in (p.stdout + p.stderr) and "Traceback" not in p.stderr
     assert snapshot(smoke_run.results) == built
 
 
-@pytest.mark.parametrize("argv", [
-    ["benchmarks/search_halving.py", "--stores", "{run_parent}", "--config", "config/smoke.yaml"],
-    ["benchmarks/search_halving.py", "--out", "{tmp}/a/b/c/d.json", "--config", "config/smoke.yaml"],
-    ["benchmarks/step_vs_stack.py", "--out", "{tmp}/a/b.json", "--config", "config/smoke.yaml"],
-    ["benchmarks/step_vs_stack.py", "--out", "{run}/t.json", "--config", "config/smoke.yaml"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["benchmarks/search_halving.py", "--stores", "{run_parent}", "--config", "config/smoke.yaml"],
+        ["benchmarks/search_halving.py", "--out", "{tmp}/a/b/c/d.json", "--config", "config/smoke.yaml"],
+        ["benchmarks/step_vs_stack.py", "--out", "{tmp}/a/b.json", "--config", "config/smoke.yaml"],
+        ["benchmarks/step_vs_stack.py", "--out", "{run}/t.json", "--config", "config/smoke.yaml"],
+    ],
+)
 def test_the_benchmarks_outputs_are_checked_before_any_work(tmp_path, argv):
     parent = tmp_path / "X"
     run = _results_folder(parent / "pruned")  # X/pruned is a run's folder: --stores X would replace its stores
@@ -68,8 +84,19 @@ def test_the_benchmarks_outputs_are_checked_before_any_work(tmp_path, argv):
 
 
 def test_paper_check_with_every_stage_skipped_exits_non_zero_and_says_why(tmp_path):
-    p = _run(["-m", "depthlab", "paper-check", str(ROOT / "config" / "paper.yaml"), "--out", str(tmp_path / "pc"),
-              "--max-minutes", "0"], tmp_path)
+    p = _run(
+        [
+            "-m",
+            "depthlab",
+            "paper-check",
+            str(ROOT / "config" / "paper.yaml"),
+            "--out",
+            str(tmp_path / "pc"),
+            "--max-minutes",
+            "0",
+        ],
+        tmp_path,
+    )
     assert p.returncode == 1 and "nothing was checked" in p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
 
 

@@ -63,9 +63,13 @@ def test_the_largest_job_that_fits_is_chosen_and_a_stage_with_none_is_skipped(tm
 
 def test_each_run_job_is_judged_from_its_benchmark_store_and_log(tmp_path):
     root = tmp_path / "results"
-    checks = [pc.Check("s", "a", "x/ok.zarr", "k", 1.0), pc.Check("s", "b", "x/big.zarr", "k", 1.0),
-              pc.Check("s", "c", "x/dead.zarr", "k", 1.0), pc.Check("s", "d", "x/far.zarr", "k", 99.0, status="skipped"),
-              pc.Check("s", "e", "x/never.zarr", "k", 1.0)]
+    checks = [
+        pc.Check("s", "a", "x/ok.zarr", "k", 1.0),
+        pc.Check("s", "b", "x/big.zarr", "k", 1.0),
+        pc.Check("s", "c", "x/dead.zarr", "k", 1.0),
+        pc.Check("s", "d", "x/far.zarr", "k", 99.0, status="skipped"),
+        pc.Check("s", "e", "x/never.zarr", "k", 1.0),
+    ]
     head = "s\th:m:s\tmax_rss\tmax_vms\n"
     for name, rss in (("ok", 1024 * 1.5), ("big", 1024 * 3.0), ("dead", 100.0)):
         (root / "benchmarks" / "s" / "x").mkdir(parents=True, exist_ok=True)
@@ -77,10 +81,14 @@ def test_each_run_job_is_judged_from_its_benchmark_store_and_log(tmp_path):
     (root / "logs" / "snakemake").mkdir(parents=True)
     (root / "logs" / "snakemake" / "run.log").write_text(
         "/usr/bin/bash: line 1: 30760 Killed                  depthlab stage --spec '{}'\nError in rule s_c:\n"
-        f"    jobid: 14\n    output: {root}/s/x/dead.zarr\n")
+        f"    jobid: 14\n    output: {root}/s/x/dead.zarr\n"
+    )
     pc.collect(checks, root)
     assert [c.status for c in checks] == ["ok", "over plan", "failed", "skipped", "not run"]
     assert checks[0].seconds == 12.5 and abs(checks[0].peak_gib - 1.5) < 1e-9
     assert "Segmentation fault" in checks[2].detail and checks[2].detail.startswith("killed (SIGKILL")
     md = pc.render(checks, "paper.yaml", 24.0)
-    assert "| s | c | x/dead.zarr | k | 12.5 | 0.10 | 1.00 | failed: killed (SIGKILL" in md and "Segmentation fault |" in md
+    assert (
+        "| s | c | x/dead.zarr | k | 12.5 | 0.10 | 1.00 | failed: killed (SIGKILL" in md
+        and "Segmentation fault |" in md
+    )

@@ -130,7 +130,9 @@ def test_a_specs_calls_count_its_steps_times_its_layers_whatever_its_width(root)
         assert len({sp.calls() for sp in same}) == 1 and len({sp.work() for sp in same}) > 1
     import dataclasses
 
-    longer = dataclasses.replace(specs[0], training=dataclasses.replace(specs[0].training, max_epochs=2 * specs[0].training.max_epochs))
+    longer = dataclasses.replace(
+        specs[0], training=dataclasses.replace(specs[0].training, max_epochs=2 * specs[0].training.max_epochs)
+    )
     assert longer.calls() == 2 * specs[0].calls()
     assert all(pl.calls_of(fr.spec(cfg, "data", j)) == 0 for j in fr.jobs(cfg, "data"))
     mu = get_study("mori_ueda")
@@ -183,7 +185,9 @@ def test_plan_check_sums_each_study_with_its_figures_and_claims_and_the_studies_
     for attr in ("jobs", "predicted_s", "measured_s"):
         assert sum(getattr(r, attr) for r in studies) == pytest.approx(sum(getattr(r, attr) for r in rows), rel=1e-9)
     fig = sum(r.measured_s for r in rows if r.stage in ("*/figure", "*/claims"))
-    assert fig > 0 and sum(r.measured_s for r in studies) > sum(r.measured_s for r in rows if not r.stage.startswith("*"))
+    assert fig > 0 and sum(r.measured_s for r in studies) > sum(
+        r.measured_s for r in rows if not r.stage.startswith("*")
+    )
     text = pl.render_check(rows, "smoke", "costs.json", 2.0, studies)
     assert f"of {len(studies)} studies within 2x" in text
 
@@ -196,7 +200,13 @@ def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(sm
     pl.calibrate([smoke_run.results], out)
     costs = pl.load_costs(out)
     rows = pl.check(smoke_run.results, costs)
-    assert {r.stage for r in rows} >= {"mori_ueda/train", "separation/radial", "fractals/train", "spectra/krr", "acceleration/train"}
+    assert {r.stage for r in rows} >= {
+        "mori_ueda/train",
+        "separation/radial",
+        "fractals/train",
+        "spectra/krr",
+        "acceleration/train",
+    }
     for r in rows:
         assert 0.5 <= r.ratio <= 2.0, (r.stage, r.predicted_s, r.measured_s)
     tot_p, tot_m = sum(r.predicted_s for r in rows), sum(r.measured_s for r in rows)
@@ -210,8 +220,12 @@ def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(sm
         st["overhead_s"] *= 10
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps(doc))
-    p = subprocess.run([sys.executable, "-m", "depthlab", "plan", "--check", str(smoke_run.results), "--costs", str(slow)],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "plan", "--check", str(smoke_run.results), "--costs", str(slow)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     assert "  !" in p.stdout and "stages within 2x" in p.stdout
     # the shipped calibration is a valid one (every stage of every study has constants or a stated fallback)
@@ -224,7 +238,9 @@ def _row(out: str, study: str, stage: str) -> str:
 
 def test_plan_of_the_paper_config_names_every_study_and_says_which_gpu_figures_are_measured(root, tmp_path):
     def run(*args):
-        p = subprocess.run([sys.executable, "-m", "depthlab", "plan", *args], capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [sys.executable, "-m", "depthlab", "plan", *args], capture_output=True, text=True, timeout=300
+        )
         assert p.returncode == 0, p.stderr
         return p.stdout
 
@@ -254,7 +270,8 @@ def test_plan_of_the_paper_config_names_every_study_and_says_which_gpu_figures_a
 
 
 def test_timings_saved_with_measure_calibrate_like_the_results_folder_and_a_gpu_run_writes_the_gpu_file(
-        smoke_run, tmp_path, monkeypatch):
+    smoke_run, tmp_path, monkeypatch
+):
     saved = tmp_path / "m.json"
     saved.write_text(json.dumps(pl.measure(smoke_run.results)))
     a, b = pl.calibrate([smoke_run.results], tmp_path / "a.json"), pl.calibrate([saved], tmp_path / "b.json")
@@ -264,7 +281,10 @@ def test_timings_saved_with_measure_calibrate_like_the_results_folder_and_a_gpu_
     doc["devices"] = ["cuda:Some GPU", "cpu (numpy only)"]
     saved.write_text(json.dumps(doc))
     shipped = (pl.COSTS.read_bytes(), pl.COSTS_GPU.read_bytes())
-    assert pl.calibrate([saved])["written_to"] == str(tmp_path / "costs_gpu.json") and not (tmp_path / "costs.json").exists()
+    assert (
+        pl.calibrate([saved])["written_to"] == str(tmp_path / "costs_gpu.json")
+        and not (tmp_path / "costs.json").exists()
+    )
     stages, device, note = pl.gpu_calibration(tmp_path / "costs_gpu.json")
     assert device == "cuda:Some GPU" and "sharing it" in note and stages.keys() == a["stages"].keys()
     # without --costs nothing is written into the package (it marked the checkout dirty)
@@ -277,15 +297,26 @@ def test_timings_saved_with_measure_calibrate_like_the_results_folder_and_a_gpu_
     assert (pl.COSTS.read_bytes(), pl.COSTS_GPU.read_bytes()) == shipped
 
 
-@pytest.mark.parametrize("text", ['{"devices": [], "stages": {"a/b": [[1.0, NaN]]}}', '{"devices": [], "stages": {"a/b": [[1.0]]}}',
-                                  '{"stages": {}}', '[1, 2]', 'not json', '{"devices": [], "stages": {"a/b": [[-1, 2]]}}',
-                                  '{"devices": [], "stages": {"a/b": [[1.0, -3.0]]}}', '{"devices": [], "stages": {"a/b": [[1.0, 1e308]]}}',
-                                  '{"devices": [], "stages": {"a/b": [[1.0, Infinity]]}}',
-                                  '{"devices": [], "stages": {"a/b": [[1.0, 2.0, -0.5]]}}', '{"devices": [], "stages": {"a/b": [[1.0, 2.0, NaN]]}}',
-                                  '{"devices": [], "stages": {"a/b": [[1.0, 2.0, 0.5, 1.0, 3.0]]}}',
-                                  '{"devices": [], "stages": {"a/b": [[1.0, 2.0, 0.5, -1.0]]}}',
-                                  '{"devices": [], "stages": {"a/b": [[1.0, 2.0, null, Infinity]]}}',
-                                  '{"devices": [], "stages": {"a/b": ' + "[" * 5000 + "]" * 5000 + '}}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"devices": [], "stages": {"a/b": [[1.0, NaN]]}}',
+        '{"devices": [], "stages": {"a/b": [[1.0]]}}',
+        '{"stages": {}}',
+        "[1, 2]",
+        "not json",
+        '{"devices": [], "stages": {"a/b": [[-1, 2]]}}',
+        '{"devices": [], "stages": {"a/b": [[1.0, -3.0]]}}',
+        '{"devices": [], "stages": {"a/b": [[1.0, 1e308]]}}',
+        '{"devices": [], "stages": {"a/b": [[1.0, Infinity]]}}',
+        '{"devices": [], "stages": {"a/b": [[1.0, 2.0, -0.5]]}}',
+        '{"devices": [], "stages": {"a/b": [[1.0, 2.0, NaN]]}}',
+        '{"devices": [], "stages": {"a/b": [[1.0, 2.0, 0.5, 1.0, 3.0]]}}',
+        '{"devices": [], "stages": {"a/b": [[1.0, 2.0, 0.5, -1.0]]}}',
+        '{"devices": [], "stages": {"a/b": [[1.0, 2.0, null, Infinity]]}}',
+        '{"devices": [], "stages": {"a/b": ' + "[" * 5000 + "]" * 5000 + "}}",
+    ],
+)
 def test_a_damaged_timings_file_is_refused_naming_it(tmp_path, text):
     bad = tmp_path / "bad.json"
     bad.write_text(text)
@@ -342,7 +373,9 @@ def test_a_benchmark_file_with_an_impossible_time_is_refused_naming_it(tmp_path,
     assert not (tmp_path / "out.json").exists()
 
 
-def test_under_auto_a_job_the_gpu_calibration_times_slower_than_one_core_asks_for_no_gpu_and_runs_on_the_cpu(root, monkeypatch):
+def test_under_auto_a_job_the_gpu_calibration_times_slower_than_one_core_asks_for_no_gpu_and_runs_on_the_cpu(
+    root, monkeypatch
+):
     """Small nets gain nothing from a GPU.  Where the GPU calibration timed a stage at this size and
     predicts the job slower than on one CPU core, device: auto asks for no GPU and the job runs on the CPU (device: cuda
     keeps it there); beyond 10x the largest job timed (an upper bound) or for a stage never timed, the GPU is kept."""
@@ -407,7 +440,10 @@ def test_locally_at_most_as_many_gpu_jobs_run_at_once_as_gpus_are_found(root, tm
     none = smk(tmp_path, "--configfile", str(cfg), *cuda, "--dry-run", env={"CUDA_VISIBLE_DEVICES": ""}).stdout
     assert re.search(r"resources: .*gpu=0\b", none) and not re.search(r"gpu=[1-9]", none), none[-3000:]
     store = "results/c/mori_ueda/fig2/data/2-local.zarr"  # one CPU job, run for real: the log names the cap
-    for env, extra, cap in (({"CUDA_VISIBLE_DEVICES": "0,1"}, (), 2), ({"CUDA_VISIBLE_DEVICES": ""}, ("--resources", "gpu=5"), 5)):
+    for env, extra, cap in (
+        ({"CUDA_VISIBLE_DEVICES": "0,1"}, (), 2),
+        ({"CUDA_VISIBLE_DEVICES": ""}, ("--resources", "gpu=5"), 5),
+    ):
         for old in (tmp_path / "results" / "c" / "logs" / "snakemake").glob("*.log"):
             old.unlink()
         smk(tmp_path, "--configfile", str(cfg), *extra, "--force", "--", store, env=env)
@@ -436,8 +472,9 @@ def test_of_the_jobs_ready_to_run_those_heading_the_longest_predicted_chains_sta
     narrow = [prio[k] for j, k in zip(jobs, keys) if j.depth == 1 and j.width == min(j.width for j in jobs)]
     assert narrow and prio[keys[top]] > 2 * max(narrow)
     data = ("fractals", specs[top].inputs()["data"])
-    assert prio[data] == pl.job_priority(fr.spec(cfg, "data", specs[top].inputs()["data"].job), "fractals", "data") + max(
-        prio[k] for k, s in zip(keys, specs) if ("fractals", s.inputs()["data"]) == data)
+    assert prio[data] == pl.job_priority(
+        fr.spec(cfg, "data", specs[top].inputs()["data"].job), "fractals", "data"
+    ) + max(prio[k] for k, s in zip(keys, specs) if ("fractals", s.inputs()["data"]) == data)
     eigen = [v for (study, ref), v in prio.items() if (study, ref.stage) == ("spectra", "eigen")]
     assert eigen and prio[data] > max(eigen)
     # a chain adds up: the Mori & Ueda data set outranks its rate search, which outranks its net
@@ -458,7 +495,9 @@ def test_calibrate_never_writes_into_the_package_by_default(tmp_path, monkeypatc
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     timings = pkg / "timings.json"
-    timings.write_text(_json.dumps({"devices": ["cpu"], "stages": {"spectra/eigen": [[800.0, 6.8], [1600.0, 9.9], [800.0, 7.4]]}}))
+    timings.write_text(
+        _json.dumps({"devices": ["cpu"], "stages": {"spectra/eigen": [[800.0, 6.8], [1600.0, 9.9], [800.0, 7.4]]}})
+    )
     monkeypatch.setattr(prov, "PACKAGE_DIR", pkg.resolve())
     with pytest.raises(SystemExit, match="lies inside the package"):
         pl.calibrate([str(timings)])
@@ -479,16 +518,26 @@ def test_the_speed_probe_is_repeatable_and_recorded_and_scales_the_plan(tmp_path
     assert probe.of_runs([tmp_path]) == pytest.approx((a + b) / 2)
     (tmp_path / probe.FILE).write_text('[{"probe_s": "nan"}, {"probe_s": -1}, {"x": 1}, 7]')
     assert probe.recorded(tmp_path) == [] and probe.of_runs([tmp_path]) is None
-    assert probe.ratio(0.2, 0.1) == pytest.approx(2.0) and probe.ratio(None, 0.1) == 1.0 and probe.ratio(0.2, None) == 1.0
+    assert (
+        probe.ratio(0.2, 0.1) == pytest.approx(2.0) and probe.ratio(None, 0.1) == 1.0 and probe.ratio(0.2, None) == 1.0
+    )
     cfg = dlc.validate(dlc.read_yaml(ROOT / "config" / "smoke.yaml"), memory=False)
     one, two = pl.plan(cfg, results=tmp_path), pl.plan(cfg, results=tmp_path, speed=2.0)
     assert sum(r.seconds_total for r in two) == pytest.approx(2 * sum(r.seconds_total for r in one))
     # the command prints the probe beside the plan, and the calibration's probe it compared with
-    p = subprocess.run([sys.executable, "-m", "depthlab", "plan", str(ROOT / "config" / "smoke.yaml")],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "plan", str(ROOT / "config" / "smoke.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0 and "speed probe: this machine's" in p.stdout, p.stdout + p.stderr
-    p = subprocess.run([sys.executable, "-m", "depthlab", "plan", "--no-probe", str(ROOT / "config" / "smoke.yaml")],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "plan", "--no-probe", str(ROOT / "config" / "smoke.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "not measured (--no-probe" in p.stdout
 
 
@@ -497,7 +546,13 @@ def test_the_start_up_floors_scale_with_the_calibration_runs_speed_probe(tmp_pat
     machine twice as fast halves them (a floor of 2.5 s charged a smoke training job there more than it took in all).
     The probe comes from a results folder's ``logs/probe.json`` or from what ``--measure`` saved."""
     assert pl.start_up_scale(pl.START_UP_PROBE_S / 2) == pytest.approx(0.5)
-    assert pl.start_up_scale(None) == pl.start_up_scale("x") == pl.start_up_scale(float("nan")) == pl.start_up_scale(-1) == 1.0
+    assert (
+        pl.start_up_scale(None)
+        == pl.start_up_scale("x")
+        == pl.start_up_scale(float("nan"))
+        == pl.start_up_scale(-1)
+        == 1.0
+    )
     # a stage whose unconstrained fit puts ~0 s in its fixed term: it gets the floor, scaled by the probe
     w = [1e6, 2e6, 4e6, 8e6]
     rows = [[x, 0.001 * x / 1e3 + 0.01, None] for x in w]  # seconds ~ work, no start-up

@@ -53,8 +53,11 @@ def test_one_line_per_job_warnings_in_full_and_everything_in_the_log(tmp_path, m
     term, out = terminal(tmp_path)
     term.emit(record("Building DAG of jobs..."))  # before the start: kept for the log file only
     log = tmp_path / "logs" / "snakemake" / "run.log"
-    term.start(progress.Plan({7: ("mori_ueda/fig2/train/2-local/" + "d" * 100 + "/L3", 30.0), 8: ("claims.md", 0.0)},
-                             cores=2, log=log))
+    term.start(
+        progress.Plan(
+            {7: ("mori_ueda/fig2/train/2-local/" + "d" * 100 + "/L3", 30.0), 8: ("claims.md", 0.0)}, cores=2, log=log
+        )
+    )
     term.emit(record(" Rule: x, Jobid: 7", event="job_info"))
     term.emit(record("Select jobs to execute..."))
     term.emit(record("None", event="job_finished", job_id=7))
@@ -67,9 +70,14 @@ def test_one_line_per_job_warnings_in_full_and_everything_in_the_log(tmp_path, m
     lines = out.getvalue().splitlines()
     assert lines[0] == "depthlab: 2 jobs to run, planned 0.5 core-min, about 15 s on 2 cores"[:59] + "…", lines[0]
     assert lines[1] == f"depthlab: full log {log}"
-    assert lines[2].startswith("[1/2] ") and "…" in lines[2] and lines[2].endswith("/L3 | ETA " + lines[2][-5:]), lines[2]
-    assert lines[3:6] == ["FULL careful", "FULL Error in rule x, jobid: 8",
-                          "Nothing to be done (all requested files are present and up to date)."]
+    assert lines[2].startswith("[1/2] ") and "…" in lines[2] and lines[2].endswith("/L3 | ETA " + lines[2][-5:]), lines[
+        2
+    ]
+    assert lines[3:6] == [
+        "FULL careful",
+        "FULL Error in rule x, jobid: 8",
+        "Nothing to be done (all requested files are present and up to date).",
+    ]
     assert lines[6].startswith("[2/2] ") and "claims.md" in lines[6]
     assert lines[7].startswith("depthlab: 2 jobs done in ") and lines[8] == lines[1] and len(lines) == 9, lines
     assert all(len(ln) <= 60 for i, ln in enumerate(lines) if i not in (1, 3, 4, 5, 8)), lines
@@ -99,9 +107,11 @@ def test_the_logger_plugin_imports_nothing_of_depthlab():
     import subprocess
     import sys
 
-    code = ("import sys, snakemake_logger_plugin_depthlab; "
-            "bad = sorted(m for m in sys.modules if m == 'depthlab' or m.startswith('depthlab.')); "
-            "assert not bad, bad")
+    code = (
+        "import sys, snakemake_logger_plugin_depthlab; "
+        "bad = sorted(m for m in sys.modules if m == 'depthlab' or m.startswith('depthlab.')); "
+        "assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -111,8 +121,15 @@ def test_each_stage_corrects_its_own_plan_and_a_running_job_counts_what_is_left_
     towards the pooled one (one job says little of its stage); stage b, nothing finished, takes the pooled ratio; a
     running job counts its estimate less the time it has run; a job planned 0 s counts its stage's mean."""
     now = [0.0]
-    jobs = {1: ("a1", 10.0, "a"), 2: ("a2", 10.0, "a"), 3: ("b1", 10.0, "b"), 4: ("b2", 10.0, "b"),
-            5: ("c1", 0.0, "c"), 6: ("c2", 0.0, "c"), 7: ("b3", 10.0, "b")}
+    jobs = {
+        1: ("a1", 10.0, "a"),
+        2: ("a2", 10.0, "a"),
+        3: ("b1", 10.0, "b"),
+        4: ("b2", 10.0, "b"),
+        5: ("c1", 0.0, "c"),
+        6: ("c2", 0.0, "c"),
+        7: ("b3", 10.0, "b"),
+    }
     plan = progress.Plan(jobs, cores=2, log=None, clock=lambda: now[0])
     for jid, t0, t1 in ((1, 0.0, 2.0), (5, 0.0, 4.0), (6, 4.0, 8.0)):
         plan.start_job(jid, t0)
@@ -136,11 +153,13 @@ def test_a_stages_ratio_is_the_posterior_mean_under_a_cauchy_prior():
     from scipy import integrate
 
     def quad(x, v, mu, tau):
-        f = lambda t, k: t ** k * math.exp(-0.5 * (x - t) ** 2 / v) / (1 + ((t - mu) / tau) ** 2)  # noqa: E731
+        f = lambda t, k: t**k * math.exp(-0.5 * (x - t) ** 2 / v) / (1 + ((t - mu) / tau) ** 2)  # noqa: E731
         lo, hi = min(x, mu) - 40, max(x, mu) + 40
         pts = sorted({x, mu})
-        return (integrate.quad(f, lo, hi, args=(1,), points=pts, limit=400)[0]
-                / integrate.quad(f, lo, hi, args=(0,), points=pts, limit=400)[0])
+        return (
+            integrate.quad(f, lo, hi, args=(1,), points=pts, limit=400)[0]
+            / integrate.quad(f, lo, hi, args=(0,), points=pts, limit=400)[0]
+        )
 
     for x, v, mu, tau in ((0.35, 0.07, 0.0, 0.1), (-2.3, 0.25, 0.0, 0.1), (1.0, 0.01, 0.2, 0.5), (0.1, 1.0, 0.0, 0.3)):
         assert progress.shrunk(x, v, mu, tau) == pytest.approx(quad(x, v, mu, tau), abs=2e-3), (x, v, mu, tau)
@@ -210,8 +229,18 @@ def test_a_job_resumed_from_a_checkpoint_does_not_set_its_stages_pace():
     # the arithmetic on a hand-made plan: stage "f", 2 jobs planned 100 s; "f1" resumed and done in 5 s, "f2" done
     # in 200 s; stage "g" not started
     t = [0.0]
-    plan = progress.Plan({1: ("f1", 100.0, "f", True), 2: ("f2", 100.0, "f", False), 3: ("f3", 100.0, "f", False),
-                          4: ("f4", 100.0, "f", True), 5: ("g1", 50.0, "g")}, 2, None, clock=lambda: t[0])
+    plan = progress.Plan(
+        {
+            1: ("f1", 100.0, "f", True),
+            2: ("f2", 100.0, "f", False),
+            3: ("f3", 100.0, "f", False),
+            4: ("f4", 100.0, "f", True),
+            5: ("g1", 50.0, "g"),
+        },
+        2,
+        None,
+        clock=lambda: t[0],
+    )
     plan.start_job(1, 0.0), plan.start_job(2, 0.0)
     t[0] = 5.0
     plan.finish_job(1, 5.0)
@@ -221,19 +250,32 @@ def test_a_job_resumed_from_a_checkpoint_does_not_set_its_stages_pace():
     pooled, ratio, _ = plan.ratios()
     assert pooled == pytest.approx(math.sqrt(2.0))  # f2 alone (200 / 100) and the plan's vote (1)
     assert pooled < ratio["f"] < 2.0
-    assert plan.left(200.0) == pytest.approx(ratio["f"] * 100.0 + progress.RESUMED_LEFT * ratio["f"] * 100.0
-                                             + pooled * 50.0)
+    assert plan.left(200.0) == pytest.approx(
+        ratio["f"] * 100.0 + progress.RESUMED_LEFT * ratio["f"] * 100.0 + pooled * 50.0
+    )
 
     # a replayed run shaped like the default after a restart: two long nets resume and finish in 50 s each, then 100
     # short jobs of another stage, then 18 nets of 1 000 s (2 cores).  Unmarked, the two resumed nets set the nets'
     # pace, and the ETA at 10 % of the jobs is far too short; marked, it is within 25 % of the time left.
     rows, clock = [], [0.0, 0.0]
-    shapes = [("train", 1000.0, 50.0, True)] * 2 + [("figure", 10.0, 10.0, False)] * 100 \
+    shapes = (
+        [("train", 1000.0, 50.0, True)] * 2
+        + [("figure", 10.0, 10.0, False)] * 100
         + [("train", 1000.0, 1000.0, False)] * 18
+    )
     for i, (stage, planned, took, resumed) in enumerate(shapes):
         c = min(range(2), key=lambda k: clock[k])
-        rows.append({"jobid": i, "stage": stage, "planned_s": planned, "start_s": clock[c], "end_s": clock[c] + took,
-                     "name": f"job{i}", "resumed": resumed})
+        rows.append(
+            {
+                "jobid": i,
+                "stage": stage,
+                "planned_s": planned,
+                "start_s": clock[c],
+                "end_s": clock[c] + took,
+                "name": f"job{i}",
+                "resumed": resumed,
+            }
+        )
         clock[c] += took
     marked = progress.replay(rows, cores=2, at=(0.10,))
     unmarked = progress.replay([{**r, "resumed": False} for r in rows], cores=2, at=(0.10,))
@@ -265,12 +307,21 @@ def test_the_heartbeat_says_where_the_longest_job_stands_from_its_logs_last_prog
     name = "fractals/cantor/n5/pdeg0/depth5/w200"
     log = results / "logs" / f"{name}.log"
     log.parent.mkdir(parents=True)
-    log.write_text("00:10:01 depthlab fractals/train: ...\n"
-                   + "".join(f"00:{m:02d}:00 epoch {4 * m}/1500: 1 of 1 models still training, 0 converged, {m}.0s\n"
-                             for m in range(1, 303)))
+    log.write_text(
+        "00:10:01 depthlab fractals/train: ...\n"
+        + "".join(
+            f"00:{m:02d}:00 epoch {4 * m}/1500: 1 of 1 models still training, 0 converged, {m}.0s\n"
+            for m in range(1, 303)
+        )
+    )
     now = [60.0]
-    plan = progress.Plan({1: (name, 3000.0, "fractals/train")}, cores=2, log=results / "logs" / "snakemake" / "run.log",
-                         t0=0.0, clock=lambda: now[0])
+    plan = progress.Plan(
+        {1: (name, 3000.0, "fractals/train")},
+        cores=2,
+        log=results / "logs" / "snakemake" / "run.log",
+        t0=0.0,
+        clock=lambda: now[0],
+    )
     term, _ = terminal(tmp_path)
     term.plan = plan
     plan.start_job(1, 0.0)
@@ -290,8 +341,16 @@ def test_a_silent_stretch_of_a_long_job_gets_a_line_on_what_runs_and_the_eta(tmp
     monkeypatch.setattr(progress, "HEARTBEAT_MIN_S", 0.1)  # the floor (10 s) lowered for the test's sake
     monkeypatch.setenv("DEPTHLAB_HEARTBEAT_S", "0.2")
     term, out = terminal(tmp_path)
-    term.start(progress.Plan({1: ("fractals/cantor/n5/pdeg5/depth5/w100", 2400.0, "fractals/train"),
-                              2: ("fractals/cantor/n5/pdeg0/depth5/w200", 3000.0, "fractals/train")}, cores=2, log=None))
+    term.start(
+        progress.Plan(
+            {
+                1: ("fractals/cantor/n5/pdeg5/depth5/w100", 2400.0, "fractals/train"),
+                2: ("fractals/cantor/n5/pdeg0/depth5/w200", 3000.0, "fractals/train"),
+            },
+            cores=2,
+            log=None,
+        )
+    )
     term.emit(record("None", event="job_started", jobs=[1]))
     time.sleep(0.05)
     term.emit(record("None", event="job_started", jobs=[2]))
@@ -341,24 +400,37 @@ def test_a_stage_whose_few_long_jobs_finish_first_does_not_set_the_pace_of_its_m
     stage's own ratio shrunk by one pseudo-job, the estimator before: 75 %).
     The same run with the nets planned at 1 000 s, their jobs agreeing with each other: their ratio is their own
     (0.1) after 3 of them, and the ETA while the searches run is as with the nets planned right."""
+
     def run(net_plan: float) -> list[dict]:
         rows, clock = [], [0.0, 0.0]
-        shapes = [(f"data{k}", 10.0, 9.0 + k / 2) for k in range(5) for _ in range(4)] \
-            + [("nets", net_plan, 95.0 + 5.0 * (i % 3)) for i in range(40)] \
-            + [("search", 50.0, 225.0 if i in (0, 7) else (45.0 if i < 14 else 38.0)) for i in range(40)] \
+        shapes = (
+            [(f"data{k}", 10.0, 9.0 + k / 2) for k in range(5) for _ in range(4)]
+            + [("nets", net_plan, 95.0 + 5.0 * (i % 3)) for i in range(40)]
+            + [("search", 50.0, 225.0 if i in (0, 7) else (45.0 if i < 14 else 38.0)) for i in range(40)]
             + [("figures", 5.0, 5.0)] * 40
+        )
         for i, (stage, planned, took) in enumerate(shapes):
             c = min(range(2), key=lambda k: clock[k])
-            rows.append({"jobid": i, "stage": stage, "planned_s": planned, "start_s": clock[c],
-                         "end_s": clock[c] + took, "name": f"job{i}", "resumed": False})
+            rows.append(
+                {
+                    "jobid": i,
+                    "stage": stage,
+                    "planned_s": planned,
+                    "start_s": clock[c],
+                    "end_s": clock[c] + took,
+                    "name": f"job{i}",
+                    "resumed": False,
+                }
+            )
             clock[c] += took
         return rows
 
     def plan_after(rows: list[dict], k_stage: str, k: int) -> progress.Plan:
         """The run's Plan when the k-th job of ``k_stage`` has just finished."""
         end = sorted(r["end_s"] for r in rows if r["stage"] == k_stage)[k - 1]
-        plan = progress.Plan({r["jobid"]: (r["name"], r["planned_s"], r["stage"]) for r in rows}, 2, None, t0=0.0,
-                             clock=lambda: end)
+        plan = progress.Plan(
+            {r["jobid"]: (r["name"], r["planned_s"], r["stage"]) for r in rows}, 2, None, t0=0.0, clock=lambda: end
+        )
         for r in rows:
             if r["end_s"] <= end:
                 plan.start_job(r["jobid"], r["start_s"])
@@ -367,8 +439,11 @@ def test_a_stage_whose_few_long_jobs_finish_first_does_not_set_the_pace_of_its_m
 
     right, off = run(100.0), run(1000.0)
     pooled, ratio, _ = plan_after(right, "search", 12).ratios()
-    own = sum(r["end_s"] - r["start_s"] for r in right if r["stage"] == "search"
-              and r["end_s"] <= sorted(x["end_s"] for x in right if x["stage"] == "search")[11]) / (12 * 50.0)
+    own = sum(
+        r["end_s"] - r["start_s"]
+        for r in right
+        if r["stage"] == "search" and r["end_s"] <= sorted(x["end_s"] for x in right if x["stage"] == "search")[11]
+    ) / (12 * 50.0)
     assert own == pytest.approx(1.5) and abs(math.log(ratio["search"] / pooled)) < 0.5 * math.log(own / pooled)
     assert plan_after(off, "nets", 3).ratios()[1]["nets"] == pytest.approx(0.1, rel=0.1)
     n = len(right)

@@ -67,25 +67,46 @@ def rerun(package_copy, path, old, new) -> set[tuple[str, str]]:
     """The (study, stage) pairs whose fingerprint an edit of ``path`` (relative to the package) changes."""
     before = {(s, st.name): prov.code_fingerprint(st.fingerprint_modules, package_copy) for s, st in _stages()}
     _edit(package_copy / path, old, new)
-    return {k for k, fp in before.items() if prov.code_fingerprint(get_study(k[0]).stage(k[1]).fingerprint_modules, package_copy) != fp}
+    return {
+        k
+        for k, fp in before.items()
+        if prov.code_fingerprint(get_study(k[0]).stage(k[1]).fingerprint_modules, package_copy) != fp
+    }
 
 
 def test_editing_the_hinge_loss_reruns_no_mori_ueda_job(package_copy):
-    changed = rerun(package_copy, "core/losses/hinge.py", "torch.relu(1.0 - y * out).mean(1)", "torch.relu(1.0 - y * out).mean(1) * 1.0")
+    changed = rerun(
+        package_copy,
+        "core/losses/hinge.py",
+        "torch.relu(1.0 - y * out).mean(1)",
+        "torch.relu(1.0 - y * out).mean(1) * 1.0",
+    )
     assert changed == {("fractals", "train")}
 
 
 def test_editing_the_cuda_kernel_path_reruns_no_data_stage(package_copy):
-    changed = rerun(package_copy, "core/kernel_regression.py", "    pred = np.empty((K, D, T.shape[0]))",
-                    "    pred = np.zeros((K, D, T.shape[0]))")
+    changed = rerun(
+        package_copy,
+        "core/kernel_regression.py",
+        "    pred = np.empty((K, D, T.shape[0]))",
+        "    pred = np.zeros((K, D, T.shape[0]))",
+    )
     assert changed == {("mori_ueda", "ntk")}
     assert not any(stage.endswith("data") for _, stage in changed)
 
 
 def test_editing_the_trainer_reruns_exactly_the_training_stages(package_copy):
-    changed = rerun(package_copy, "core/trainer.py", "    t0 = time.perf_counter()\n", "    t0 = time.perf_counter() + 0.0\n")
-    assert changed == {("mori_ueda", "lrsearch"), ("mori_ueda", "train"), ("separation", "sawtooth"),
-                       ("separation", "radial"), ("fractals", "train"), ("fractals", "cnn")}
+    changed = rerun(
+        package_copy, "core/trainer.py", "    t0 = time.perf_counter()\n", "    t0 = time.perf_counter() + 0.0\n"
+    )
+    assert changed == {
+        ("mori_ueda", "lrsearch"),
+        ("mori_ueda", "train"),
+        ("separation", "sawtooth"),
+        ("separation", "radial"),
+        ("fractals", "train"),
+        ("fractals", "cnn"),
+    }
 
 
 def test_the_random_streams_hold_no_table_of_every_studys_names(package_copy):
@@ -101,7 +122,9 @@ def test_the_csv_format_is_part_of_every_figure_and_claims_fingerprint(package_c
     assert changed == {(s, st.name) for s, st in _stages() if st.kind in ("figure", "claims")}
 
 
-def test_a_copy_inside_an_unrelated_repository_records_no_commit_and_a_declared_version_is_marked(tmp_path, monkeypatch):
+def test_a_copy_inside_an_unrelated_repository_records_no_commit_and_a_declared_version_is_marked(
+    tmp_path, monkeypatch
+):
     """A copy of the code without .git, unpacked inside an unrelated git repository, recorded that
     repository's HEAD as a clean code version; DEPTHLAB_CODE_VERSION replaced the recorded version ('deadbeef-clean' from
     a dirty tree).  Now: 'unknown' with a hash of the code files, and a declared version beside the real one."""
@@ -132,7 +155,9 @@ def test_a_copy_inside_an_unrelated_repository_records_no_commit_and_a_declared_
         v = prov.code_version()
     finally:
         prov.code_version.cache_clear()
-    assert v.startswith("deadbeef-clean (declared by $DEPTHLAB_CODE_VERSION; the checkout is ") and v != "deadbeef-clean"
+    assert (
+        v.startswith("deadbeef-clean (declared by $DEPTHLAB_CODE_VERSION; the checkout is ") and v != "deadbeef-clean"
+    )
 
 
 def _import_cycles(root):

@@ -25,11 +25,14 @@ def browser():
         if os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None:
             pytest.skip("needs chromium, or root and apt-get to install it")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        p = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, text=True, env=env, timeout=1200)
+        p = subprocess.run(
+            ["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, text=True, env=env, timeout=1200
+        )
         if p.returncode != 0:  # a stale package index: refresh it once
             subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
-            p = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, text=True, env=env,
-                               timeout=1200)
+            p = subprocess.run(
+                ["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, text=True, env=env, timeout=1200
+            )
         assert p.returncode == 0 and rb.chromium(), p.stdout[-2000:] + p.stderr[-2000:]
     return rb.chromium()
 
@@ -55,7 +58,9 @@ def test_the_smoke_report_reads_in_headless_chromium(smoke_run, tmp_path, browse
         (page,) = [v for k, v in pages.items() if k.endswith(f"/{study}/claims.html")]
         rows = [r for r in json.loads((run.results / study / "claims.json").read_text()) if r["verdict"] in STATES]
         assert page["shown"] and page["height"] > 100 and page["verdicts"] == len(rows), (study, page, len(rows))
-    (index,) = [v for k, v in pages.items() if k.endswith("/claims.html") and k.split("/")[-2] not in run.config["studies"]]
+    (index,) = [
+        v for k, v in pages.items() if k.endswith("/claims.html") and k.split("/")[-2] not in run.config["studies"]
+    ]
     (config,) = [v for k, v in pages.items() if k.endswith("/config.used.html")]
     assert index["shown"] and index["tables"] >= 3 and config["shown"] and config["pre"] == 1, (index, config)
     # the same walk on a report whose first figure's bytes are broken fails, naming it
@@ -63,7 +68,7 @@ def test_the_smoke_report_reads_in_headless_chromium(smoke_run, tmp_path, browse
     first = sorted(p for subs in cats.values() for s, ps in subs.items() if s == "Figures" for p in ps)[0]
     start = text.index("base64,", text.index(f'"{first}"')) + len("base64,")
     broken = tmp_path / "broken.html"
-    broken.write_text(text[:start] + "AAAA" + text[start + 4:], encoding="utf-8")
+    broken.write_text(text[:start] + "AAAA" + text[start + 4 :], encoding="utf-8")
     (tmp_path / "b").mkdir()
     seen, log = rb.walk(broken, tmp_path / "b")
     bad = rb.problems(seen, log, cats)
@@ -97,8 +102,9 @@ def test_a_report_of_a_folder_with_markup_in_its_name_runs_no_script(smoke_run, 
     text = report.read_text(encoding="utf-8")
     body = text.index("<body>") + len("<body>")
     planted = tmp_path / "planted.html"
-    planted.write_text(text[:body] + "<depthlabpwn>x</depthlabpwn><img src=x onerror=console.error(1)>" + text[body:],
-                       encoding="utf-8")
+    planted.write_text(
+        text[:body] + "<depthlabpwn>x</depthlabpwn><img src=x onerror=console.error(1)>" + text[body:], encoding="utf-8"
+    )
     (tmp_path / "p").mkdir()
     seen, log = rb.walk(planted, tmp_path / "p")
     bad = rb.problems(seen, log, cats)

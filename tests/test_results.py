@@ -39,7 +39,9 @@ def test_every_store_opens_with_plain_xr_open_zarr_and_no_warning(smoke_run):
                 with xr.open_zarr(path) as ds:
                     assert ds.attrs[storage.RECORD_ATTR]
                 n += 1
-    on_disk = [p for p in smoke_run.results.rglob("*.zarr") if (p / "zarr.json").is_file() and ".zarr" not in p.parent.name]
+    on_disk = [
+        p for p in smoke_run.results.rglob("*.zarr") if (p / "zarr.json").is_file() and ".zarr" not in p.parent.name
+    ]
     assert n == len(on_disk) > 50, (n, len(on_disk))  # every store the run wrote, none missed
 
 
@@ -129,11 +131,15 @@ def test_bad_folders_give_errors_naming_the_path(smoke_run, tmp_path):
     with pytest.raises(ResultsError, match="does not ask for, e.g. .*fig2/train"):
         open_results(res, "mori_ueda", "train", config=fewer)
     fig4 = [j for j in jobs if j.figure == "fig4"]
-    assert open_results(res, "mori_ueda", "train", config=fewer, complete=False, figure="fig4").attrs["stores"] == len(fig4)
+    assert open_results(res, "mori_ueda", "train", config=fewer, complete=False, figure="fig4").attrs["stores"] == len(
+        fig4
+    )
     # a store of another stage in this stage's place
     shutil.rmtree(res / a)
     shutil.copytree(res / a.replace("/train/", "/ntk/"), res / a)
-    with pytest.raises(ResultsError, match=f"{res / a}: a store of mori_ueda/ntk where a mori_ueda/train store belongs"):
+    with pytest.raises(
+        ResultsError, match=f"{res / a}: a store of mori_ueda/ntk where a mori_ueda/train store belongs"
+    ):
         open_results(res, "mori_ueda", "train")
     # a missing store
     shutil.rmtree(res / a)
@@ -189,7 +195,9 @@ def test_ls_lists_jobs_sizes_and_which_figures_are_up_to_date(smoke_run, tmp_pat
     rec = storage.read_record(path)
     ds = storage.read_store(path)
     ds["test_error"] = ds.test_error * 2
-    storage.write_store(ds, path, {k: v for k, v in rec.items() if k not in ("record_hash", "created", "content_hash", "attrs")})
+    storage.write_store(
+        ds, path, {k: v for k, v in rec.items() if k not in ("record_hash", "created", "content_hash", "attrs")}
+    )
     (res / "mori_ueda/figures/fig3.csv").write_text("edited\n")
     out = depthlab.list_results(res)
     fig2 = next(ln for ln in out.splitlines() if "figure fig2 " in ln)
@@ -200,19 +208,34 @@ def test_ls_lists_jobs_sizes_and_which_figures_are_up_to_date(smoke_run, tmp_pat
 
 
 def test_open_results_does_not_import_torch(smoke_run):
-    code = ("import sys, depthlab; depthlab.open_results(sys.argv[1], 'fractals', 'train'); "
-            "assert 'torch' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys, depthlab; depthlab.open_results(sys.argv[1], 'fractals', 'train'); "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     subprocess.run([sys.executable, "-c", code, str(smoke_run.results)], check=True, cwd="/")
 
 
 def test_the_worked_example_runs_on_the_smoke_results_and_agrees_with_the_csv(smoke_run, tmp_path):
-    env = {**os.environ, "DEPTHLAB_RESULTS": str(smoke_run.results), "DEPTHLAB_EXPLORE_OUT": str(tmp_path / "out"),
-           "MPLBACKEND": "Agg"}
-    p = subprocess.run([sys.executable, "-W", "error::UserWarning", str(ROOT / "docs" / "explore.py")], capture_output=True,
-                       text=True, env=env, cwd=tmp_path)
+    env = {
+        **os.environ,
+        "DEPTHLAB_RESULTS": str(smoke_run.results),
+        "DEPTHLAB_EXPLORE_OUT": str(tmp_path / "out"),
+        "MPLBACKEND": "Agg",
+    }
+    p = subprocess.run(
+        [sys.executable, "-W", "error::UserWarning", str(ROOT / "docs" / "explore.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert "fig2.csv agrees with the stores" in p.stdout
-    assert sorted(f.name for f in (tmp_path / "out").iterdir()) == ["fig2_from_stores.png", "lr_search.png", "training_history.png"]
+    assert sorted(f.name for f in (tmp_path / "out").iterdir()) == [
+        "fig2_from_stores.png",
+        "lr_search.png",
+        "training_history.png",
+    ]
     text = (ROOT / "docs" / "explore.py").read_text()
     assert text.startswith("# %%") and text.count("# %%") >= 6  # percent format: cells
 

@@ -33,8 +33,22 @@ def test_a_terminated_stage_leaves_no_lock_and_no_temporary_store_and_keeps_its_
     spec["training"].update(max_epochs=3000, patience=None, loss_threshold=1e-12)  # long enough to be caught running
     inputs = {k: str(smoke_run.results / v["path"]) for k, v in rec["inputs"].items()}
     out = tmp_path / "L2.zarr"
-    cmd = [sys.executable, "-m", "depthlab", "stage", "--spec", canonical_json(spec), "--inputs", canonical_json(inputs),
-           "--output", str(out), "--results", str(tmp_path), "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "depthlab",
+        "stage",
+        "--spec",
+        canonical_json(spec),
+        "--inputs",
+        canonical_json(inputs),
+        "--output",
+        str(out),
+        "--results",
+        str(tmp_path),
+        "--device",
+        "cpu",
+    ]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ckpt = Path(f"{out}.ckpt")
     _wait(ckpt.exists, p)

@@ -20,9 +20,13 @@ BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
 DAEMONS = ("munged", "slurmctld", "slurmd")
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None,
-                                 reason="needs root and apt-get to bring up a local SLURM cluster")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None,
+        reason="needs root and apt-get to bring up a local SLURM cluster",
+    ),
+]
 
 
 def running(name: str) -> bool:
@@ -32,7 +36,9 @@ def running(name: str) -> bool:
 @pytest.fixture(scope="module")
 def cluster():
     before = {d for d in DAEMONS if running(d)}
-    p = subprocess.run(["bash", str(ROOT / "tests" / "slurm" / "start_slurm.sh")], capture_output=True, text=True, timeout=900)
+    p = subprocess.run(
+        ["bash", str(ROOT / "tests" / "slurm" / "start_slurm.sh")], capture_output=True, text=True, timeout=900
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     yield p.stdout
     # stop what this test started (a cluster that was already up is left as it was found)
@@ -52,16 +58,36 @@ def test_smoke_figure_runs_through_slurm(cluster, tmp_path):
     cfg_path.write_text(yaml.safe_dump(cfg))
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     cmd = [
-        str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
-        "--profile", str(ROOT / "workflow" / "profiles" / "slurm"),
-        "--workflow-profile", str(ROOT / "workflow" / "profiles" / "default"),
+        str(BIN / "snakemake"),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--profile",
+        str(ROOT / "workflow" / "profiles" / "slurm"),
+        "--workflow-profile",
+        str(ROOT / "workflow" / "profiles" / "default"),
         # this one-node test cluster has no accounting (sacct) and no GPUs: query squeue; `device: cpu` makes the
         # workflow ask for no GPU (store jobs' mem_mb/runtime come from their specs: depthlab.plan.job_resources)
-        "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1",
-        "--seconds-between-status-checks", "2",
-        "--default-resources", "slurm_partition=debug", "runtime=10", "mem_mb=1000",
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+        "--seconds-between-status-checks",
+        "2",
+        "--default-resources",
+        "slurm_partition=debug",
+        "runtime=10",
+        "mem_mb=1000",
         # a submission asks for at most the node's 2 CPUs (the profile's `cores` is 4): its jobs beyond run in turn
-        "--cores", "2", "--configfile", str(cfg_path), "--config", "device=cpu", "--", "mori_ueda_fig2",
+        "--cores",
+        "2",
+        "--configfile",
+        str(cfg_path),
+        "--config",
+        "device=cpu",
+        "--",
+        "mori_ueda_fig2",
     ]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1500)
     log = p.stdout + p.stderr
@@ -74,7 +100,9 @@ def test_smoke_figure_runs_through_slurm(cluster, tmp_path):
     # the index run on this host
     assert 1 <= len(submitted) == len(groups) <= 2, submitted + groups
     assert "localrule figure" in log
-    assert (tmp_path / "results" / "smoke" / "mori_ueda" / "figures" / "fig2.png").stat().st_size > 0  # results/<config name>
+    assert (
+        tmp_path / "results" / "smoke" / "mori_ueda" / "figures" / "fig2.png"
+    ).stat().st_size > 0  # results/<config name>
     rec = st.read_record(tmp_path / "results" / "smoke" / "mori_ueda" / "fig2" / "train" / "2-local" / "L1.zarr")
     assert rec["stage"] == "train" and rec["device"].startswith("cpu")
 
@@ -146,24 +174,62 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
     held_env = {**env, "DEPTHLAB_TEST_HOLD": str(hold)}
     base = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--configfile", str(cfg_path)]
     t_ref = time.time()
-    ref = subprocess.run([*base, "--directory", str(local), "--workflow-profile", str(ROOT / "workflow/profiles/default"),
-                          "--cores", "2"], capture_output=True, text=True, env=env, timeout=1800)
+    ref = subprocess.run(
+        [
+            *base,
+            "--directory",
+            str(local),
+            "--workflow-profile",
+            str(ROOT / "workflow/profiles/default"),
+            "--cores",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
     assert ref.returncode == 0, ref.stderr[-3000:]
     print(f"\nlocal uninterrupted reference run: {time.time() - t_ref:.0f} s")
     work = tmp_path / "cluster"
     work.mkdir()
-    slurm = [*base, "--directory", str(work), "--profile", str(ROOT / "workflow/profiles/slurm"),
-             "--workflow-profile", str(ROOT / "workflow/profiles/default"), "--slurm-status-command", "squeue",
-             "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
-             "--default-resources", "slurm_partition=debug", "runtime=10", "mem_mb=1000", "--cores", "2", "--jobs", "4",
-             "--group-components", "depthlab_stores=1"]
+    slurm = [
+        *base,
+        "--directory",
+        str(work),
+        "--profile",
+        str(ROOT / "workflow/profiles/slurm"),
+        "--workflow-profile",
+        str(ROOT / "workflow/profiles/default"),
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+        "--seconds-between-status-checks",
+        "2",
+        "--default-resources",
+        "slurm_partition=debug",
+        "runtime=10",
+        "mem_mb=1000",
+        "--cores",
+        "2",
+        "--jobs",
+        "4",
+        "--group-components",
+        "depthlab_stores=1",
+    ]
     seed = int(os.environ.get("DEPTHLAB_CHAOS_SEED", "11"))
     rng = random.Random(seed)
     faults = ["scancel", "requeue", "timelimit"]
     rng.shuffle(faults)
     print(f"SLURM chaos schedule (DEPTHLAB_CHAOS_SEED={seed}): {faults}, then kill -9 of the submit host's Snakemake")
-    first_log, again_log = open(tmp_path / "first.log", "w"), open(tmp_path / "restart.log", "w")  # files: a full pipe blocks
-    p = subprocess.Popen(slurm, env=held_env, stdout=first_log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    first_log, again_log = (
+        open(tmp_path / "first.log", "w"),
+        open(tmp_path / "restart.log", "w"),
+    )  # files: a full pipe blocks
+    p = subprocess.Popen(
+        slurm, env=held_env, stdout=first_log, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     try:  # whatever happens below: the holds are released, both Snakemakes stopped, SLURM's queue emptied
         _chaos(p, slurm, hold, held_env, rng, faults, again_log, tmp_path, work, local)
     finally:
@@ -171,7 +237,9 @@ def test_cancelled_requeued_timed_out_jobs_and_a_killed_submit_host_end_with_the
         for proc in (p,):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
-        subprocess.run(["pkill", "-KILL", "-f", str(work)], capture_output=True)  # a restart's Snakemake, if one is left
+        subprocess.run(
+            ["pkill", "-KILL", "-f", str(work)], capture_output=True
+        )  # a restart's Snakemake, if one is left
         subprocess.run(["scancel", "--user", "root"], capture_output=True)
         first_log.close()
         again_log.close()
@@ -185,9 +253,13 @@ def _wait(what: str, done, t0: float, timeout: float = CHAOS_WAIT_S, proc=None) 
     start = time.time()
     while not done():
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the run ended (exit {proc.returncode}) while waiting for {what} (t={time.time() - t0:.0f} s)")
+            raise AssertionError(
+                f"the run ended (exit {proc.returncode}) while waiting for {what} (t={time.time() - t0:.0f} s)"
+            )
         if time.time() - start > timeout:
-            raise AssertionError(f"waited {timeout:.0f} s for {what} (t={time.time() - t0:.0f} s); SLURM's queue: {_queue()}")
+            raise AssertionError(
+                f"waited {timeout:.0f} s for {what} (t={time.time() - t0:.0f} s); SLURM's queue: {_queue()}"
+            )
         time.sleep(1)
 
 
@@ -207,8 +279,11 @@ def _chaos(p, slurm, hold, held_env, rng, faults, again_log, tmp_path, work, loc
             job, comment = running[0]
             fault = faults.pop(0)
             hit.add(job)
-            cmd = {"scancel": ["scancel", job], "requeue": ["scontrol", "requeue", job],
-                   "timelimit": ["scontrol", "update", f"jobid={job}", "TimeLimit=1"]}[fault]
+            cmd = {
+                "scancel": ["scancel", job],
+                "requeue": ["scontrol", "requeue", job],
+                "timelimit": ["scontrol", "update", f"jobid={job}", "TimeLimit=1"],
+            }[fault]
             time.sleep(rng.uniform(5, 15))  # into its training: held at a checkpoint
             r = subprocess.run(cmd, capture_output=True, text=True)
             assert r.returncode == 0, (fault, r.stderr)
@@ -221,12 +296,18 @@ def _chaos(p, slurm, hold, held_env, rng, faults, again_log, tmp_path, work, loc
     # the time limit must really end the job (TIMEOUT), and the profile's retry be submitted before the submit host dies
     _wait(f"job {timed} to reach its time limit", lambda: _job_state(timed) in ("TIMEOUT", ""), t0, proc=p)
     state = _job_state(timed)
-    assert state == "TIMEOUT", f"job {timed} ended {state or 'unseen'}, not at its time limit (it was held: see its log)"
+    assert state == "TIMEOUT", (
+        f"job {timed} ended {state or 'unseen'}, not at its time limit (it was held: see its log)"
+    )
     say(f"job {timed} ended at its time limit (TIMEOUT)")
     # its retry: submitted, running, or pending while held jobs fill the node's cores (DEPTHLAB_CHAOS_SEED=3: the
     # requeued job, held at its checkpoint, and the others held too; waiting for a RUNNING retry never ended there)
-    _wait(f"the profile's retry of job {timed} to be submitted",
-          lambda: any(s in ("RUNNING", "PENDING") and int(j) > int(timed) for j, s, _ in _queue()), t0, proc=p)
+    _wait(
+        f"the profile's retry of job {timed} to be submitted",
+        lambda: any(s in ("RUNNING", "PENDING") and int(j) > int(timed) for j, s, _ in _queue()),
+        t0,
+        proc=p,
+    )
     time.sleep(rng.uniform(20, 30))  # into the retry's training: the restart must wait for it and keep what it writes
     assert p.poll() is None, "the run ended before the submit host could be killed"
     os.killpg(p.pid, signal.SIGKILL)  # the submit host dies; its SLURM jobs go on
@@ -241,9 +322,12 @@ def _chaos(p, slurm, hold, held_env, rng, faults, again_log, tmp_path, work, loc
     say(f"SLURM jobs named by Snakemake's incomplete marks: {marks}")
     unlock = subprocess.run([*slurm, "--unlock"], env=held_env, capture_output=True, text=True)
     assert unlock.returncode == 0, unlock.stderr[-3000:]
-    print("".join(f"    {line}\n" for line in (unlock.stdout + unlock.stderr).splitlines() if "depthlab:" in line), end="")
-    again = subprocess.Popen(slurm, env=held_env, stdout=again_log, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
+    print(
+        "".join(f"    {line}\n" for line in (unlock.stdout + unlock.stderr).splitlines() if "depthlab:" in line), end=""
+    )
+    again = subprocess.Popen(
+        slurm, env=held_env, stdout=again_log, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     seen: dict[str, set] = {}
     while again.poll() is None or any(s in ("RUNNING", "PENDING", "REQUEUED") for _, s, _ in _queue()):
         # every version of every store from the restart on, until the restart is done and SLURM's queue is empty
@@ -269,17 +353,25 @@ def _chaos(p, slurm, hold, held_env, rng, faults, again_log, tmp_path, work, loc
     assert not twice, f"stores written more than once after the restart: {twice}"
     rewritten = [k for k, v in before.items() if final.get(k) != v]
     assert not rewritten, f"stores whole at the restart written again: {rewritten}"
-    left = [q for q in results.rglob("*") if any(m in q.name for m in (".tmp-", ".old-", ".adopt-", ".ckpt", ".zarr.lock"))]
+    left = [
+        q for q in results.rglob("*") if any(m in q.name for m in (".tmp-", ".old-", ".adopt-", ".ckpt", ".zarr.lock"))
+    ]
     assert not left, left
-    audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(results / "claims.md"), "--strict"],
-                           capture_output=True, text=True, cwd=tmp_path)
+    audit = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(results / "claims.md"), "--strict"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert audit.returncode == 0, audit.stderr[-3000:]
     logs = "\n".join(q.read_text(errors="replace") for q in (results / "logs").rglob("*.log"))
     jobs = "\n".join(q.read_text(errors="replace") for q in (work / ".snakemake" / "slurm_logs").rglob("*.log"))
-    print(f"  {len(before)} stores whole at the restart, kept; {len(final) - len(before)} written once after it; "
-          f"killed run's jobs cancelled / waited for: {out.count('cancelled ')} / {out.count('waiting for ')} message(s); "
-          f"stores it finished and the restart kept: {logs.count('kept, not computed again')}; "
-          f"jobs that waited on a lock: {logs.count('waiting: ')}; kept the holder's store: "
-          f"{logs.count('was written by the job that held its lock')}; jobs of the killed run that did nothing: "
-          f"{jobs.count('this job does nothing')}; jobs resumed from a checkpoint: {logs.count('resumed from checkpoint')}; "
-          f"{len(stores)} stores equal to the local run's; {time.time() - t0:.0f} s in all")
+    print(
+        f"  {len(before)} stores whole at the restart, kept; {len(final) - len(before)} written once after it; "
+        f"killed run's jobs cancelled / waited for: {out.count('cancelled ')} / {out.count('waiting for ')} message(s); "
+        f"stores it finished and the restart kept: {logs.count('kept, not computed again')}; "
+        f"jobs that waited on a lock: {logs.count('waiting: ')}; kept the holder's store: "
+        f"{logs.count('was written by the job that held its lock')}; jobs of the killed run that did nothing: "
+        f"{jobs.count('this job does nothing')}; jobs resumed from a checkpoint: {logs.count('resumed from checkpoint')}; "
+        f"{len(stores)} stores equal to the local run's; {time.time() - t0:.0f} s in all"
+    )

@@ -42,18 +42,37 @@ def _fake_slurm(tmp_path: Path) -> tuple[Path, Path, dict]:
         (fake / tool).write_text(OTHER)
     for f in fake.iterdir():
         f.chmod(0o755)
-    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}", "FAKE_SLURM_LOG": str(log),
-           "DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study")}
+    env = {
+        **os.environ,
+        "PATH": f"{fake}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_SLURM_LOG": str(log),
+        "DEPTHLAB_STUDY_PATH": str(ROOT / "docs" / "example_study"),
+    }
     return fake, log, env
 
 
-def _submit(work: Path, env: dict, log: Path, config_path: Path, *config: str, wait: bool = True,
-            extra: tuple[str, ...] = ()) -> str:
+def _submit(
+    work: Path, env: dict, log: Path, config_path: Path, *config: str, wait: bool = True, extra: tuple[str, ...] = ()
+) -> str:
     """Snakemake on the SLURM profile with the fake sbatch; stops once a job script was submitted (or Snakemake exits)."""
-    cmd = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--profile", str(ROOT / "workflow/profiles/slurm"),
-           "--workflow-profile", str(ROOT / "workflow/profiles/default"), "--default-resources", "slurm_partition=debug",
-           *extra, "--configfile", str(config_path), *(("--config", *config) if config else ())]
-    p = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    cmd = [
+        str(BIN / "snakemake"),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--profile",
+        str(ROOT / "workflow/profiles/slurm"),
+        "--workflow-profile",
+        str(ROOT / "workflow/profiles/default"),
+        "--default-resources",
+        "slurm_partition=debug",
+        *extra,
+        "--configfile",
+        str(config_path),
+        *(("--config", *config) if config else ()),
+    ]
+    p = subprocess.Popen(
+        cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     deadline = time.time() + 120
     while wait and not list(log.glob("stdin.*")) and time.time() < deadline and p.poll() is None:
         time.sleep(0.2)
@@ -81,13 +100,17 @@ def test_a_quote_in_a_config_value_or_the_working_directory_never_reaches_a_job_
     work.mkdir()
     (work / "c.yaml").write_text(CONFIG)
     out = _submit(work, env, log, work / "c.yaml", f"results=r'$(touch {tmp_path}/pwned_value)'", wait=False)
-    assert re.search(r"config error at results: .* holds \"'\", which a cluster job's shell could run as code", out), out[-3000:]
+    assert re.search(r"config error at results: .* holds \"'\", which a cluster job's shell could run as code", out), (
+        out[-3000:]
+    )
     assert not list(log.glob("stdin.*")) and not list(tmp_path.rglob("pwned*"))
     quoted = tmp_path / "it's here"
     quoted.mkdir()
     (quoted / "c.yaml").write_text(CONFIG)
     out = _submit(quoted, env, log, quoted / "c.yaml", wait=False)
-    assert "depthlab: the working directory" in out and "holds \"'\"" in out and "reaches the job script's shell" in out, out[-3000:]
+    assert (
+        "depthlab: the working directory" in out and 'holds "\'"' in out and "reaches the job script's shell" in out
+    ), out[-3000:]
     assert not list(log.glob("stdin.*")), "a job was submitted from a working directory holding a quote"
     assert "Traceback" not in out
 
@@ -113,8 +136,12 @@ def test_shell_syntax_in_a_config_value_and_the_config_path_reaches_no_shell(tmp
         # arguments: they arrive literally, and nothing is executed
         lines = text.splitlines()
         program = lines[1].split()[0]
-        shown = subprocess.run(["sh", "-c", "\n".join(lines[1:]).replace(program, "printf '%s\\n'", 1)], cwd=work,
-                               capture_output=True, text=True)
+        shown = subprocess.run(
+            ["sh", "-c", "\n".join(lines[1:]).replace(program, "printf '%s\\n'", 1)],
+            cwd=work,
+            capture_output=True,
+            text=True,
+        )
         args = shown.stdout.splitlines()
         assert f"results={value}" in args, shown.stdout[-2000:] + shown.stderr
         assert str(cfg_dir / "c.yaml") in args
@@ -152,7 +179,9 @@ def test_store_jobs_go_to_slurm_in_few_submissions_that_ask_for_what_their_jobs_
         (work / "c.yaml").write_text(CONFIG)
         for f in log.iterdir():
             f.unlink()
-        out = _submit(work, env, log, work / "c.yaml", extra=("--group-components", f"depthlab_stores={k}") if k else ())
+        out = _submit(
+            work, env, log, work / "c.yaml", extra=("--group-components", f"depthlab_stores={k}") if k else ()
+        )
         seen[k] = _requests(log)
         assert seen[k], out[-3000:]
     mems = sorted(int(_arg(a, "--mem")) for a in seen["1"])
@@ -166,9 +195,9 @@ def test_store_jobs_go_to_slurm_in_few_submissions_that_ask_for_what_their_jobs_
         assert _arg(argv, "-p") == "debug" and int(_arg(argv, "-t")) > 0 and int(_arg(argv, "--mem")) > 0, argv
 
 
-
 def _mori_ueda_fig2(path: Path) -> None:
     import yaml
+
     cfg = smoke_mori_ueda_fig2()
     cfg.update(device="auto", results="r")
     path.write_text(yaml.safe_dump(cfg))
@@ -198,9 +227,20 @@ def test_a_dry_run_of_the_default_config_on_the_slurm_profile_shows_at_most_100_
     profile's packing leaves at most 100 sbatch calls for the default config (each "Group job" of the dry run is one;
     a store job outside every group would be one more)."""
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    cmd = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path), "--profile",
-           str(ROOT / "workflow/profiles/slurm"), "--workflow-profile", str(ROOT / "workflow/profiles/default"),
-           "--configfile", str(ROOT / "config" / "config.yaml"), "--dry-run"]
+    cmd = [
+        str(BIN / "snakemake"),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--profile",
+        str(ROOT / "workflow/profiles/slurm"),
+        "--workflow-profile",
+        str(ROOT / "workflow/profiles/default"),
+        "--configfile",
+        str(ROOT / "config" / "config.yaml"),
+        "--dry-run",
+    ]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     out = p.stdout + p.stderr
@@ -209,7 +249,9 @@ def test_a_dry_run_of_the_default_config_on_the_slurm_profile_shows_at_most_100_
     stores_alone = [r for r in alone if r not in ("figure", "claims", "claims_index", "config_snapshot", "all")]
     in_groups = len(re.findall(r"^ {4}rule \w+:", out, re.M))
     total = int(re.search(r"^total\s+(\d+)", out, re.M).group(1))
-    print(f"\nSLURM dry run of config/config.yaml: {groups} group submissions holding {in_groups} store jobs, "
-          f"{len(alone)} local jobs, {total} jobs in all")
+    print(
+        f"\nSLURM dry run of config/config.yaml: {groups} group submissions holding {in_groups} store jobs, "
+        f"{len(alone)} local jobs, {total} jobs in all"
+    )
     assert not stores_alone and in_groups + len(alone) == total, (stores_alone, in_groups, len(alone), total)
     assert 0 < groups + len(stores_alone) <= 100

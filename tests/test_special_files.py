@@ -37,7 +37,9 @@ def fifo(path: Path) -> Path:
 
 def tool(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """A depthlab command under a time limit: a hang fails the test instead of stalling it."""
-    p = subprocess.run([*DEPTHLAB, *args], capture_output=True, text=True, timeout=60, cwd=cwd, env={**os.environ, **(env or {})})
+    p = subprocess.run(
+        [*DEPTHLAB, *args], capture_output=True, text=True, timeout=60, cwd=cwd, env={**os.environ, **(env or {})}
+    )
     assert "Traceback" not in p.stdout + p.stderr, p.stderr[-3000:]
     return p
 
@@ -70,8 +72,11 @@ def test_a_fifo_for_config_used_is_named_by_open_results(copy_run):
 def test_a_fifo_benchmark_file_stops_plan_naming_it(copy_run, tmp_path, mode):
     tsv = next((copy_run / "benchmarks" / "mori_ueda").rglob("*.tsv"))
     fifo(tsv)
-    args = {"calibrate": ["--calibrate", str(copy_run), "--costs", str(tmp_path / "c.json")], "check": ["--check", str(copy_run)],
-            "measure": ["--measure", str(copy_run)]}[mode]
+    args = {
+        "calibrate": ["--calibrate", str(copy_run), "--costs", str(tmp_path / "c.json")],
+        "check": ["--check", str(copy_run)],
+        "measure": ["--measure", str(copy_run)],
+    }[mode]
     p = tool("plan", *args, cwd=tmp_path)
     assert p.returncode != 0 and str(tsv) in p.stderr and "a FIFO, not a regular file" in p.stderr, p.stderr[-2000:]
 
@@ -104,13 +109,20 @@ def test_nan_in_a_provenance_file_is_a_one_line_audit_failure(copy_run, tmp_path
     rec = json.loads(prov.read_text())
     prov.write_text(json.dumps(rec).replace('"code_version"', '"nan_field": NaN, "code_version"', 1))
     p = tool("audit", str(copy_run / f"{FIG}.png"), cwd=tmp_path)
-    assert p.returncode == 1 and "provenance.json" in p.stderr and "NaN is not a JSON value" in p.stderr, p.stderr[-2000:]
+    assert p.returncode == 1 and "provenance.json" in p.stderr and "NaN is not a JSON value" in p.stderr, p.stderr[
+        -2000:
+    ]
 
 
 def test_a_study_path_repeating_a_builtin_name_is_one_line_and_the_builtin_folder_itself_is_fine(tmp_path):
     clash = tmp_path / "studies" / "mori_ueda"
     shutil.copytree(ROOT / "docs" / "example_study" / "tiny", clash)
-    p = tool("validate", str(ROOT / "config" / "smoke.yaml"), cwd=tmp_path, env={"DEPTHLAB_STUDY_PATH": str(tmp_path / "studies")})
+    p = tool(
+        "validate",
+        str(ROOT / "config" / "smoke.yaml"),
+        cwd=tmp_path,
+        env={"DEPTHLAB_STUDY_PATH": str(tmp_path / "studies")},
+    )
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert f"the study folder {clash} has the name of a built-in study" in p.stderr
     builtin = ROOT / "workflow" / "depthlab" / "studies"

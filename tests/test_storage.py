@@ -11,15 +11,26 @@ from depthlab.provenance import record_hash
 
 def sample() -> xr.Dataset:
     return xr.Dataset(
-        {"test_error": (("seed",), np.array([0.1, 0.2])), "diverged": (("seed",), np.array([False, True])),
-         "best_lr": ((), 0.05)},
+        {
+            "test_error": (("seed",), np.array([0.1, 0.2])),
+            "diverged": (("seed",), np.array([False, True])),
+            "best_lr": ((), 0.05),
+        },
         coords={"seed": [0, 1], "depth": 3},
         attrs={"n_params": np.int64(123)},
     )
 
 
 def record(**kw):
-    return {"study": "s", "stage": "train", "job": {"depth": 3}, "path": "a.zarr", "spec": {"stage": "train"}, "inputs": {}, **kw}
+    return {
+        "study": "s",
+        "stage": "train",
+        "job": {"depth": 3},
+        "path": "a.zarr",
+        "spec": {"stage": "train"},
+        "inputs": {},
+        **kw,
+    }
 
 
 def test_round_trip_keeps_content_hash_and_record(tmp_path):
@@ -85,7 +96,9 @@ def test_png_pixel_hash_ignores_chunks_but_sees_pixels():
     assert render.figure_png(fig) == render.figure_png(fig), "no timestamps: identical bytes on a rerun"
 
 
-def test_the_slurm_tests_store_walk_survives_folders_that_vanish_under_it_and_never_enters_a_temporary_store(tmp_path, monkeypatch):
+def test_the_slurm_tests_store_walk_survives_folders_that_vanish_under_it_and_never_enters_a_temporary_store(
+    tmp_path, monkeypatch
+):
     """The chaos SLURM test reads every store's version while jobs write (CI of 358a57c failed there: pathlib's rglob
     listed a temporary store's folder after its job had renamed it into place).  Here a folder is removed just before the
     walk lists it, as a job does: the walk (``depthlab.results``'s, which the test's ``store_versions`` uses) skips it,
@@ -111,8 +124,12 @@ def test_the_slurm_tests_store_walk_survives_folders_that_vanish_under_it_and_ne
         return real(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
-    assert store_versions(res) == {"a/b/L1.zarr": ((res / "a/b/L1.zarr/zarr.json").stat().st_ino,
-                                                   (res / "a/b/L1.zarr/zarr.json").stat().st_mtime_ns)}
+    assert store_versions(res) == {
+        "a/b/L1.zarr": (
+            (res / "a/b/L1.zarr/zarr.json").stat().st_ino,
+            (res / "a/b/L1.zarr/zarr.json").stat().st_mtime_ns,
+        )
+    }
     assert "c" in listed, "the vanishing folder was listed (the race happened)"
     assert not [n for n in listed if ".zarr" in n], f"the walk entered a store: {listed}"
     # pathlib's rglob, which the test used before, fails on the same race

@@ -21,8 +21,13 @@ def test_values_split_on_top_level_commas_only_and_parse_as_yaml():
     assert sweep.split_values("0.1, [1, 2],{a: 1, b: 2}, 'x,y'") == ["0.1", "[1, 2]", "{a: 1, b: 2}", "'x,y'"]
     key, values, written = sweep.parse_set("a.b=0,1.0e-3,[1,2],true")
     assert key == "a.b" and values == [0, 0.001, [1, 2], True] and written == ["0", "1.0e-3", "[1,2]", "true"]
-    for bad, say in (("a.b=[1,2", "unclosed bracket"), ("a.b=1,,2", "empty value"), ("a.b", "KEY=V1,V2"),
-                     ("a.b=1,1", "given twice"), ("a.b=1]", "closing")):
+    for bad, say in (
+        ("a.b=[1,2", "unclosed bracket"),
+        ("a.b=1,,2", "empty value"),
+        ("a.b", "KEY=V1,V2"),
+        ("a.b=1,1", "given twice"),
+        ("a.b=1]", "closing"),
+    ):
         with pytest.raises(sweep.SweepError, match=say):
             sweep.parse_set(bad)
     assert sweep.slug(0, "[1, 2]") == "v1-1_2" and sweep.slug(2, "../x") == "v3-x"
@@ -32,14 +37,21 @@ def test_a_bad_key_or_value_is_refused_before_anything_is_written(tmp_path):
     cfg = tmp_path / "smoke.yaml"
     cfg.write_text((ROOT / "config" / "smoke.yaml").read_text())
     out = tmp_path / "sw"
-    cases = (("studies.spectra.krr.treshold=0.5,0.6", "no key 'treshold'; its keys: d, fit_n_min"),
-             ("studies.nosuch.x=1,2", "has no key 'nosuch'"),
-             ("results=a,b", "the sweep's to choose"),
-             ("studies.spectra.krr.threshold=0.5,abc", "threshold=abc"),
-             ("studies.spectra.krr.n_test=10,-3", "n_test=-3"))
+    cases = (
+        ("studies.spectra.krr.treshold=0.5,0.6", "no key 'treshold'; its keys: d, fit_n_min"),
+        ("studies.nosuch.x=1,2", "has no key 'nosuch'"),
+        ("results=a,b", "the sweep's to choose"),
+        ("studies.spectra.krr.threshold=0.5,abc", "threshold=abc"),
+        ("studies.spectra.krr.n_test=10,-3", "n_test=-3"),
+    )
     for arg, say in cases:
-        p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(cfg), "--set", arg, "--out", str(out)],
-                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        p = subprocess.run(
+            [sys.executable, "-m", "depthlab", "sweep", str(cfg), "--set", arg, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
         assert p.returncode == 2 and say in p.stderr and "Traceback" not in p.stderr, (arg, p.stderr)
     assert not out.exists()
 
@@ -55,9 +67,26 @@ def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_t
     out = tmp_path / "sweep"
     # from a shell without the venv on PATH: the sweep gives its runs the venv's bin/ itself
     bare = {**tool_env(), "PATH": f"{SHIMS}{os.pathsep}/usr/bin{os.pathsep}/bin"}
-    p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(base), "--set", f"{key}={before},0.5", "--out",
-                        str(out), "--cores", "2"], capture_output=True, text=True, timeout=1500, cwd=tmp_path,
-                       env=bare)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "depthlab",
+            "sweep",
+            str(base),
+            "--set",
+            f"{key}={before},0.5",
+            "--out",
+            str(out),
+            "--cores",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        cwd=tmp_path,
+        env=bare,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-5000:]
     rec = json.loads((out / "sweep.json").read_text())
     stores = len(list(smoke_run.results.rglob("*.zarr")))
@@ -70,7 +99,9 @@ def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_t
     # a shared store is one inode in all three folders
     some = next(p for p in sorted(smoke_run.results.rglob("*.zarr")) if "/spectra/" not in str(p)) / "zarr.json"
     rel = some.relative_to(smoke_run.results)
-    assert {os.stat(f / rel).st_ino for f in (smoke_run.results, out / "v1-" f"{before}", out / "v2-0.5")} == {some.stat().st_ino}
+    assert {os.stat(f / rel).st_ino for f in (smoke_run.results, out / f"v1-{before}", out / "v2-0.5")} == {
+        some.stat().st_ino
+    }
     md = (out / "sweep.md").read_text()
     assert f"| study | claim | subject (figure) | {before} (the config's own) | 0.5 |" in md
     assert f"whose own value is {before};" in md
@@ -80,18 +111,54 @@ def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_t
     assert (out / "sweep.png").read_bytes().startswith(b"\x89PNG")
     assert "computed" in p.stdout and "wrote" in p.stdout
     # run again: nothing to fork, nothing to compute (the runs go on from where they are: done)
-    p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(base), "--set", f"{key}={before},0.5", "--out",
-                        str(out), "--cores", "2"], capture_output=True, text=True, timeout=900, cwd=tmp_path, env=tool_env())
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "depthlab",
+            "sweep",
+            str(base),
+            "--set",
+            f"{key}={before},0.5",
+            "--out",
+            str(out),
+            "--cores",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+        env=tool_env(),
+    )
     assert p.returncode == 0 and p.stdout.count("has begun") == 2, p.stdout[-3000:] + p.stderr[-3000:]
     assert "Nothing to be done" in p.stdout + p.stderr
     ran = json.loads((out / "sweep.json").read_text())["values"]
     # --table-only runs nothing and recounts the same stores, computed and shared, keeping each value's run time
-    p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(base), "--set", f"{key}={before},0.5", "--out",
-                        str(out), "--table-only"], capture_output=True, text=True, timeout=900, cwd=tmp_path, env=tool_env())
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "depthlab",
+            "sweep",
+            str(base),
+            "--set",
+            f"{key}={before},0.5",
+            "--out",
+            str(out),
+            "--table-only",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+        env=tool_env(),
+    )
     assert p.returncode == 0 and "running" not in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
     again = json.loads((out / "sweep.json").read_text())["values"]
-    assert [(v["stores"], v["computed"], v["shared_with_previous"], v["run_seconds"]) for v in again] \
-        == [(v["stores"], v["computed"], v["shared_with_previous"], v["run_seconds"]) for v in ran], (again, ran)
+    assert [(v["stores"], v["computed"], v["shared_with_previous"], v["run_seconds"]) for v in again] == [
+        (v["stores"], v["computed"], v["shared_with_previous"], v["run_seconds"]) for v in ran
+    ], (again, ran)
     assert again[1]["computed"] == krr and again[1]["run_seconds"] is not None
 
 
@@ -101,9 +168,25 @@ def test_two_set_options_are_a_one_line_error_not_a_silent_drop(tmp_path):
     import sys
 
     root = Path(__file__).resolve().parents[1]
-    p = subprocess.run([sys.executable, "-m", "depthlab", "sweep", str(root / "config" / "smoke.yaml"),
-                        "--set", "seed=0,1", "--set", "studies.mori_ueda.lrsearch.folds=2,3", "--no-run",
-                        "--out", str(tmp_path / "sw")], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "depthlab",
+            "sweep",
+            str(root / "config" / "smoke.yaml"),
+            "--set",
+            "seed=0,1",
+            "--set",
+            "studies.mori_ueda.lrsearch.folds=2,3",
+            "--no-run",
+            "--out",
+            str(tmp_path / "sw"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2 and "given 2 times" in p.stderr and "seed" in p.stderr and "folds" in p.stderr, p.stderr
     assert not (tmp_path / "sw").exists()
 

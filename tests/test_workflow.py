@@ -24,7 +24,11 @@ from depthlab.studies import get_study
 from depthlab.study import Ref
 
 # stages that train nets, per study: editing the trainer must rerun exactly these (and what depends on them)
-TRAINING_STAGES = {"mori_ueda": ["lrsearch", "train"], "separation": ["sawtooth", "radial"], "fractals": ["train", "cnn"]}
+TRAINING_STAGES = {
+    "mori_ueda": ["lrsearch", "train"],
+    "separation": ["sawtooth", "radial"],
+    "fractals": ["train", "cnn"],
+}
 
 
 def planned(p: subprocess.CompletedProcess) -> Counter:
@@ -32,7 +36,7 @@ def planned(p: subprocess.CompletedProcess) -> Counter:
     out = p.stdout + p.stderr
     if "Nothing to be done" in out:
         return Counter()
-    table = out[out.index("Job stats:"):]
+    table = out[out.index("Job stats:") :]
     rows = re.findall(r"^(\S+)\s+(\d+)$", table[: table.index("total")], flags=re.M)
     return Counter({rule: int(n) for rule, n in rows})
 
@@ -92,7 +96,9 @@ def test_run_builds_every_study_and_the_index(smoke_run):
     fr = get_study("fractals")
     data = fr.jobs(smoke_run.config, "data")[0]
     assert st.read_record(res / "fractals" / fr.path(Ref("data", data)))["device"] == "cpu (numpy only)"
-    assert not list(res.rglob("*.tmp-*")) and not list(res.rglob("*.ckpt*")), "no temporary file may survive a finished run"
+    assert not list(res.rglob("*.tmp-*")) and not list(res.rglob("*.ckpt*")), (
+        "no temporary file may survive a finished run"
+    )
 
 
 def test_rerun_has_nothing_to_do_even_on_another_device(smoke_run):
@@ -121,8 +127,16 @@ def test_changing_one_depth_reruns_only_that_depth_and_the_figure(smoke_run, tmp
     targets = sorted(fig2["targets"])
     expected = {f"mori_ueda/fig2/{kind}/{t}/L3.zarr" for t in targets for kind in ("lrsearch", "train", "ntk")}
     expected |= {f"mori_ueda/figures/fig2.{ext}" for ext in ("png", "pdf", "csv", "provenance.json")}
-    expected |= {"mori_ueda/claims.md", "mori_ueda/claims.json", "mori_ueda/claims.forest.png", "mori_ueda/claims.html",
-                 "mori_ueda/claims.provenance.json", "claims.md", "claims.html", "claims.provenance.json"}
+    expected |= {
+        "mori_ueda/claims.md",
+        "mori_ueda/claims.json",
+        "mori_ueda/claims.forest.png",
+        "mori_ueda/claims.html",
+        "mori_ueda/claims.provenance.json",
+        "claims.md",
+        "claims.html",
+        "claims.provenance.json",
+    }
     assert rerun == expected
     for t in targets:  # the first depth's stores are the very ones from before
         assert after[f"mori_ueda/fig2/train/{t}/L{old[0]}.zarr"] == before[f"mori_ueda/fig2/train/{t}/L{old[0]}.zarr"]
@@ -133,7 +147,9 @@ def test_changing_one_depth_reruns_only_that_depth_and_the_figure(smoke_run, tmp
 
 def test_trainer_stages_are_exactly_those_whose_code_imports_the_trainer(smoke_run):
     for study in smoke_run.config["studies"]:
-        using = sorted(s.name for s in get_study(study).stages if "depthlab.core.trainer" in prov.closure(s.fingerprint_modules))
+        using = sorted(
+            s.name for s in get_study(study).stages if "depthlab.core.trainer" in prov.closure(s.fingerprint_modules)
+        )
         assert using == sorted(TRAINING_STAGES.get(study, [])), study
 
 
@@ -151,8 +167,11 @@ def dry(run, snakefile) -> Counter:
 
 def test_editing_the_trainer_reruns_exactly_the_training_jobs_and_their_dependents(code_copy):
     run, snakefile = code_copy
-    edit(snakefile.parent / "workflow/depthlab/core/trainer.py", "    t0 = time.perf_counter()\n",
-         "    t0 = time.perf_counter()\n    t0 = t0 + 0.0  # a code change (no-op numerically)\n")
+    edit(
+        snakefile.parent / "workflow/depthlab/core/trainer.py",
+        "    t0 = time.perf_counter()\n",
+        "    t0 = time.perf_counter()\n    t0 = t0 + 0.0  # a code change (no-op numerically)\n",
+    )
     jobs = dry(run, snakefile)
     cfg = run.config
     want = Counter()
@@ -175,30 +194,51 @@ def test_reruns_follow_what_a_stage_runs(code_copy):
     run, snakefile = code_copy
     pkg = snakefile.parent / "workflow/depthlab"
     edit(pkg / "core/losses/hinge.py", "torch.relu(1.0 - y * out).mean(1)", "torch.relu(1.0 - y * out).mean(1) * 1.0")
-    edit(pkg / "core/kernel_regression.py", "    pred = np.empty((K, D, T.shape[0]))", "    pred = np.zeros((K, D, T.shape[0]))")
+    edit(
+        pkg / "core/kernel_regression.py",
+        "    pred = np.empty((K, D, T.shape[0]))",
+        "    pred = np.zeros((K, D, T.shape[0]))",
+    )
     edit(pkg / "studies/spectra/plots.py", 'ax.set_xlabel("k")', 'ax.set_xlabel("degree k")')
     edit(pkg / "core/trainer.py", '"""The training loop', '"""A reworded docstring. The training loop')
-    edit(pkg / "studies/mori_ueda/training.py", "    lrs = np.atleast_1d", "    # a comment is not code\n    lrs = np.atleast_1d")
+    edit(
+        pkg / "studies/mori_ueda/training.py",
+        "    lrs = np.atleast_1d",
+        "    # a comment is not code\n    lrs = np.atleast_1d",
+    )
     cfg = run.config
     fr, mu, sp = get_study("fractals"), get_study("mori_ueda"), get_study("spectra")
     fr_figs = [f for f in fr.figures(cfg) if any(r.stage == "train" for r in fr.figure_inputs(cfg, f).values())]
-    assert dry(run, snakefile) == Counter({
-        "fractals_train": len(fr.jobs(cfg, "train")), "mori_ueda_ntk": len(mu.jobs(cfg, "ntk")),
-        "figure": len(fr_figs) + len(mu.figures(cfg)) + len(sp.figures(cfg)), "claims": 3, "claims_index": 1, "all": 1})
+    assert dry(run, snakefile) == Counter(
+        {
+            "fractals_train": len(fr.jobs(cfg, "train")),
+            "mori_ueda_ntk": len(mu.jobs(cfg, "ntk")),
+            "figure": len(fr_figs) + len(mu.figures(cfg)) + len(sp.figures(cfg)),
+            "claims": 3,
+            "claims_index": 1,
+            "all": 1,
+        }
+    )
 
 
 # ---- the documented commands (README), with the smoke config in place of the default ----------
 
 
 def make(*args: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=1800, env=tool_env(env))
+    return subprocess.run(
+        ["make", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=1800, env=tool_env(env)
+    )
 
 
 def test_documented_make_commands(smoke_run, tmp_path):
     """README: `make run SMK_ARGS=...` with a figure, a study and a store as targets (one call), and `make report`."""
     run = smoke_run.copy(tmp_path / "w")
     cfg = f"CONFIG={run.config_path}"
-    p = make("run", cfg, f"SMK_ARGS=--directory {run.work} mori_ueda_fig2 spectra results/smoke/mori_ueda/fig2/train/2-local/L2.zarr")
+    p = make(
+        "run",
+        cfg,
+        f"SMK_ARGS=--directory {run.work} mori_ueda_fig2 spectra results/smoke/mori_ueda/fig2/train/2-local/L2.zarr",
+    )
     assert p.returncode == 0 and "Nothing to be done" in p.stdout + p.stderr, p.stdout[-3000:] + p.stderr[-3000:]
     p = make("report", cfg, f"SMK_ARGS=--directory {run.work}", f"REPORT={tmp_path / 'report.html'}")
     assert p.returncode == 0, p.stderr[-3000:]
@@ -213,8 +253,22 @@ def test_documented_snakemake_command(smoke_run, tmp_path):
     """README: `. .venv/bin/activate; snakemake --workflow-profile workflow/profiles/default --configfile FILE TARGET`."""
     run = smoke_run.copy(tmp_path / "w")
     env = tool_env()
-    p = subprocess.run(["snakemake", "--workflow-profile", "workflow/profiles/default", "--configfile", str(run.config_path),
-                        "--directory", str(run.work), "mori_ueda_fig2"], cwd=ROOT, env=env, capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            "snakemake",
+            "--workflow-profile",
+            "workflow/profiles/default",
+            "--configfile",
+            str(run.config_path),
+            "--directory",
+            str(run.work),
+            "mori_ueda_fig2",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0 and "Nothing to be done" in p.stdout + p.stderr, p.stderr[-3000:]
 
 
@@ -224,7 +278,11 @@ def test_lint_passes(root, tmp_path):
     assert "good condition" in p.stdout + p.stderr
     # and snakefmt, with the project's line length (pyproject.toml [tool.snakefmt])
     files = [str(root / "Snakefile"), *map(str, sorted((root / "workflow" / "rules").glob("*.smk")))]
-    f = subprocess.run([str(BIN / "snakefmt"), "--check", "--config", str(ROOT / "pyproject.toml"), *files], capture_output=True, text=True)
+    f = subprocess.run(
+        [str(BIN / "snakefmt"), "--check", "--config", str(ROOT / "pyproject.toml"), *files],
+        capture_output=True,
+        text=True,
+    )
     assert f.returncode == 0, f.stdout + f.stderr
 
 
@@ -242,12 +300,24 @@ def test_killed_run_recovers_with_the_documented_commands(smoke_run, tmp_path):
         shutil.rmtree(res / "mori_ueda" / "fig2" / kind)
     for f in (res / "mori_ueda" / "figures").glob("fig2.*"):
         f.unlink()
-    base = [str(BIN / "snakemake"), "-s", str(ROOT / "Snakefile"), "--directory", str(run.work),
-            "--workflow-profile", str(ROOT / "workflow" / "profiles" / "default"), "--cores", "2",
-            "--configfile", str(run.config_path), "--"]  # --configfile takes several values: targets after --
+    base = [
+        str(BIN / "snakemake"),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(run.work),
+        "--workflow-profile",
+        str(ROOT / "workflow" / "profiles" / "default"),
+        "--cores",
+        "2",
+        "--configfile",
+        str(run.config_path),
+        "--",
+    ]  # --configfile takes several values: targets after --
     env = tool_env()
-    p = subprocess.Popen([*base, "mori_ueda_fig2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        [*base, "mori_ueda_fig2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.time() + 300
     while not list((res / "mori_ueda" / "fig2" / "lrsearch").glob("*/*.zarr")):
         assert p.poll() is None and time.time() < deadline, "the run ended before it could be killed"
@@ -275,7 +345,9 @@ def test_a_store_deleted_by_hand_is_rebuilt_with_everything_downstream(smoke_run
     rel = "mori_ueda/fig2/lrsearch/2-local/L1.zarr"
     shutil.rmtree(run.results / rel)
     dry = smk(run.work, "--configfile", str(run.config_path), "-n", "--quiet", "rules")
-    assert "mori_ueda_lrsearch" in dry.stdout and "mori_ueda_train" in dry.stdout and "figure" in dry.stdout, dry.stdout[-3000:]
+    assert "mori_ueda_lrsearch" in dry.stdout and "mori_ueda_train" in dry.stdout and "figure" in dry.stdout, (
+        dry.stdout[-3000:]
+    )
     smk(run.work, "--configfile", str(run.config_path))
     for r in (rel, "mori_ueda/fig2/train/2-local/L1.zarr"):
         assert st.read_record(run.results / r)["content_hash"] == st.read_record(smoke_run.results / r)["content_hash"]
@@ -287,10 +359,18 @@ def test_a_store_deleted_by_hand_is_rebuilt_with_everything_downstream(smoke_run
 
 @pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_audit_traces_a_figure_to_its_data_and_passes_from_anywhere(smoke_run, tmp_path):
-    p = audit(tmp_path, str(smoke_run.results / "mori_ueda/figures/fig2.png"), "--configfile", str(smoke_run.config_path))
+    p = audit(
+        tmp_path, str(smoke_run.results / "mori_ueda/figures/fig2.png"), "--configfile", str(smoke_run.config_path)
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr
-    for needle in ("figure mori_ueda/figures/fig2", "mori_ueda/fig2/train/2-local/L1.zarr", "mori_ueda/fig2/lrsearch/2-local/L1.zarr",
-                   "mori_ueda/fig2/ntk/2-global/L2.zarr", "mori_ueda/fig2/data/2-local.zarr", "audit OK"):
+    for needle in (
+        "figure mori_ueda/figures/fig2",
+        "mori_ueda/fig2/train/2-local/L1.zarr",
+        "mori_ueda/fig2/lrsearch/2-local/L1.zarr",
+        "mori_ueda/fig2/ntk/2-global/L2.zarr",
+        "mori_ueda/fig2/data/2-local.zarr",
+        "audit OK",
+    ):
         assert needle in p.stdout
     # the claims index reaches every study's report, figure and store
     p = audit(tmp_path, str(smoke_run.results / "claims.md"))
@@ -309,8 +389,11 @@ def test_audit_of_results_made_by_another_commit(smoke_run, tmp_path):
     p = audit(tmp_path, target, "--strict", env={"DEPTHLAB_CODE_VERSION": "f" * 40})
     assert p.returncode == 0, p.stderr
     snakefile = checkout_copy(tmp_path / "checkout")
-    edit(snakefile.parent / "workflow/depthlab/core/trainer.py", "    t0 = time.perf_counter()\n",
-         "    t0 = time.perf_counter()\n    t0 = t0 + 0.0\n")
+    edit(
+        snakefile.parent / "workflow/depthlab/core/trainer.py",
+        "    t0 = time.perf_counter()\n",
+        "    t0 = time.perf_counter()\n    t0 = t0 + 0.0\n",
+    )
     pkg = snakefile.parent / "workflow"
     p = audit(tmp_path, target, env={"DEPTHLAB_CODE_VERSION": "f" * 40}, package=pkg)
     assert p.returncode == 0 and "the code its stage runs has changed" in p.stdout, p.stderr
@@ -321,7 +404,11 @@ def test_audit_of_results_made_by_another_commit(smoke_run, tmp_path):
 
 def test_audit_fails_on_a_flipped_chunk_byte_a_changed_config_and_a_missing_store(smoke_run, tmp_path):
     run = smoke_run.copy(tmp_path / "w")
-    chunk = next(p for p in (run.results / "mori_ueda/fig2/data/2-local.zarr/y_test").rglob("*") if p.is_file() and p.name != "zarr.json")
+    chunk = next(
+        p
+        for p in (run.results / "mori_ueda/fig2/data/2-local.zarr/y_test").rglob("*")
+        if p.is_file() and p.name != "zarr.json"
+    )
     data = bytearray(chunk.read_bytes())
     data[len(data) // 2] ^= 0x01
     chunk.write_bytes(bytes(data))
@@ -333,7 +420,9 @@ def test_audit_fails_on_a_flipped_chunk_byte_a_changed_config_and_a_missing_stor
     other["seed"] = 99
     other_path = tmp_path / "other.yaml"
     other_path.write_text(yaml.safe_dump(other))
-    p = audit(tmp_path, str(smoke_run.results / "mori_ueda/fig2/train/2-global/L1.zarr"), "--configfile", str(other_path))
+    p = audit(
+        tmp_path, str(smoke_run.results / "mori_ueda/fig2/train/2-global/L1.zarr"), "--configfile", str(other_path)
+    )
     assert p.returncode == 1 and "made by a different config (differs in: data" in p.stderr
     shutil.rmtree(run.results / "mori_ueda/fig2/ntk/2-global/L2.zarr")
     p = audit(tmp_path, str(run.results / "mori_ueda/figures/fig2.csv"))
@@ -362,7 +451,9 @@ def test_a_study_is_one_folder(smoke_run, tmp_path):
     adding it (with its own random stream) reruns nothing of the other studies."""
     run = smoke_run.copy(tmp_path / "w")
     studies = tmp_path / "my_studies"
-    shutil.copytree(ROOT / "docs" / "example_study" / "tiny", studies / "tiny", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "docs" / "example_study" / "tiny", studies / "tiny", ignore=shutil.ignore_patterns("__pycache__")
+    )
     cfg = yaml.safe_load(run.config_path.read_text())
     cfg["studies"]["tiny"] = {"sizes": [10, 1000]}
     cfg_path = tmp_path / "with_tiny" / run.config_path.name  # the smoke config's name: its results folder
@@ -371,15 +462,20 @@ def test_a_study_is_one_folder(smoke_run, tmp_path):
     env = {"DEPTHLAB_STUDY_PATH": str(studies), "DEPTHLAB_CONTINUE": "1"}  # another config file for the smoke folder
     before = files(run.results)
     jobs = planned(smk(run.work, "--configfile", str(cfg_path), "--dry-run", env=env))
-    assert jobs == Counter({"tiny_draws": 2, "figure": 1, "claims": 1, "claims_index": 1, "config_snapshot": 1, "all": 1})
+    assert jobs == Counter(
+        {"tiny_draws": 2, "figure": 1, "claims": 1, "claims_index": 1, "config_snapshot": 1, "all": 1}
+    )
     smk(run.work, "--configfile", str(cfg_path), env=env)
     after = files(run.results)
-    assert {k for k in before if after[k] != before[k]} == {"claims.md", "claims.html", "claims.provenance.json"}, \
+    assert {k for k in before if after[k] != before[k]} == {"claims.md", "claims.html", "claims.provenance.json"}, (
         "no other study reran"
+    )
     verdict = json.loads((run.results / "tiny" / "claims.json").read_text())[0]
     assert verdict["claim"] == "T1" and verdict["holds"] is not None
     p = audit(tmp_path, str(run.results / "claims.md"), "--configfile", str(cfg_path), env=env)
-    assert p.returncode == 0 and "claims tiny/claims.md" in p.stdout and "tiny/draws/n1000.zarr" in p.stdout, p.stderr[-2000:]
+    assert p.returncode == 0 and "claims tiny/claims.md" in p.stdout and "tiny/draws/n1000.zarr" in p.stdout, p.stderr[
+        -2000:
+    ]
     # without the study on the search path the config names an unknown study: refused before any job, naming the known ones
     p = smk(run.work, "--configfile", str(cfg_path), "--dry-run", check=False)
     assert p.returncode != 0 and "'tiny' was unexpected" in p.stdout + p.stderr
@@ -405,7 +501,9 @@ def test_a_study_from_the_study_path_records_its_folder_and_ls_names_it_when_the
     sp.run(["git", "init", "-q", str(studies)], check=True)
     sp.run(["git", "-C", str(studies), "-c", "user.email=a@b", "-c", "user.name=a", "add", "."], check=True)
     sp.run(["git", "-C", str(studies), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"], check=True)
-    head = sp.run(["git", "-C", str(studies), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    head = sp.run(
+        ["git", "-C", str(studies), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     cfg = tmp_path / "c.yaml"
     cfg.write_text("results: results\ndevice: cpu\nseed: 0\nstudies:\n  tiny:\n    sizes: [5]\n")
     smk(tmp_path, "--configfile", str(cfg), env={"DEPTHLAB_STUDY_PATH": str(studies)})
@@ -413,7 +511,9 @@ def test_a_study_from_the_study_path_records_its_folder_and_ls_names_it_when_the
     assert rec["study_source"] == {"folder": str((studies / "tiny").resolve()), "version": head}
     env = {k: v for k, v in os.environ.items() if k != "DEPTHLAB_STUDY_PATH"}
     p = sp.run([str(BIN / "depthlab"), "ls", str(tmp_path / "results")], capture_output=True, text=True, env=env)
-    assert p.returncode == 0 and "tiny: stores of study 'tiny', whose code this checkout does not have" in p.stdout, p.stdout
+    assert p.returncode == 0 and "tiny: stores of study 'tiny', whose code this checkout does not have" in p.stdout, (
+        p.stdout
+    )
     assert str((studies / "tiny").resolve()) in p.stdout
 
 
@@ -422,14 +522,25 @@ def test_first_day_edges_answer_in_one_line(tmp_path):
     line; `depthlab --version` names the package version and the commit; `depthlab targets` lists every target."""
     p = smk(tmp_path, "--configfile", str(ROOT / "config" / "smoke.yaml"), "-n", "mori_ueda_fg2", check=False)
     out = (p.stdout + p.stderr).strip().splitlines()
-    assert p.returncode != 0 and out[-1].startswith("depthlab: no target 'mori_ueda_fg2'; did you mean mori_ueda_fig2"), out
+    assert p.returncode != 0 and out[-1].startswith(
+        "depthlab: no target 'mori_ueda_fg2'; did you mean mori_ueda_fig2"
+    ), out
     assert "make help" in out[-1] and "Traceback" not in p.stdout + p.stderr
-    p = subprocess.run(["make", "-s", "run", "CONFIG=config/nope.yaml"], cwd=ROOT, capture_output=True, text=True, env=tool_env())
-    assert p.returncode != 0 and p.stderr.splitlines()[0] == "make: config file 'config/nope.yaml' does not exist (CONFIG=...)"
+    p = subprocess.run(
+        ["make", "-s", "run", "CONFIG=config/nope.yaml"], cwd=ROOT, capture_output=True, text=True, env=tool_env()
+    )
+    assert (
+        p.returncode != 0
+        and p.stderr.splitlines()[0] == "make: config file 'config/nope.yaml' does not exist (CONFIG=...)"
+    )
     assert "Traceback" not in p.stderr
     v = subprocess.run([str(BIN / "depthlab"), "--version"], capture_output=True, text=True)
-    assert v.returncode == 0 and re.fullmatch(r"depthlab \d+\.\d+\.\d+ \(code [0-9a-f]{40}(\+dirty)?\)\n", v.stdout), v.stdout
-    t = subprocess.run([str(BIN / "depthlab"), "targets", str(ROOT / "config" / "smoke.yaml")], capture_output=True, text=True)
+    assert v.returncode == 0 and re.fullmatch(r"depthlab \d+\.\d+\.\d+ \(code [0-9a-f]{40}(\+dirty)?\)\n", v.stdout), (
+        v.stdout
+    )
+    t = subprocess.run(
+        [str(BIN / "depthlab"), "targets", str(ROOT / "config" / "smoke.yaml")], capture_output=True, text=True
+    )
     assert t.returncode == 0 and "  mori_ueda_fig2" in t.stdout and "  separation " in t.stdout and "  all " in t.stdout
 
 
@@ -451,23 +562,32 @@ def test_two_configs_write_two_folders_and_neither_touches_the_other(smoke_run, 
     assert not (run.work / "results" / "other" / "mori_ueda").exists()
     p = subprocess.run([str(BIN / "depthlab"), "where", str(other)], capture_output=True, text=True, cwd=run.work)
     assert p.stdout.strip() == "results/other"
-    p = subprocess.run([str(BIN / "depthlab"), "ls", "--config", str(other)], capture_output=True, text=True, cwd=run.work)
+    p = subprocess.run(
+        [str(BIN / "depthlab"), "ls", "--config", str(other)], capture_output=True, text=True, cwd=run.work
+    )
     assert p.returncode == 0 and "results/other" in p.stdout and "spectra" in p.stdout
 
 
 def test_a_smoke_run_logs_no_warning_and_every_store_variable_is_labelled(smoke_run):
     """The smoke run's job logs held 28 warnings (zarr's fixed-width strings, legends on panels
     with nothing labelled, means of empty slices); and no variable carried units or a long name."""
-    found = [f"{p.relative_to(smoke_run.results)}: {line.strip()[:200]}" for p in (smoke_run.results / "logs").rglob("*.log")
-             for line in p.read_text(errors="replace").splitlines() if "warning" in line.lower()]
+    found = [
+        f"{p.relative_to(smoke_run.results)}: {line.strip()[:200]}"
+        for p in (smoke_run.results / "logs").rglob("*.log")
+        for line in p.read_text(errors="replace").splitlines()
+        if "warning" in line.lower()
+    ]
     assert not found, "\n".join(found[:20])
     import xarray as xr
 
     unlabelled = []
     for store in smoke_run.results.rglob("*.zarr"):
         ds = xr.open_zarr(store, consolidated=True)
-        unlabelled += [f"{store.relative_to(smoke_run.results)}:{n}" for n, v in ds.variables.items()
-                       if not v.attrs.get("units") or not v.attrs.get("long_name")]
+        unlabelled += [
+            f"{store.relative_to(smoke_run.results)}:{n}"
+            for n, v in ds.variables.items()
+            if not v.attrs.get("units") or not v.attrs.get("long_name")
+        ]
         for n, v in ds.data_vars.items():
             if n in ("converged", "diverged", "lr_flagged"):
                 assert v.dtype == bool, f"{store}: {n} is {v.dtype}"
@@ -492,10 +612,21 @@ def test_a_smoke_run_prints_one_line_per_job_with_an_eta(smoke_run):
     assert len(done) == jobs, "\n".join(lines[:40])
     assert all(re.search(r"\| [\d.]+/[\d.]+ core-min \| ETA \d\d:\d\d \(", ln) for ln in done), done[:5]
     assert done[-1].startswith(f"[{jobs}/{jobs}]")
-    start = [i for i, ln in enumerate(lines) if re.fullmatch(rf"depthlab: {jobs} jobs to run, planned [\d.]+ core-min, "
-                                                             r"about \d+ (s|min|h) on 2 cores", ln)]
-    assert len(start) == 1 and lines[start[0] + 1] == f"depthlab: full log {logs[-1].relative_to(smoke_run.work)}", lines[:5]
-    assert re.fullmatch(rf"depthlab: {jobs} jobs done in \d+ (s|min|h) \(planned [\d.]+ core-min\)", lines[-2]), lines[-3:]
+    start = [
+        i
+        for i, ln in enumerate(lines)
+        if re.fullmatch(
+            rf"depthlab: {jobs} jobs to run, planned [\d.]+ core-min, "
+            r"about \d+ (s|min|h) on 2 cores",
+            ln,
+        )
+    ]
+    assert len(start) == 1 and lines[start[0] + 1] == f"depthlab: full log {logs[-1].relative_to(smoke_run.work)}", (
+        lines[:5]
+    )
+    assert re.fullmatch(rf"depthlab: {jobs} jobs done in \d+ (s|min|h) \(planned [\d.]+ core-min\)", lines[-2]), lines[
+        -3:
+    ]
 
 
 def test_the_report_has_a_caption_and_labels_for_every_item(smoke_run, tmp_path):
@@ -514,7 +645,10 @@ def test_the_report_has_a_caption_and_labels_for_every_item(smoke_run, tmp_path)
     assert len(figures) == expected and len(forests) == len(run.config["studies"]), sorted(items)
     assert len(items) == expected + 2 * len(run.config["studies"]) + 2, sorted(items)
     for path, item in items.items():
-        assert set(item["labels"]) == {"study", "figure", "stage"} and all(item["labels"].values()), (path, item["labels"])
+        assert set(item["labels"]) == {"study", "figure", "stage"} and all(item["labels"].values()), (
+            path,
+            item["labels"],
+        )
         assert len(re.sub("<[^>]+>", "", item["caption"]).strip()) > 40, (path, item["caption"])
     captions = {k: re.sub("<[^>]+>", "", v["caption"]) for k, v in figures.items()}
     assert len(set(captions.values())) == len(captions), "two figures share a caption"
@@ -522,8 +656,19 @@ def test_the_report_has_a_caption_and_labels_for_every_item(smoke_run, tmp_path)
         for v in json.loads((run.results / study / "claims.json").read_text()):
             if v["claim"] != "-":
                 cap = captions[str(Path(run.config["results"]) / study / "figures" / f"{v['figure']}.png")]
-                assert re.search(rf"\b{re.escape(v['claim'].split('-')[0])}\b", cap), (study, v["figure"], v["claim"], cap)
+                assert re.search(rf"\b{re.escape(v['claim'].split('-')[0])}\b", cap), (
+                    study,
+                    v["figure"],
+                    v["claim"],
+                    cap,
+                )
     assert "no caption is written" not in text
     front = re.sub("<[^>]+>", "", text)
-    for title in ("Mori &amp; Ueda", "Bietti &amp; Bach", "Depth separation", "Malach &amp; Shalev-Shwartz", "Arora, Cohen"):
+    for title in (
+        "Mori &amp; Ueda",
+        "Bietti &amp; Bach",
+        "Depth separation",
+        "Malach &amp; Shalev-Shwartz",
+        "Arora, Cohen",
+    ):
         assert title in front or title.replace("&amp;", "&") in front, title

@@ -24,7 +24,9 @@ from depthlab.studies.mori_ueda.targets import sample_inputs, target
 
 ROOT = Path(__file__).resolve().parents[2]
 D, N, WIDTH, DEPTH = 6, 400, 64, 2
-SETTINGS = dict(check_every=5, stop=StopRule(threshold=1e-6, patience=4, rel_tol=0.05), max_epochs=120, device="cpu")  # the plateau rule's state resumes too
+SETTINGS = dict(
+    check_every=5, stop=StopRule(threshold=1e-6, patience=4, rel_tol=0.05), max_epochs=120, device="cpu"
+)  # the plateau rule's state resumes too
 LRS = [0.003, 0.01, 0.03]
 
 SCRIPT = """
@@ -63,8 +65,19 @@ SIZES = layer_sizes(D, WIDTH, DEPTH)
 
 def start_and_kill(ckpt: Path, sig: int, search: bool, wait_for: str, code_fingerprint: str = "") -> None:
     """Run the training in a child process and kill it with ``sig`` once ``wait_for`` exists."""
-    code = SCRIPT.format(workflow=str(ROOT / "workflow"), N=N, D=D, DEPTH=DEPTH, WIDTH=WIDTH, settings=SETTINGS,
-                         ckpt=str(ckpt), M=len(LRS), lrs=LRS, search=search, code=code_fingerprint)
+    code = SCRIPT.format(
+        workflow=str(ROOT / "workflow"),
+        N=N,
+        D=D,
+        DEPTH=DEPTH,
+        WIDTH=WIDTH,
+        settings=SETTINGS,
+        ckpt=str(ckpt),
+        M=len(LRS),
+        lrs=LRS,
+        search=search,
+        code=code_fingerprint,
+    )
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     target = Path(wait_for)
@@ -91,7 +104,12 @@ def test_killed_training_resumes_to_the_uninterrupted_result(tmp_path, sig):
     state = torch.load(ckpt, weights_only=True)  # loads without unpickling arbitrary objects
     assert 0 < int(state["epoch"]) < SETTINGS["max_epochs"]
     messages = []
-    res = train(*args, TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS), checkpoint=FileCheckpoint(ckpt), progress=messages.append)
+    res = train(
+        *args,
+        TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS),
+        checkpoint=FileCheckpoint(ckpt),
+        progress=messages.append,
+    )
     assert any(m.startswith("resumed from checkpoint") for m in messages)
     for (Wa, ba), (Wb, bb) in zip(ref.params, res.params):
         torch.testing.assert_close(Wa, Wb, rtol=0, atol=0)
@@ -122,8 +140,12 @@ def test_a_checkpoint_from_other_code_is_ignored_and_the_run_starts_afresh(tmp_p
     assert 0 < int(torch.load(ckpt, weights_only=True)["epoch"]) < SETTINGS["max_epochs"]
     messages = []
     with caplog.at_level("WARNING", logger="depthlab"):
-        res = train(*args, TrainSettings(loss=MSE(), optimizer=EditedSGD(), **SETTINGS),
-                    checkpoint=FileCheckpoint(ckpt, code="new-code-fp"), progress=messages.append)
+        res = train(
+            *args,
+            TrainSettings(loss=MSE(), optimizer=EditedSGD(), **SETTINGS),
+            checkpoint=FileCheckpoint(ckpt, code="new-code-fp"),
+            progress=messages.append,
+        )
     assert not any(m.startswith("resumed") for m in messages)
     line = " ".join(r.getMessage() for r in caplog.records)
     assert "old-code-fp" in line and "new-code-fp" in line, line
@@ -165,8 +187,17 @@ def test_stale_checkpoint_is_ignored(tmp_path):
     train(x, y, np.arange(N)[None], np.array([0.01]), init, np.array([1]), s, checkpoint=FileCheckpoint(ckpt))
     assert ckpt.exists()
     messages = []
-    other = train(x, y, np.arange(N)[None], np.array([0.02]), init, np.array([1]), s, checkpoint=FileCheckpoint(ckpt),
-                  progress=messages.append)
+    other = train(
+        x,
+        y,
+        np.arange(N)[None],
+        np.array([0.02]),
+        init,
+        np.array([1]),
+        s,
+        checkpoint=FileCheckpoint(ckpt),
+        progress=messages.append,
+    )
     fresh = train(x, y, np.arange(N)[None], np.array([0.02]), init, np.array([1]), s)
     assert not any(m.startswith("resumed") for m in messages)
     np.testing.assert_array_equal(other.history, fresh.history)
@@ -174,14 +205,29 @@ def test_stale_checkpoint_is_ignored(tmp_path):
 
 def test_killed_lr_search_resumes_to_the_uninterrupted_result(tmp_path):
     x, y = problem()
-    search = SearchSettings(folds=2, log10_lr_bounds=(-3.0, -1.0), init_points=2, rounds=2, candidates_per_round=2, grow_rounds=2,
-                            log10_lr_limits=(-3.0, 0.0))
+    search = SearchSettings(
+        folds=2,
+        log10_lr_bounds=(-3.0, -1.0),
+        init_points=2,
+        rounds=2,
+        candidates_per_round=2,
+        grow_rounds=2,
+        log10_lr_limits=(-3.0, 0.0),
+    )
     ref = search_lr(x, y, SIZES, "glorot_uniform", search, TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS))
     ckpt = tmp_path / "search.ckpt"
     # die inside round 1, after round 0 was saved
     start_and_kill(ckpt, signal.SIGKILL, search=True, wait_for=f"{ckpt}.round1")
     assert ckpt.exists()
-    res = search_lr(x, y, SIZES, "glorot_uniform", search, TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS), checkpoint=FileCheckpoint(ckpt))
+    res = search_lr(
+        x,
+        y,
+        SIZES,
+        "glorot_uniform",
+        search,
+        TrainSettings(loss=MSE(), optimizer=SGD(), **SETTINGS),
+        checkpoint=FileCheckpoint(ckpt),
+    )
     np.testing.assert_array_equal(ref.lr, res.lr)
     np.testing.assert_array_equal(ref.val_error, res.val_error)
     assert ref.best_lr == res.best_lr
@@ -200,8 +246,17 @@ def test_malformed_checkpoint_is_ignored_and_the_run_completes(tmp_path, payload
     s = TrainSettings(loss=MSE(), optimizer=SGD(), **{**SETTINGS, "max_epochs": 10})
     init = init_params(SIZES, np.array([0]))
     messages = []
-    res = train(x, y, np.arange(N)[None], np.array([0.01]), init, np.array([1]), s, checkpoint=FileCheckpoint(ckpt),
-                progress=messages.append)
+    res = train(
+        x,
+        y,
+        np.arange(N)[None],
+        np.array([0.01]),
+        init,
+        np.array([1]),
+        s,
+        checkpoint=FileCheckpoint(ckpt),
+        progress=messages.append,
+    )
     fresh = train(x, y, np.arange(N)[None], np.array([0.01]), init, np.array([1]), s)
     assert not any(m.startswith("resumed") for m in messages)
     np.testing.assert_array_equal(res.history, fresh.history)
@@ -212,9 +267,24 @@ def test_clear_removes_exactly_the_names_a_checkpoint_writes(tmp_path):
     from depthlab.checkpoint import FileCheckpoint
 
     ck = FileCheckpoint(tmp_path / "L1.zarr.ckpt")
-    ours = ["L1.zarr.ckpt", "L1.zarr.ckpt.round0", "L1.zarr.ckpt.round12", "L1.zarr.ckpt.final", "L1.zarr.ckpt.grow1",
-            "L1.zarr.ckpt.tmp-123", "L1.zarr.ckpt.round3.tmp-77", "L1.zarr.ckpt.final.round2"]
-    theirs = ["L1.zarr.ckpt.notes", "L1.zarr.ckpt-old", "L1.zarr.ckpt.bak", "L1.zarr.ckpt.round", "L1.zarr.ckpts", "L2.zarr.ckpt"]
+    ours = [
+        "L1.zarr.ckpt",
+        "L1.zarr.ckpt.round0",
+        "L1.zarr.ckpt.round12",
+        "L1.zarr.ckpt.final",
+        "L1.zarr.ckpt.grow1",
+        "L1.zarr.ckpt.tmp-123",
+        "L1.zarr.ckpt.round3.tmp-77",
+        "L1.zarr.ckpt.final.round2",
+    ]
+    theirs = [
+        "L1.zarr.ckpt.notes",
+        "L1.zarr.ckpt-old",
+        "L1.zarr.ckpt.bak",
+        "L1.zarr.ckpt.round",
+        "L1.zarr.ckpts",
+        "L2.zarr.ckpt",
+    ]
     for n in ours + theirs:
         (tmp_path / n).write_text("x")
     ck.clear()
@@ -256,7 +326,7 @@ def _flip_payload(path: Path, tensor: torch.Tensor) -> None:
     payload = tensor.contiguous().numpy().tobytes()
     at = raw.find(payload[64:128])
     assert at > 0, "the tensor's bytes were not found in the file"
-    raw[at:at + 8] = bytes(b ^ 0xFF for b in raw[at:at + 8])
+    raw[at : at + 8] = bytes(b ^ 0xFF for b in raw[at : at + 8])
     path.write_bytes(bytes(raw))
 
 

@@ -13,8 +13,14 @@ from depthlab.studies.mori_ueda.targets import sample_inputs
 
 
 def test_atan_is_within_one_ulp_over_the_real_line():
-    x = np.concatenate([np.linspace(-60, 60, 100001), np.logspace(-300, 300, 20001), -np.logspace(-300, 300, 20001),
-                        [0.0, -0.0, np.inf, -np.inf, 0.66, 0.6600000000000001, 2.41421356237309504880, 1.0, -1.0]])
+    x = np.concatenate(
+        [
+            np.linspace(-60, 60, 100001),
+            np.logspace(-300, 300, 20001),
+            -np.logspace(-300, 300, 20001),
+            [0.0, -0.0, np.inf, -np.inf, 0.66, 0.6600000000000001, 2.41421356237309504880, 1.0, -1.0],
+        ]
+    )
     ref = np.arctan(x)
     ulps = np.abs(fused.atan_array(x) - ref) / np.spacing(np.abs(ref) + 1e-320)
     assert ulps.max() <= 1.0
@@ -25,8 +31,14 @@ def test_atan_of_a_ratio_is_within_one_ulp_of_arctan2():
     """The layer step's arctan(s / sqrt det) without the division: ratios over the whole real line, at scales
     from 1e-150 to 1e150, across the reduction's boundaries, and the x = 0 limit."""
     rng = np.random.default_rng(0)
-    r = np.concatenate([np.linspace(-60, 60, 20001), np.logspace(-300, 300, 4001), -np.logspace(-300, 300, 4001),
-                        [0.0, 0.66, 0.6600000000000001, 2.41421356237309504880, 1.0, -1.0]])
+    r = np.concatenate(
+        [
+            np.linspace(-60, 60, 20001),
+            np.logspace(-300, 300, 4001),
+            -np.logspace(-300, 300, 4001),
+            [0.0, 0.66, 0.6600000000000001, 2.41421356237309504880, 1.0, -1.0],
+        ]
+    )
     x = 10.0 ** rng.uniform(-150, 150, r.size)
     with np.errstate(over="ignore"):
         y = r * x
@@ -35,8 +47,10 @@ def test_atan_of_a_ratio_is_within_one_ulp_of_arctan2():
     ref = np.arctan2(y, x)
     ulps = np.abs(fused.atan_ratio_array(y, x) - ref) / np.spacing(np.abs(ref) + 1e-320)
     assert ulps.max() <= 1.0
-    np.testing.assert_array_equal(fused.atan_ratio_array(np.array([2.0, -3e-200, 0.0]), np.array([0.0, 0.0, 5.0])),
-                                  [math.pi / 2, -math.pi / 2, 0.0])
+    np.testing.assert_array_equal(
+        fused.atan_ratio_array(np.array([2.0, -3e-200, 0.0]), np.array([0.0, 0.0, 5.0])),
+        [math.pi / 2, -math.pi / 2, 0.0],
+    )
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.1, 0.5])
@@ -161,7 +175,9 @@ def test_the_gram_carried_from_depth_to_depth_equals_the_one_built_from_layer_on
     the bit, with any tile size; gram() puts the closed-form diagonal in."""
     x = torch.as_tensor(sample_inputs(50, 6, seed=7))
     for block in (7, 50, 64):
-        tiles = [list(K.appendix_a(x[s : s + block], x, 4, 0.1)) for s in range(0, 50, block)]  # the old build, per tile
+        tiles = [
+            list(K.appendix_a(x[s : s + block], x, 4, 0.1)) for s in range(0, 50, block)
+        ]  # the old build, per tile
         for L, S, Th in KR.gram_states(x, 4, 0.1, block):
             torch.testing.assert_close(S, torch.cat([t[L - 1][1] for t in tiles]), rtol=0, atol=0)
             torch.testing.assert_close(Th, torch.cat([t[L - 1][2] for t in tiles]), rtol=0, atol=0)

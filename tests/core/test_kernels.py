@@ -27,7 +27,9 @@ class dl:  # the names these tests use, from where they live now
         return fit
 
 
-def empirical_ntk(x: np.ndarray, depth: int, width: int, beta: float, seed: int, first_scale: float = 1.0) -> np.ndarray:
+def empirical_ntk(
+    x: np.ndarray, depth: int, width: int, beta: float, seed: int, first_scale: float = 1.0
+) -> np.ndarray:
     """Gram of parameter gradients, sum_p df(x)/dp df(x')/dp, of one finite net at init.
 
     Parameterisation that Eqs. (13)-(17) describe: f = w~_{L+1} sqrt(2/h) z_L + beta b~_{L+1},
@@ -37,7 +39,9 @@ def empirical_ntk(x: np.ndarray, depth: int, width: int, beta: float, seed: int,
     g = torch.Generator().manual_seed(seed)
     d = x.shape[1]
     sizes = [d] + [width] * depth + [1]
-    ws = [torch.randn(a, b, generator=g, dtype=torch.float64, requires_grad=True) for a, b in zip(sizes[:-1], sizes[1:])]
+    ws = [
+        torch.randn(a, b, generator=g, dtype=torch.float64, requires_grad=True) for a, b in zip(sizes[:-1], sizes[1:])
+    ]
     bs = [torch.randn(b, generator=g, dtype=torch.float64, requires_grad=True) for b in sizes[1:]]
     scales = [(first_scale / d) ** 0.5] + [(2.0 / width) ** 0.5] * depth
     rows = []
@@ -295,7 +299,9 @@ def test_empirical_ntk_equals_autograd_jacobian_products(depth):
         leaves = [t[1:2].clone().requires_grad_(True) for W, b in p for t in (W, b)]
         rows = []
         for i in range(len(x)):
-            out = forward([(leaves[2 * j], leaves[2 * j + 1]) for j in range(len(p))], torch.as_tensor(x[i : i + 1]))[0, 0]
+            out = forward([(leaves[2 * j], leaves[2 * j + 1]) for j in range(len(p))], torch.as_tensor(x[i : i + 1]))[
+                0, 0
+            ]
             rows.append(torch.cat([g.reshape(-1) for g in torch.autograd.grad(out, leaves)]))
         return torch.stack(rows)
 
@@ -329,10 +335,12 @@ def test_kernel_change_is_the_relative_frobenius_distance_of_autograd_kernels():
     x = dl.sample_inputs(6, 3, seed=3)
 
     def kernel(params, m):
-        leaves = [t[m:m + 1].clone().requires_grad_(True) for W, b in params for t in (W, b)]
+        leaves = [t[m : m + 1].clone().requires_grad_(True) for W, b in params for t in (W, b)]
         rows = []
         for i in range(len(x)):
-            out = forward([(leaves[2 * j], leaves[2 * j + 1]) for j in range(len(params))], torch.as_tensor(x[i:i + 1]))[0, 0]
+            out = forward(
+                [(leaves[2 * j], leaves[2 * j + 1]) for j in range(len(params))], torch.as_tensor(x[i : i + 1])
+            )[0, 0]
             rows.append(torch.cat([gr.reshape(-1) for gr in torch.autograd.grad(out, leaves)]))
         J = torch.stack(rows)
         return (J @ J.T).numpy()
@@ -362,10 +370,25 @@ def test_trained_net_approaches_its_linearised_model_as_lr_falls_and_width_grows
         lin, _ = T.linearized_prediction(p, x, y, xt)
         f0 = predict(p, xt)[0]
         frac = np.array([1.6, 0.9, 0.3])
-        s = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=N, check_every=50, stop=StopRule(threshold=1e-8), max_epochs=100000,
-                          dtype="float64", device="cpu")
-        r = train(x, y, np.tile(np.arange(N), (3, 1)), frac * N / np.linalg.eigvalsh(G)[-1],
-                  [(W.repeat(3, 1, 1), b.repeat(3, 1, 1)) for W, b in p], np.zeros(3, int), s)
+        s = TrainSettings(
+            loss=MSE(),
+            optimizer=SGD(),
+            batch_size=N,
+            check_every=50,
+            stop=StopRule(threshold=1e-8),
+            max_epochs=100000,
+            dtype="float64",
+            device="cpu",
+        )
+        r = train(
+            x,
+            y,
+            np.tile(np.arange(N), (3, 1)),
+            frac * N / np.linalg.eigvalsh(G)[-1],
+            [(W.repeat(3, 1, 1), b.repeat(3, 1, 1)) for W, b in p],
+            np.zeros(3, int),
+            s,
+        )
         assert r.converged.all()
         gap = np.linalg.norm(predict(r.params, xt) - lin, axis=1) / np.linalg.norm(lin - f0)
         assert gap[0] > gap[1] and gap[1] >= gap[2] - 0.01, gap
@@ -400,7 +423,9 @@ def test_the_large_cholesky_runs_on_one_openblas_thread_and_gives_the_same_fit(m
     try:
         with __import__("threadpoolctl").threadpool_limits(limits=2, user_api="blas"):
             two = kr.kernel_regression(x, y, xt, [1, 2], device="cpu")
-            after = {str(c.filepath): c.num_threads for c in ThreadpoolController().select(user_api="blas").lib_controllers}
+            after = {
+                str(c.filepath): c.num_threads for c in ThreadpoolController().select(user_api="blas").lib_controllers
+            }
     finally:
         torch.set_num_threads(threads)
     scipy_lib = [p for p in seen[0] if "scipy.libs" in p]
@@ -417,14 +442,16 @@ def test_the_ntk_at_n_20000_on_two_threads_does_not_crash_through_the_public_api
     import subprocess
     import sys
 
-    code = ("import numpy as np, torch\n"
-            "from depthlab.core.kernel_regression import kernel_regression\n"
-            "torch.set_num_threads(2)\n"
-            "r = np.random.default_rng(0)\n"
-            "x = r.standard_normal((20000, 100)); x *= 10 / np.linalg.norm(x, axis=1, keepdims=True)\n"
-            "t = r.standard_normal((1000, 100)); t *= 10 / np.linalg.norm(t, axis=1, keepdims=True)\n"
-            "fit = kernel_regression(x, r.standard_normal(20000), t, [1, 2, 3], device='cpu')\n"
-            "print('ok', np.isfinite(fit.prediction).all())\n")
+    code = (
+        "import numpy as np, torch\n"
+        "from depthlab.core.kernel_regression import kernel_regression\n"
+        "torch.set_num_threads(2)\n"
+        "r = np.random.default_rng(0)\n"
+        "x = r.standard_normal((20000, 100)); x *= 10 / np.linalg.norm(x, axis=1, keepdims=True)\n"
+        "t = r.standard_normal((1000, 100)); t *= 10 / np.linalg.norm(t, axis=1, keepdims=True)\n"
+        "fit = kernel_regression(x, r.standard_normal(20000), t, [1, 2, 3], device='cpu')\n"
+        "print('ok', np.isfinite(fit.prediction).all())\n"
+    )
     env = {k: v for k, v in __import__("os").environ.items() if not k.endswith("_NUM_THREADS")}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3000, env=env)
     assert p.returncode == 0 and "ok True" in p.stdout, (p.returncode, p.stdout[-2000:], p.stderr[-3000:])

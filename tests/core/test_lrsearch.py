@@ -22,7 +22,9 @@ def problem():
     return x, target(x, 2, "local")
 
 
-SETTINGS = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=40, check_every=10, stop=StopRule(threshold=1e-4), device="cpu")
+SETTINGS = TrainSettings(
+    loss=MSE(), optimizer=SGD(), max_epochs=40, check_every=10, stop=StopRule(threshold=1e-4), device="cpu"
+)
 SEARCH = SearchSettings(folds=3, log10_lr_bounds=(-4.0, 1.5), init_points=4, rounds=2, candidates_per_round=3, seed=0)
 
 
@@ -86,17 +88,38 @@ def test_folds_partition_rows():
 
 def test_a_choice_at_the_edge_of_what_was_evaluated_grows_the_search_a_decade_at_a_time(problem, result):
     # the box [-4, -3] holds only rates far too small: its best is its top, and growth walks up a decade per round
-    low = SearchSettings(folds=3, log10_lr_bounds=(-4.0, -3.0), init_points=2, rounds=0, candidates_per_round=2, seed=0,
-                         grow_rounds=6, log10_lr_limits=(-4.0, 1.5))
+    low = SearchSettings(
+        folds=3,
+        log10_lr_bounds=(-4.0, -3.0),
+        init_points=2,
+        rounds=0,
+        candidates_per_round=2,
+        seed=0,
+        grow_rounds=6,
+        log10_lr_limits=(-4.0, 1.5),
+    )
     grown = search_lr(*problem, SIZES, "glorot_uniform", low, SETTINGS)
     assert grown.round.max() > 1 and grown.edge == "" and not grown.flagged
     assert np.log10(grown.best_lr) > -3.0 + 1e-9, "the chosen rate lies beyond the first box"
     # the rates it found agree with the full search's choice (the same problem, a wide box) within half a decade
     assert abs(np.log10(grown.best_lr) - np.log10(result.best_lr)) < 0.5
     # without room to grow, the same box flags its choice
-    stuck = search_lr(*problem, SIZES, "glorot_uniform",
-                      SearchSettings(folds=3, log10_lr_bounds=(-4.0, -3.0), init_points=2, rounds=0, candidates_per_round=2,
-                                     seed=0, grow_rounds=6, log10_lr_limits=(-4.0, -3.0)), SETTINGS)
+    stuck = search_lr(
+        *problem,
+        SIZES,
+        "glorot_uniform",
+        SearchSettings(
+            folds=3,
+            log10_lr_bounds=(-4.0, -3.0),
+            init_points=2,
+            rounds=0,
+            candidates_per_round=2,
+            seed=0,
+            grow_rounds=6,
+            log10_lr_limits=(-4.0, -3.0),
+        ),
+        SETTINGS,
+    )
     assert stuck.edge == "upper" and stuck.flagged and stuck.round.max() == 0
     # the full search chose inside what it evaluated
     assert result.edge == "" and not result.flagged
@@ -192,7 +215,9 @@ def test_a_round_in_parts_is_halved_part_by_part(problem):
     import dataclasses
 
     whole = search_lr(*problem, SIZES, "glorot_uniform", dataclasses.replace(SEARCH, rounds=0), SETTINGS)
-    split = search_lr(*problem, SIZES, "glorot_uniform", dataclasses.replace(SEARCH, rounds=0, max_candidates=3), SETTINGS)
+    split = search_lr(
+        *problem, SIZES, "glorot_uniform", dataclasses.replace(SEARCH, rounds=0, max_candidates=3), SETTINGS
+    )
     np.testing.assert_array_equal(split.val_error, whole.val_error)
     assert split.best_lr == whole.best_lr
 
@@ -207,9 +232,16 @@ def test_a_first_rung_on_one_fold_screens_every_candidate_and_retrains_the_kept_
 
     from depthlab.core import lrsearch
 
-    every = search_lr(*problem, SIZES, "glorot_uniform", dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=2), SETTINGS)
-    one = search_lr(*problem, SIZES, "glorot_uniform",
-                    dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=2, first_rung_folds=1), SETTINGS)
+    every = search_lr(
+        *problem, SIZES, "glorot_uniform", dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=2), SETTINGS
+    )
+    one = search_lr(
+        *problem,
+        SIZES,
+        "glorot_uniform",
+        dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=2, first_rung_folds=1),
+        SETTINGS,
+    )
     cut = np.isnan(one.val_error[:, 1:]).all(1)
     assert cut.any() and (~cut).any()
     assert np.isfinite(one.val_error[:, 0]).all()
@@ -224,21 +256,54 @@ def test_a_first_rung_on_one_fold_screens_every_candidate_and_retrains_the_kept_
     # epoch 10 is the screen's model (same init and order), checked on a direct screen of the same rates
     tr, va, _ = fold_indices(N, SEARCH.folds, SEARCH.seed)
     lrs = one.lr[one.round == 0]
-    screen = lrsearch.validation_errors(*problem, lrs, SIZES, "glorot_uniform", tr[:1], va[:1],
-                                        dataclasses.replace(SETTINGS, max_epochs=10), SEARCH.seed, 10.0, None)
-    full10 = lrsearch.validation_errors(*problem, lrs, SIZES, "glorot_uniform", tr, va,
-                                        dataclasses.replace(SETTINGS, max_epochs=10), SEARCH.seed, 10.0, None)
+    screen = lrsearch.validation_errors(
+        *problem,
+        lrs,
+        SIZES,
+        "glorot_uniform",
+        tr[:1],
+        va[:1],
+        dataclasses.replace(SETTINGS, max_epochs=10),
+        SEARCH.seed,
+        10.0,
+        None,
+    )
+    full10 = lrsearch.validation_errors(
+        *problem,
+        lrs,
+        SIZES,
+        "glorot_uniform",
+        tr,
+        va,
+        dataclasses.replace(SETTINGS, max_epochs=10),
+        SEARCH.seed,
+        10.0,
+        None,
+    )
     np.testing.assert_allclose(screen["val_error"][:, 0], full10["val_error"][:, 0], rtol=1e-5)
     # the cost model counts the screen at 1/folds of a candidate-epoch
     from depthlab.studies.mori_ueda.specs import Search
 
-    s = Search(folds=3, log10_lr_bounds=(-2.0, 0.0), init_points=4, rounds=1, candidates_per_round=3, seed=0, grow_rounds=0,
-               log10_lr_limits=(-3.0, 1.0), halving_eta=3, halving_rungs=2, first_rung_folds=1)
+    s = Search(
+        folds=3,
+        log10_lr_bounds=(-2.0, 0.0),
+        init_points=4,
+        rounds=1,
+        candidates_per_round=3,
+        seed=0,
+        grow_rounds=0,
+        log10_lr_limits=(-3.0, 1.0),
+        halving_eta=3,
+        halving_rungs=2,
+        first_rung_folds=1,
+    )
     # 4 candidates x 10 epochs on 1 of 3 folds, the 2 kept ones' other 2 folds to 10, those 2 on to 20, 1 on to 40
     assert s.trained_epochs(40, 10, 4) == pytest.approx(4 * 10 / 3 + 2 * 10 * 2 / 3 + 2 * 10 + 1 * 20)
 
 
-def test_a_file_checkpoint_takes_a_round_in_parts_and_a_one_fold_first_rung_and_a_rerun_resumes_to_the_same_choice(problem, tmp_path):
+def test_a_file_checkpoint_takes_a_round_in_parts_and_a_one_fold_first_rung_and_a_rerun_resumes_to_the_same_choice(
+    problem, tmp_path
+):
     """The children a search asks of its checkpoint (``part<i>`` for a round in parts, ``screen`` and ``kept`` for a
     one-fold first rung) are names a FileCheckpoint takes (they raised ValueError before); a second run restores every
     round from it and gives the same result."""
@@ -250,7 +315,15 @@ def test_a_file_checkpoint_takes_a_round_in_parts_and_a_one_fold_first_rung_and_
     ck = FileCheckpoint(tmp_path / "search")
     a = search_lr(*problem, SIZES, "glorot_uniform", s, SETTINGS, checkpoint=ck)
     said = []
-    b = search_lr(*problem, SIZES, "glorot_uniform", s, SETTINGS, progress=said.append, checkpoint=FileCheckpoint(tmp_path / "search"))
+    b = search_lr(
+        *problem,
+        SIZES,
+        "glorot_uniform",
+        s,
+        SETTINGS,
+        progress=said.append,
+        checkpoint=FileCheckpoint(tmp_path / "search"),
+    )
     assert any("restored from checkpoint" in m for m in said)
     assert a.best_lr == b.best_lr
     np.testing.assert_array_equal(a.epochs, b.epochs)
@@ -265,14 +338,21 @@ def test_a_one_fold_first_rung_cuts_the_kept_candidates_only_at_the_rungs_after_
     from depthlab.core.lrsearch import rung_epochs
 
     assert rung_epochs(40, 10, 3, 3) == (10, 20)
-    one = search_lr(*problem, SIZES, "glorot_uniform",
-                    dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=3, first_rung_folds=1), SETTINGS)
+    one = search_lr(
+        *problem,
+        SIZES,
+        "glorot_uniform",
+        dataclasses.replace(SEARCH, halving_eta=3, halving_rungs=3, first_rung_folds=1),
+        SETTINGS,
+    )
     kept = ~np.isnan(one.val_error[:, 1:]).all(1)
     assert kept.any()
     assert (one.epochs[kept][one.pruned[kept]] == 20).all()
 
 
-def test_a_one_fold_first_rung_trains_no_epoch_twice_and_its_kept_candidates_are_the_every_fold_runs(problem, monkeypatch):
+def test_a_one_fold_first_rung_trains_no_epoch_twice_and_its_kept_candidates_are_the_every_fold_runs(
+    problem, monkeypatch
+):
     """The kept candidates' first folds go on from their screen (paused at the rung) instead of training again from
     their start (they did until 2026-11-29, and that work went unrecorded).  Counted by the trainer's per-model data
     order (one call per model per epoch trained): the epochs the search trains are the epochs it records.  And the
@@ -295,10 +375,24 @@ def test_a_one_fold_first_rung_trains_no_epoch_twice_and_its_kept_candidates_are
         here = one.round == r
         kept = here & ~np.isnan(one.val_error[:, 1:]).all(1)
         assert kept.sum() == int(np.ceil(here.sum() / 3))
-        again = lrsearch.validation_errors(*problem, one.lr[kept], SIZES, "glorot_uniform", tr, va, SETTINGS, SEARCH.seed,
-                                           10.0, None, halving=(3, 2), rungs=first[1:])
-        np.testing.assert_array_equal(np.where(one.diverged[kept], 10.0, one.val_error[kept]),
-                                      np.where(again["diverged"], 10.0, again["val_error"]))
+        again = lrsearch.validation_errors(
+            *problem,
+            one.lr[kept],
+            SIZES,
+            "glorot_uniform",
+            tr,
+            va,
+            SETTINGS,
+            SEARCH.seed,
+            10.0,
+            None,
+            halving=(3, 2),
+            rungs=first[1:],
+        )
+        np.testing.assert_array_equal(
+            np.where(one.diverged[kept], 10.0, one.val_error[kept]),
+            np.where(again["diverged"], 10.0, again["val_error"]),
+        )
         np.testing.assert_array_equal(one.epochs[kept], again["epochs"])
         np.testing.assert_array_equal(one.pruned[kept], again["pruned"])
 
@@ -340,12 +434,15 @@ def test_the_screen_keeps_the_best_third_and_every_candidate_a_paired_t_test_can
     # a diverged candidate is never added; a diverged best adds nothing
     keep, added = screen_keep(err, np.array([False, True, False, False]), 4, points, 1.0)
     assert list(keep) == [2] and added == 0
-    keep, added = screen_keep(np.array([0.1, 0.5, 0.5]), np.array([True, False, False]), 3,
-                              np.stack([best, best, best]), 10.0)
+    keep, added = screen_keep(
+        np.array([0.1, 0.5, 0.5]), np.array([True, False, False]), 3, np.stack([best, best, best]), 10.0
+    )
     assert list(keep) == [0] and added == 0
 
 
-def test_a_one_fold_screen_that_keeps_by_se_trains_no_epoch_twice_and_keeps_at_least_the_best_third(problem, monkeypatch):
+def test_a_one_fold_screen_that_keeps_by_se_trains_no_epoch_twice_and_keeps_at_least_the_best_third(
+    problem, monkeypatch
+):
     """With ``first_rung_se`` set the screen keeps a superset of the rank-only screen's candidates; every epoch trained
     is recorded (counted by the trainer's per-model data-order calls), and the choice is a candidate trained on every
     fold."""
@@ -359,8 +456,9 @@ def test_a_one_fold_screen_that_keeps_by_se_trains_no_epoch_twice_and_keeps_at_l
     real = trainer.epoch_order
     monkeypatch.setattr(trainer, "epoch_order", lambda *a: calls.append(1) or real(*a))
     said = []
-    wide = search_lr(*problem, SIZES, "glorot_uniform", dataclasses.replace(s, first_rung_se=10.0), SETTINGS,
-                     progress=said.append)
+    wide = search_lr(
+        *problem, SIZES, "glorot_uniform", dataclasses.replace(s, first_rung_se=10.0), SETTINGS, progress=said.append
+    )
     assert len(calls) == wide.epochs.sum()
     r0 = wide.round == 0
     np.testing.assert_array_equal(wide.lr[r0], plain.lr[r0])
@@ -369,4 +467,6 @@ def test_a_one_fold_screen_that_keeps_by_se_trains_no_epoch_twice_and_keeps_at_l
     assert (kept_wide >= kept_plain).all() and kept_wide.sum() > kept_plain.sum()  # 3 of 4 here, not 2
     chosen = int(np.argmin(np.abs(wide.lr - wide.best_lr)))
     assert np.isfinite(wide.val_error[chosen]).all() and not wide.pruned[chosen].any()
-    assert any("successive halving: epoch 10 on 1 of 3 folds: kept 3 of 4" in m and "1 more within 10 SE" in m for m in said)
+    assert any(
+        "successive halving: epoch 10 on 1 of 3 folds: kept 3 of 4" in m and "1 more within 10 SE" in m for m in said
+    )

@@ -29,7 +29,9 @@ def peak():
     return _status("VmHWM")
 """
 
-CHILD = PEAK + r"""
+CHILD = (
+    PEAK
+    + r"""
 import json, numpy as np, torch
 torch.set_num_threads(1)
 from depthlab.core.grid import train_grid
@@ -49,12 +51,18 @@ init = init_params(sizes, np.array([0]))
 train_grid(x, y, np.array([1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3]), init, np.array([0]), s)
 print(json.dumps({"sizes": sizes, "models": 6, "delta": peak() - before}))
 """
+)
 
 
 def _child(script: str, *args: str) -> dict:
     """Runs ``script`` in a fresh interpreter, every BLAS pool on one thread; its last line of output, as JSON."""
-    p = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=600,
-                       env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    p = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -73,7 +81,9 @@ def test_a_training_jobs_parameters_are_counted_four_times_as_the_trainer_holds_
     assert m["delta"] <= 1.1 * planned, (m["delta"] / 2**20, planned / 2**20)
 
 
-KRR_CHILD = PEAK + r"""
+KRR_CHILD = (
+    PEAK
+    + r"""
 import json, sys, numpy as np, xarray as xr
 from depthlab.studies.spectra.learning import run_krr
 N, Nt, kern, depth, d = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), 4
@@ -94,9 +104,12 @@ before = reset_peak()
 run_krr(Spec, {"data": data}, Ctx())
 print(json.dumps({"delta": peak() - before}))
 """
+)
 
 
-@pytest.mark.parametrize("kernel,depth", [("rf_bias", 1), pytest.param("ntk", 3, marks=pytest.mark.slow)])  # one in the fast suite
+@pytest.mark.parametrize(
+    "kernel,depth", [("rf_bias", 1), pytest.param("ntk", 3, marks=pytest.mark.slow)]
+)  # one in the fast suite
 def test_a_krr_jobs_gram_matrices_and_their_temporaries_are_counted(kernel, depth):
     """`make paper-check` saw the KRR job of rf_bias L1 at n = 5 000 peak at 2.05 GiB against 0.80 GiB planned: the
     model counted 4 N^2 + 3 N_test N float64s, but the kernel's elementwise temporaries and eigh's copy, eigenvectors
@@ -108,15 +121,18 @@ def test_a_krr_jobs_gram_matrices_and_their_temporaries_are_counted(kernel, dept
     N, Nt, d = 1600, 3200, 4
     delta = _child(KRR_CHILD, str(N), str(Nt), kernel, str(depth))["delta"]
     data = KrrDataSpec(job=KrrDataJob(), d=d, n_train=N, n_test=Nt, threshold=0.7, trials=1, seed=0)
-    spec = KrrSpec(job=KrrJob(kernel, depth), data=data, n_train=(N // 4, N), log10_ridges=(-2.0, -4.0, -6.0),
-                   fit_n_min=1)
+    spec = KrrSpec(
+        job=KrrJob(kernel, depth), data=data, n_train=(N // 4, N), log10_ridges=(-2.0, -4.0, -6.0), fit_n_min=1
+    )
     # the plan of the job itself, less its data: the child made those before the high-water mark was reset
     planned = sum(spec.memory().values()) - memory.data(N + Nt, d)
     old = (4 * N * N + 3 * Nt * N) * memory.F64
     assert old < delta <= planned and delta > 0.67 * planned, (delta / 2**20, planned / 2**20, old / 2**20)
 
 
-ENTK_CHILD = PEAK + r"""
+ENTK_CHILD = (
+    PEAK
+    + r"""
 import json, sys, numpy as np, torch
 torch.set_num_threads(1)
 from depthlab.core.mlp import init_params
@@ -130,8 +146,11 @@ before = reset_peak()
 linearized_prediction(params, x, y, xt, 0)
 print(json.dumps({"delta": peak() - before}))
 """
+)
 
-LEARNER_CHILD = PEAK + r"""
+LEARNER_CHILD = (
+    PEAK
+    + r"""
 import json, sys, torch
 torch.set_num_threads(1)
 from depthlab.studies.separation import learner as L
@@ -145,6 +164,7 @@ before = reset_peak()
 L.net_step(V, w, b, X, y, 0.1)
 print(json.dumps({"delta": peak() - before}))
 """
+)
 
 
 def test_the_lazy_limits_test_rows_go_through_in_blocks_within_the_plan():

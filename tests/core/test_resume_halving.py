@@ -19,10 +19,20 @@ from depthlab.studies.mori_ueda.targets import sample_inputs, target
 
 D, N = 5, 150
 SIZES = layer_sizes(D, 24, 2)
-SETTINGS = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=40, check_every=10, stop=StopRule(threshold=1e-5),
-                         device="cpu")
-BASE = SearchSettings(folds=3, log10_lr_bounds=(-3.0, 0.5), init_points=6, rounds=1, candidates_per_round=2, seed=0,
-                      grow_rounds=0, halving_eta=3, halving_rungs=2)
+SETTINGS = TrainSettings(
+    loss=MSE(), optimizer=SGD(), max_epochs=40, check_every=10, stop=StopRule(threshold=1e-5), device="cpu"
+)
+BASE = SearchSettings(
+    folds=3,
+    log10_lr_bounds=(-3.0, 0.5),
+    init_points=6,
+    rounds=1,
+    candidates_per_round=2,
+    seed=0,
+    grow_rounds=0,
+    halving_eta=3,
+    halving_rungs=2,
+)
 FORMS = {
     "every fold, 2 rungs": {},  # the paper config's form
     "every fold, 3 rungs": {"halving_rungs": 3},
@@ -68,7 +78,9 @@ def _same(a, b) -> None:
 
 
 # the paper config's form (the one that resumed to another store) in the fast suite; the others in the slow set
-@pytest.mark.parametrize("form", [f if f == "every fold, 2 rungs" else pytest.param(f, marks=pytest.mark.slow) for f in FORMS])
+@pytest.mark.parametrize(
+    "form", [f if f == "every fold, 2 rungs" else pytest.param(f, marks=pytest.mark.slow) for f in FORMS]
+)
 def test_a_search_stopped_after_each_checkpoint_resumes_to_the_uninterrupted_bits(problem, tmp_path, form):
     search = dataclasses.replace(BASE, **FORMS[form])
     said: list[str] = []
@@ -86,13 +98,20 @@ def test_a_search_stopped_after_each_checkpoint_resumes_to_the_uninterrupted_bit
         with pytest.raises(Killed):
             search_lr(*problem, SIZES, "glorot_uniform", search, SETTINGS, checkpoint=KillAfter(folder / "s.ckpt", n))
         again: list[str] = []
-        res = search_lr(*problem, SIZES, "glorot_uniform", search, SETTINGS, progress=again.append,
-                        checkpoint=FileCheckpoint(folder / "s.ckpt"))
+        res = search_lr(
+            *problem,
+            SIZES,
+            "glorot_uniform",
+            search,
+            SETTINGS,
+            progress=again.append,
+            checkpoint=FileCheckpoint(folder / "s.ckpt"),
+        )
         assert any("resumed from checkpoint" in m or "restored from checkpoint" in m for m in again), n
         _same(ref, res)
         # what the rungs of the resumed round kept is said as the uninterrupted run said it (restored rounds say nothing)
         said_again = [m for m in again if m.startswith("successive halving")]
-        assert said_again == halving[len(halving) - len(said_again):], (n, halving, said_again)
+        assert said_again == halving[len(halving) - len(said_again) :], (n, halving, said_again)
 
 
 def test_the_race_is_rebuilt_from_the_stop_reasons():
@@ -104,7 +123,7 @@ def test_the_race_is_rebuilt_from_the_stop_reasons():
     reason = np.full(12, RUNNING)
     stopped = np.full(12, -1)
     for c in (1, 2, 4, 5):  # cut at 10 (both folds)
-        reason[2 * c: 2 * c + 2], stopped[2 * c: 2 * c + 2] = PRUNED, 10
+        reason[2 * c : 2 * c + 2], stopped[2 * c : 2 * c + 2] = PRUNED, 10
     reason[6], stopped[6] = PRUNED, 20  # candidate 3's fold 0 cut at 20; its fold 1 had converged at 15
     reason[7], stopped[7] = TARGET, 15
     h.resume(reason, stopped, 20)

@@ -7,7 +7,19 @@ import pytest
 
 from depthlab.core.seeds import rng, seed, seeds, stream_id
 
-USED = ["x_train", "x_test", "label_noise", "search", "init", "order", "folds", "sphere", "fractal", "radial", "perturb"]
+USED = [
+    "x_train",
+    "x_test",
+    "label_noise",
+    "search",
+    "init",
+    "order",
+    "folds",
+    "sphere",
+    "fractal",
+    "radial",
+    "perturb",
+]
 
 
 def test_stream_ids_are_the_names_hash():
@@ -26,7 +38,9 @@ def test_streams_are_distinct_deterministic_and_keyed():
     np.testing.assert_array_equal(seeds(5, "order", 4, 2), [seed(5, "order", 2, i) for i in range(4)])
     assert rng(0, "folds").permutation(10).tolist() == rng(0, "folds").permutation(10).tolist()
     # the seed is SeedSequence([master, id, *keys]): check one against numpy directly
-    want = int(np.random.SeedSequence([7, stream_id("init"), 2]).generate_state(2, dtype=np.uint64)[0]) & ((1 << 62) - 1)
+    want = int(np.random.SeedSequence([7, stream_id("init"), 2]).generate_state(2, dtype=np.uint64)[0]) & (
+        (1 << 62) - 1
+    )
     assert seed(7, "init", 2) == want
 
 

@@ -14,7 +14,7 @@ def test_over_seeds_se_matches_the_spread_of_means_of_simulated_seeds():
     rng = np.random.default_rng(0)
     draws = rng.normal(0.3, 0.05, size=(20000, 4))  # 4 seeds of SD 0.05: the SE of their mean is 0.025
     ses = np.array([stats.over_seeds(d).se for d in draws[:4000]])
-    assert abs(np.sqrt((ses ** 2).mean()) - 0.025) < 0.001  # E[s^2]/n = sigma^2/n
+    assert abs(np.sqrt((ses**2).mean()) - 0.025) < 0.001  # E[s^2]/n = sigma^2/n
     assert abs(draws.mean(axis=1).std() - 0.025) < 0.0005
     e = stats.over_seeds([0.1, np.nan, 0.3])
     assert e.n == 2 and e.value == pytest.approx(0.2) and e.se == pytest.approx(0.1)
@@ -35,7 +35,9 @@ def test_ratio_and_difference_ses_against_a_simulation():
     a, b = rng.normal(2.0, 0.05, 200000), rng.normal(1.0, 0.02, 200000)
     r = stats.ratio(stats.Estimate(2.0, 0.05), stats.Estimate(1.0, 0.02))
     assert r.se == pytest.approx((a / b).std(), rel=0.03)
-    assert stats.difference(stats.Estimate(2.0, 0.05), stats.Estimate(1.0, 0.02)).se == pytest.approx((a - b).std(), rel=0.01)
+    assert stats.difference(stats.Estimate(2.0, 0.05), stats.Estimate(1.0, 0.02)).se == pytest.approx(
+        (a - b).std(), rel=0.01
+    )
 
 
 def test_loglog_slope_recovers_a_power_law_and_its_se_covers_it():
@@ -43,7 +45,7 @@ def test_loglog_slope_recovers_a_power_law_and_its_se_covers_it():
     eta = np.logspace(-3, -1, 6)
     hits = 0
     for _i in range(400):
-        y = 0.7 * eta ** 1.0 * np.exp(rng.normal(0, 0.1, len(eta)))
+        y = 0.7 * eta**1.0 * np.exp(rng.normal(0, 0.1, len(eta)))
         e = stats.loglog_slope(eta, y)
         hits += abs(e.value - 1.0) <= 1.96 * e.se
     assert 0.88 <= hits / 400 <= 0.98  # a 95 % interval (t with 4 dof is a bit wider than 1.96)
@@ -72,8 +74,9 @@ def test_trend_sign_is_sure_of_a_clear_trend_and_unsure_of_noise():
     rho, up, down, sd = stats.trend_sign([1, 2, 3, 4], [[0.9, 0.91], [0.6, 0.61], [0.5, 0.52], [0.4, 0.41]])
     # the observed arrangement is the most extreme of the 8! / 2!^4 = 2520: p = 1 / 2520
     assert rho == -1.0 and down == pytest.approx(1 - 1 / 2520) and up == 0.0
-    rho, up, down, sd = stats.trend_sign([1, 2, 3, 4], [[0.3, 0.36, 0.24], [0.2, 0.26, 0.14], [0.25, 0.31, 0.19],
-                                                        [0.295, 0.355, 0.235]])
+    rho, up, down, sd = stats.trend_sign(
+        [1, 2, 3, 4], [[0.3, 0.36, 0.24], [0.2, 0.26, 0.14], [0.25, 0.31, 0.19], [0.295, 0.355, 0.235]]
+    )
     assert max(up, down) < 0.95 and sd > 0.2
 
 
@@ -129,7 +132,7 @@ def test_the_trend_test_decides_a_real_trend_and_its_z_law_takes_each_points_own
     # one value per point with its own SE: a z law on the slope, SE carried from the points
     z = stats.trend_test(depths, [[0.30], [0.25], [0.20]], sem=[0.01, 0.01, 0.01])
     dx = depths - depths.mean()
-    assert z.how.startswith("z") and z.se == pytest.approx(0.01 * np.sqrt((dx ** 2).sum()) / (dx ** 2).sum())
+    assert z.how.startswith("z") and z.se == pytest.approx(0.01 * np.sqrt((dx**2).sum()) / (dx**2).sum())
     assert z.p_down < 1e-6
     wide = stats.trend_test(depths, [[0.30], [0.25], [0.20]], sem=[0.1, 0.1, 0.1])
     assert 0.05 < wide.p_down < 0.5
@@ -150,9 +153,13 @@ def test_claims_json_rows_carry_the_four_fields_and_a_verdict_and_are_strict_jso
 
     v = claims.judge("X", "s", "f", "subj", claims.exceeds(stats.Estimate(0.35, 0.1), 0.25), "ev")
     row = json.loads(json.dumps(v.as_dict(), allow_nan=False))
-    assert row["verdict"] == "inconclusive" and row["effect"] == 0.35 and row["stderr"] == 0.1 and row["threshold"] == 0.25
+    assert (
+        row["verdict"] == "inconclusive" and row["effect"] == 0.35 and row["stderr"] == 0.1 and row["threshold"] == 0.25
+    )
     assert row["z"] == pytest.approx(1.0)
-    nan_row = claims.judge("X", "s", "f", "subj", claims.exceeds(stats.Estimate(0.35, float("nan")), 0.25), "ev").as_dict()
+    nan_row = claims.judge(
+        "X", "s", "f", "subj", claims.exceeds(stats.Estimate(0.35, float("nan")), 0.25), "ev"
+    ).as_dict()
     assert nan_row["stderr"] is None and nan_row["z"] is None and json.dumps(nan_row, allow_nan=False)
     old = {k: row[k] for k in ("claim", "statement", "figure", "subject", "holds", "evidence", "kind", "reason")}
     assert claims.Verdict.from_dict(old).effect is None  # a row of an older run reads, without the numbers
@@ -167,16 +174,29 @@ def test_noise_inside_the_error_bar_never_flips_holds_into_does_not_hold(seed):
     from depthlab.studies.mori_ueda.claims import depth_claims
 
     rng = np.random.default_rng(seed)
-    curves = {"2-local": ("local", {1: 0.6, 2: 0.45, 3: 0.4, 4: 0.41}), "2-global": ("global", {1: 0.3, 2: 0.33, 3: 0.36, 4: 0.4}),
-              "1-local": ("local", {1: 0.2, 2: 0.3, 3: 0.26, 4: 0.3})}
+    curves = {
+        "2-local": ("local", {1: 0.6, 2: 0.45, 3: 0.4, 4: 0.41}),
+        "2-global": ("global", {1: 0.3, 2: 0.33, 3: 0.36, 4: 0.4}),
+        "1-local": ("local", {1: 0.2, 2: 0.3, 3: 0.26, 4: 0.3}),
+    }
     rows = []
     for target, (loc, nn) in curves.items():
         k = 1 if target.startswith("1") else 2
         for L, e in nn.items():
             for s in range(3):
-                rows.append({"target": target, "k": k, "locality": loc, "depth": L, "lr": 0.1, "seed": s,
-                             "nn_test_error": e + rng.normal(0, 0.02), "ntk_test_error": 0.5 + 0.01 * L * (1 if k == 2 else -1),
-                             "diverged": False})
+                rows.append(
+                    {
+                        "target": target,
+                        "k": k,
+                        "locality": loc,
+                        "depth": L,
+                        "lr": 0.1,
+                        "seed": s,
+                        "nn_test_error": e + rng.normal(0, 0.02),
+                        "ntk_test_error": 0.5 + 0.01 * L * (1 if k == 2 else -1),
+                        "diverged": False,
+                    }
+                )
     base = pd.DataFrame(rows)
     before = depth_claims("f", None, base)
     for _ in range(10):
@@ -227,7 +247,9 @@ def test_extension_rows_are_listed_apart_and_never_counted():
 def test_robust_noise_estimates_white_noise_and_ignores_a_spike_and_a_trend():
     rng = np.random.default_rng(4)
     x = 0.3 * rng.standard_normal(4000)
-    assert stats.robust_noise(x) == pytest.approx(0.3, rel=0.05) and stats.window_noise(x) == pytest.approx(0.3, rel=0.05)
+    assert stats.robust_noise(x) == pytest.approx(0.3, rel=0.05) and stats.window_noise(x) == pytest.approx(
+        0.3, rel=0.05
+    )
     spiked = np.r_[0.01 * rng.standard_normal(200)]
     spiked[100] = 5.0
     assert stats.robust_noise(spiked) < 0.02 < stats.window_noise(spiked)

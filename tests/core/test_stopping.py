@@ -46,7 +46,11 @@ def test_noise_below_the_best_does_not_reset_the_count_but_a_new_best_does():
 
 
 def test_the_target_stops_at_once_and_counts_as_converged():
-    assert run(StopRule(threshold=1e-4, patience=3), [1.0, 0.1, 0.01], reached=[False, False, True]) == (TARGET, 3, True)
+    assert run(StopRule(threshold=1e-4, patience=3), [1.0, 0.1, 0.01], reached=[False, False, True]) == (
+        TARGET,
+        3,
+        True,
+    )
     # no plateau rule: only the target or the budget end it
     assert run(StopRule(), [1.0] * 10, budget=10) == (BUDGET, 10, False)
 
@@ -70,7 +74,9 @@ def _net(lrs, rule, max_epochs=600):
     d, N = 5, 200
     x = sample_inputs(N, d, 0)
     y = target(x, 2, "local")
-    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=max_epochs, check_every=10, stop=rule, device="cpu", dtype="float64")
+    s = TrainSettings(
+        loss=MSE(), optimizer=SGD(), max_epochs=max_epochs, check_every=10, stop=rule, device="cpu", dtype="float64"
+    )
     M = len(lrs)
     init = init_params(layer_sizes(d, 32, 1), np.arange(M), "glorot_uniform", torch.float64)
     return train(x, y, np.tile(np.arange(N), (M, 1)), np.asarray(lrs), init, np.arange(M), s)
@@ -94,10 +100,19 @@ def test_a_diverged_net_keeps_its_history_up_to_the_divergence():
     d, N = 5, 200
     x = sample_inputs(N, d, 0)
     y = target(x, 2, "local")
-    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=50, check_every=1, stop=StopRule(patience=3), device="cpu",
-                      dtype="float64")
+    s = TrainSettings(
+        loss=MSE(),
+        optimizer=SGD(),
+        max_epochs=50,
+        check_every=1,
+        stop=StopRule(patience=3),
+        device="cpu",
+        dtype="float64",
+    )
     init = init_params(layer_sizes(d, 32, 1), np.arange(2), "glorot_uniform", torch.float64)
-    res = train(x, y, np.tile(np.arange(N), (2, 1)), np.array([0.05, 0.9]), init, np.arange(2), s)  # lr 0.9 blows up at epoch 3
+    res = train(
+        x, y, np.tile(np.arange(N), (2, 1)), np.array([0.05, 0.9]), init, np.arange(2), s
+    )  # lr 0.9 blows up at epoch 3
     assert res.diverged.tolist() == [False, True] and res.stop_reason[1] == DIVERGED and not res.converged[1]
     h = res.history[1]
     # the checks before the divergence keep their finite losses; the divergence is marked inf; nothing after it
@@ -115,7 +130,9 @@ def _slow_start(onset_at: int, n: int = 200, seed: int = 0) -> list[float]:
 def test_a_net_still_at_chance_is_not_stopped_before_the_onset_window_and_one_that_started_is_judged_as_before():
     plain = StopRule(patience=20, rel_tol=0.0, abs_tol=0.002)
     onset = StopRule(patience=20, rel_tol=0.0, abs_tol=0.002, onset=0.48, onset_patience=50)
-    late = _slow_start(onset_at=40)  # at chance for 40 checks, then it climbs (the pdeg-12 net at 1e-5: 29 checks of 4 epochs)
+    late = _slow_start(
+        onset_at=40
+    )  # at chance for 40 checks, then it climbs (the pdeg-12 net at 1e-5: 29 checks of 4 epochs)
     reason, at, _ = run(plain, late)
     assert reason == PLATEAU and at < 40  # the old rule stopped it before it started: "converged" at chance
     assert min(late[:at]) > 0.48  # (it really had not started)
@@ -135,8 +152,12 @@ def test_a_net_still_at_chance_is_not_stopped_before_the_onset_window_and_one_th
 
 
 def test_the_onset_rule_needs_both_values_and_a_window_no_shorter_than_the_patience():
-    for bad in (dict(patience=5, onset=0.48), dict(patience=5, onset_patience=10), dict(patience=5, onset=0.48, onset_patience=4),
-                dict(onset=0.48, onset_patience=10)):
+    for bad in (
+        dict(patience=5, onset=0.48),
+        dict(patience=5, onset_patience=10),
+        dict(patience=5, onset=0.48, onset_patience=4),
+        dict(onset=0.48, onset_patience=10),
+    ):
         with pytest.raises(ValueError):
             StopRule(**bad)
     assert "not before its 50th check" in StopRule(patience=20, onset=0.48, onset_patience=50).describe()
@@ -154,8 +175,19 @@ def test_in_the_trainer_a_net_from_a_small_start_sits_at_chance_then_learns_only
     init = [(W * 0.05, b * 0.0) for W, b in init_params(layer_sizes(2, 16, 3), np.arange(1), "truncated_normal")]
 
     def fit(rule):
-        s = TrainSettings(loss=Hinge(), optimizer=Adam(), batch_size=100, check_every=1, stop=rule, max_epochs=200, device="cpu")
-        r = train(x[:1000], y[:1000], np.arange(1000)[None], np.array([3e-4]), init, np.arange(1), s, eval_set=(x[1000:], y[1000:]))
+        s = TrainSettings(
+            loss=Hinge(), optimizer=Adam(), batch_size=100, check_every=1, stop=rule, max_epochs=200, device="cpu"
+        )
+        r = train(
+            x[:1000],
+            y[:1000],
+            np.arange(1000)[None],
+            np.array([3e-4]),
+            init,
+            np.arange(1),
+            s,
+            eval_set=(x[1000:], y[1000:]),
+        )
         return r, 1.0 - r.eval_history[0][: r.epochs[0]]
 
     r, acc = fit(StopRule(patience=10, rel_tol=0.0, abs_tol=0.002, monitor="eval_error"))
@@ -170,10 +202,12 @@ def test_the_plateau_window_grows_with_the_run_and_no_plateau_stops_before_min_c
     Here: falls 5 %, then stalls 10 checks (a pause a fixed window of 10 reads as a plateau), then falls again.  With the
     window at max(10, 0.5 x checks so far) the pause at checks 21-30 is shorter than the window (15 at check 30) and the
     run goes on to its second fall; min_checks holds any plateau off until then."""
-    values = [0.95**i for i in range(20)] + [0.95**19] * 10 + [0.95**(19 + i) for i in range(1, 11)] + [0.95**29] * 40
+    values = [0.95**i for i in range(20)] + [0.95**19] * 10 + [0.95 ** (19 + i) for i in range(1, 11)] + [0.95**29] * 40
     assert run(StopRule(patience=10, rel_tol=0.01), values) == (PLATEAU, 30, True)
     reason, at, _ = run(StopRule(patience=10, rel_tol=0.01, grow=0.5), values)
-    assert reason == PLATEAU and at > 40  # past the second fall: stopped once 0.5 x checks exceeded the stall at the end
+    assert (
+        reason == PLATEAU and at > 40
+    )  # past the second fall: stopped once 0.5 x checks exceeded the stall at the end
     assert at == 80  # the final stall starts after check 40: since = 40 >= max(10, ceil(0.5 * 80))
     assert run(StopRule(patience=3, rel_tol=0.01, min_checks=25), [1.0] * 30)[:2] == (PLATEAU, 25)
     with pytest.raises(ValueError, match="grow"):

@@ -73,8 +73,16 @@ def test_batched_matches_plain_loop(loss, optimizer, depth):
     scheme = "glorot_uniform" if optimizer == "sgd" else "truncated_normal"
     init = init_params(layer_sizes(d, width, depth), np.arange(M) + 3, scheme, torch.float64)
     orders = np.arange(M) + 40
-    s = TrainSettings(batch_size=B, max_epochs=epochs, check_every=1, loss=LOSSES[loss], optimizer=OPTIMIZERS[optimizer],
-                      dtype="float64", device="cpu", stop=StopRule())
+    s = TrainSettings(
+        batch_size=B,
+        max_epochs=epochs,
+        check_every=1,
+        loss=LOSSES[loss],
+        optimizer=OPTIMIZERS[optimizer],
+        dtype="float64",
+        device="cpu",
+        stop=StopRule(),
+    )
     res = train(x, y, idx, lr, init, orders, s)
     xt = sample_inputs(50, d, 2)
     batched = predict(res.params, xt)
@@ -92,7 +100,9 @@ def test_reference_check_can_fail():
     x = sample_inputs(N, d, 0)
     y = sign_labels(target(x, 2, "local"))
     init = init_params(layer_sizes(d, width, 2), np.array([3]), "truncated_normal", torch.float64)
-    s = TrainSettings(max_epochs=3, check_every=1, loss=Hinge(), optimizer=Adam(), dtype="float64", device="cpu", stop=StopRule())
+    s = TrainSettings(
+        max_epochs=3, check_every=1, loss=Hinge(), optimizer=Adam(), dtype="float64", device="cpu", stop=StopRule()
+    )
     ours = predict(train(x, y, np.arange(N)[None], np.array([5e-3]), init, np.array([7]), s).params, x[:20])[0]
     net = sequential(init)
     opt = torch.optim.Adam(net.parameters(), lr=5e-3, betas=(0.9, 0.99))
@@ -115,7 +125,15 @@ def test_one_diverging_model_leaves_the_others_untouched():
     x = sample_inputs(N, d, 0)
     y = target(x, 2, "local")
     idx = np.tile(np.arange(N), (3, 1))
-    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=20, check_every=5, stop=StopRule(threshold=0.0), dtype="float64", device="cpu")
+    s = TrainSettings(
+        loss=MSE(),
+        optimizer=SGD(),
+        max_epochs=20,
+        check_every=5,
+        stop=StopRule(threshold=0.0),
+        dtype="float64",
+        device="cpu",
+    )
     init = init_params(layer_sizes(d, width, 2), np.array([1, 2, 3]), "glorot_uniform", torch.float64)
     together = train(x, y, idx, np.array([0.01, 1e3, 0.02]), init, np.array([1, 2, 3]), s)
     assert together.diverged.tolist() == [False, True, False]
@@ -131,7 +149,15 @@ def test_stop_rule_threshold_and_max_epochs():
     x = sample_inputs(N, d, 0)
     y = target(x, 1, "local")  # linear target: reached quickly
     idx = np.tile(np.arange(N), (2, 1))
-    s = TrainSettings(loss=MSE(), optimizer=SGD(), max_epochs=400, check_every=10, stop=StopRule(threshold=1e-3), device="cpu", dtype="float64")
+    s = TrainSettings(
+        loss=MSE(),
+        optimizer=SGD(),
+        max_epochs=400,
+        check_every=10,
+        stop=StopRule(threshold=1e-3),
+        device="cpu",
+        dtype="float64",
+    )
     init = init_params(layer_sizes(d, width, 1), np.array([0, 1]), "glorot_uniform", torch.float64)
     res = train(x, y, idx, np.array([0.05, 1e-6]), init, np.array([0, 1]), s)
     # fast model: stops at the first check below threshold, which is a multiple of check_every
@@ -166,10 +192,20 @@ def test_no_threshold_runs_to_the_cap_and_scores_the_eval_set_at_every_check():
     y = sign_labels(target(x, 1, "local"))
     xe = sample_inputs(400, d, 1)
     ye = sign_labels(target(xe, 1, "local"))
-    s = TrainSettings(max_epochs=30, check_every=10, loss=Hinge(), optimizer=Adam(), stop=StopRule(), device="cpu",
-                      batch_size=100, dtype="float64")
+    s = TrainSettings(
+        max_epochs=30,
+        check_every=10,
+        loss=Hinge(),
+        optimizer=Adam(),
+        stop=StopRule(),
+        device="cpu",
+        batch_size=100,
+        dtype="float64",
+    )
     init = init_params(layer_sizes(d, 16, 2), np.array([0, 1]), "truncated_normal", torch.float64)
-    res = train(x, y, np.tile(np.arange(N), (2, 1)), np.array([5e-3, 1e-2]), init, np.array([0, 1]), s, eval_set=(xe, ye))
+    res = train(
+        x, y, np.tile(np.arange(N), (2, 1)), np.array([5e-3, 1e-2]), init, np.array([0, 1]), s, eval_set=(xe, ye)
+    )
     assert (res.epochs == 30).all() and not res.converged.any()
     assert res.eval_history.shape == (2, 3) and np.isfinite(res.eval_history).all()
     # the last check's eval error is the misclassification rate of the returned nets, recomputed independently
@@ -210,8 +246,15 @@ def test_stepping_models_in_groups_gives_the_same_bits_as_all_at_once(loss, opti
     idx = np.tile(np.arange(N), (M, 1))
     lr = np.array([1e-2, 3e-2, 1e-3, 5e-3, 2e-2]) if optimizer == "sgd" else np.array([1e-3, 5e-3, 2e-2, 3e-3, 1e-2])
     init = init_params(layer_sizes(d, width, 3), np.arange(M) + 3, "truncated_normal")
-    s = TrainSettings(batch_size=50, max_epochs=4, check_every=2, loss=LOSSES[loss], optimizer=OPTIMIZERS[optimizer],
-                      device="cpu", stop=StopRule())
+    s = TrainSettings(
+        batch_size=50,
+        max_epochs=4,
+        check_every=2,
+        loss=LOSSES[loss],
+        optimizer=OPTIMIZERS[optimizer],
+        device="cpu",
+        stop=StopRule(),
+    )
     p = init_params(layer_sizes(d, width, 3), np.arange(M), "truncated_normal")
     state = OPTIMIZERS[optimizer].init_state(p)
     runs = {}
@@ -250,7 +293,7 @@ def test_the_foreach_adam_step_gives_the_bits_of_the_per_tensor_step(sizes, M):
         state = opt.init_state(p)
         with torch.no_grad():
             for s in range(60):
-                xb, yb = x[:, s * 32:(s + 1) * 32], y[:, s * 32:(s + 1) * 32]
+                xb, yb = x[:, s * 32 : (s + 1) * 32], y[:, s * 32 : (s + 1) * 32]
                 opt.step(p, state, xb, yb, lr, loss)
         runs.append(([t for layer in p for t in layer], state))
     (new, s_new), (old, s_old), (other, _) = runs
@@ -271,8 +314,15 @@ def test_a_stack_paused_in_two_parts_and_joined_goes_on_to_the_bits_of_one_unint
     rng = np.random.default_rng(0)
     x = rng.standard_normal((60, 4))
     y = np.sin(x[:, 0])
-    s = TrainSettings(loss=MSE(), optimizer=OPTIMIZERS[opt], max_epochs=30, check_every=5, batch_size=10,
-                      stop=StopRule(threshold=1e-2), device="cpu")
+    s = TrainSettings(
+        loss=MSE(),
+        optimizer=OPTIMIZERS[opt],
+        max_epochs=30,
+        check_every=5,
+        batch_size=10,
+        stop=StopRule(threshold=1e-2),
+        device="cpu",
+    )
     lrs = np.asarray(lrs)
     M = len(lrs)
     init = init_params([4, 16, 1], np.arange(M))

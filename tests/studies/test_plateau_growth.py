@@ -38,7 +38,9 @@ def _rules(cfg: dict) -> dict[str, StopRule]:
     return {
         "mori_ueda fig2": sgd.stop_rule(mspecs._training(cfg, "fig2", 3000)),
         "separation radial": straining.settings(sspecs._training(s["separation"]["radial"]["training"]), "cpu").stop,
-        "separation sawtooth": straining.settings(sspecs._training(s["separation"]["sawtooth"]["training"]), "cpu").stop,
+        "separation sawtooth": straining.settings(
+            sspecs._training(s["separation"]["sawtooth"]["training"]), "cpu"
+        ).stop,
         "fractal nets": accuracy.stop_rule(fspecs._training(f["training"])),
         "fig7 CNNs": accuracy.stop_rule(fspecs._training({**f["fig7"], "max_epochs": f["fig7"]["epochs"]})),
     }
@@ -57,7 +59,7 @@ def test_a_pause_late_in_a_long_run_is_not_a_plateau_under_the_default_rule_but_
     pauses 5 checks, then falls again.  The fixed window of 4 checks read the pause as convergence at check 44; the
     default's window is 10 checks there (0.25 x 44), so it trains through the pause and stops only on the final stall,
     once that lasts a quarter of the run."""
-    values = [0.97**i for i in range(40)] + [0.97**39] * 5 + [0.97**(39 + i) for i in range(1, 21)] + [0.97**59] * 60
+    values = [0.97**i for i in range(40)] + [0.97**39] * 5 + [0.97 ** (39 + i) for i in range(1, 21)] + [0.97**59] * 60
     rule = sgd.stop_rule(mspecs._training(_default(), "fig2", 3000))
     fixed = StopRule(threshold=rule.threshold, patience=rule.patience, rel_tol=rule.rel_tol)
     assert _stop_at(fixed, values) == (PLATEAU, 44)

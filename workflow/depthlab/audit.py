@@ -120,14 +120,17 @@ def _regular(a: Audit, depth: int, path: Path) -> bool:
 def _root_of(path: Path, rel: str) -> Path | None:
     """The results root: ``path`` with the recorded relative path ``rel`` removed from its end."""
     parts, tail = path.resolve().parts, Path(rel).parts
-    if len(parts) <= len(tail) or tuple(parts[-len(tail):]) != tail:
+    if len(parts) <= len(tail) or tuple(parts[-len(tail) :]) != tail:
         return None
     return Path(*parts[: -len(tail)])
 
 
 def _check_record(a: Audit, depth: int, rel: str, rec: dict) -> None:
     if prov.record_hash(rec) != rec.get("record_hash"):
-        a.fail(depth, f"{rel}: its provenance record was edited (record hash {str(rec.get('record_hash'))[:16]} no longer matches its fields)")
+        a.fail(
+            depth,
+            f"{rel}: its provenance record was edited (record hash {str(rec.get('record_hash'))[:16]} no longer matches its fields)",
+        )
     if "spec" in rec and prov.spec_hash(rec["spec"]) != rec.get("config_hash"):
         a.fail(depth, f"{rel}: recorded spec does not match its recorded config hash")
 
@@ -144,13 +147,24 @@ def _check_code(a: Audit, depth: int, rel: str, rec: dict) -> None:
     same_fp = now is not None and now == rec.get("code_fingerprint")
     if made.removesuffix("+dirty") != cur.removesuffix("+dirty") or made.endswith("+dirty"):
         if same_fp:
-            a.note(depth, f"{rel}: made by code {made}, the checkout is {cur}; the code its stage runs is unchanged "
-                          f"(fingerprint {now[:16]})")
+            a.note(
+                depth,
+                f"{rel}: made by code {made}, the checkout is {cur}; the code its stage runs is unchanged "
+                f"(fingerprint {now[:16]})",
+            )
         else:
-            a.note(depth, f"{rel}: made by code {made}, the checkout is {cur}, and the code its stage runs has changed "
-                          f"(fingerprint {str(rec.get('code_fingerprint'))[:16]} then, {str(now)[:16]} now)", strict_fails=True)
+            a.note(
+                depth,
+                f"{rel}: made by code {made}, the checkout is {cur}, and the code its stage runs has changed "
+                f"(fingerprint {str(rec.get('code_fingerprint'))[:16]} then, {str(now)[:16]} now)",
+                strict_fails=True,
+            )
     elif not same_fp:
-        a.note(depth, f"{rel}: its stage's code fingerprint differs from the checkout's although the commit is the same", strict_fails=True)
+        a.note(
+            depth,
+            f"{rel}: its stage's code fingerprint differs from the checkout's although the commit is the same",
+            strict_fails=True,
+        )
 
 
 def _check_config(a: Audit, depth: int, rel: str, rec: dict) -> None:
@@ -165,7 +179,11 @@ def _check_config(a: Audit, depth: int, rel: str, rec: dict) -> None:
         if a.config is not None:
             a.fail(depth, f"{rel}: {text}")
         else:
-            a.note(depth, f"{rel}: {text} (compared with config.used.yaml: a later run used another config?)", strict_fails=True)
+            a.note(
+                depth,
+                f"{rel}: {text} (compared with config.used.yaml: a later run used another config?)",
+                strict_fails=True,
+            )
 
     try:
         if rec["study"] not in config["studies"]:
@@ -195,7 +213,10 @@ def audit_store(a: Audit, rel: str, depth: int, expect: dict | None) -> None:
                 return
             for k in ("content_hash", "record_hash"):
                 if rec.get(k) != expect.get(k):
-                    a.fail(depth, f"{rel}: a consumer recorded {k} {str(expect.get(k))[:16]}, the store now has {str(rec.get(k))[:16]}")
+                    a.fail(
+                        depth,
+                        f"{rel}: a consumer recorded {k} {str(expect.get(k))[:16]}, the store now has {str(rec.get(k))[:16]}",
+                    )
         a.say(depth, f"{rel}  (audited above)")
         return
     a.seen.add(rel)
@@ -217,15 +238,24 @@ def audit_store(a: Audit, rel: str, depth: int, expect: dict | None) -> None:
     on_disk = storage.content_hash(ds)
     spec = rec.get("spec", {})
     a.say(depth, f"{rel}  [{rec.get('study')}/{rec.get('stage')} {prov.canonical_json(rec.get('job'))}]")
-    a.say(depth + 1, f"content {on_disk[:16]}  config {str(rec.get('config_hash'))[:16]}  code {rec.get('code_version')}  "
-                     f"device {rec.get('device')}  created {rec.get('created')}")
+    a.say(
+        depth + 1,
+        f"content {on_disk[:16]}  config {str(rec.get('config_hash'))[:16]}  code {rec.get('code_version')}  "
+        f"device {rec.get('device')}  created {rec.get('created')}",
+    )
     a.say(depth + 1, f"machine {machine.summary(rec.get('machine'))}")
-    a.say(depth + 1, f"config values {prov.canonical_json({k: v for k, v in spec.items() if k not in ('data', 'study', 'stage', 'job')})}")
+    a.say(
+        depth + 1,
+        f"config values {prov.canonical_json({k: v for k, v in spec.items() if k not in ('data', 'study', 'stage', 'job')})}",
+    )
     a.say(depth + 1, f"packages {prov.canonical_json(rec.get('packages'))}")
     _check_record(a, depth + 1, rel, rec)
     if on_disk != rec.get("content_hash"):
-        a.fail(depth + 1, f"{rel}: arrays on disk (hash {on_disk[:16]}) differ from those written "
-                          f"(hash {str(rec.get('content_hash'))[:16]}): modified after it was made")
+        a.fail(
+            depth + 1,
+            f"{rel}: arrays on disk (hash {on_disk[:16]}) differ from those written "
+            f"(hash {str(rec.get('content_hash'))[:16]}): modified after it was made",
+        )
     if storage.plain_attrs(ds.attrs) != rec.get("attrs"):
         a.fail(depth + 1, f"{rel}: its attributes differ from those recorded when it was written")
     try:
@@ -233,17 +263,26 @@ def audit_store(a: Audit, rel: str, depth: int, expect: dict | None) -> None:
     except (OSError, ValueError, AttributeError) as e:
         bad = [f"unreadable ({type(e).__name__})"]
     if bad is None:
-        a.note(depth + 1, f"{rel}: written without consolidated metadata (an older depthlab): plain xr.open_zarr warns on it")
+        a.note(
+            depth + 1,
+            f"{rel}: written without consolidated metadata (an older depthlab): plain xr.open_zarr warns on it",
+        )
     elif bad:
-        a.fail(depth + 1, f"{rel}: its consolidated metadata (what xr.open_zarr reads) differs from the arrays' own for: "
-                          f"{', '.join(bad)}")
+        a.fail(
+            depth + 1,
+            f"{rel}: its consolidated metadata (what xr.open_zarr reads) differs from the arrays' own for: "
+            f"{', '.join(bad)}",
+        )
     if rec.get("path") != rel:
         a.fail(depth + 1, f"{rel}: its record says it was written as {rec.get('path')}")
     if expect is not None:
         for k in ("content_hash", "record_hash"):
             if rec.get(k) != expect.get(k):
-                a.fail(depth + 1, f"{rel}: its consumer recorded {k} {str(expect.get(k))[:16]}, the store has "
-                                  f"{str(rec.get(k))[:16]}: it was replaced or rewritten")
+                a.fail(
+                    depth + 1,
+                    f"{rel}: its consumer recorded {k} {str(expect.get(k))[:16]}, the store has "
+                    f"{str(rec.get(k))[:16]}: it was replaced or rewritten",
+                )
     _check_code(a, depth + 1, rel, rec)
     _check_config(a, depth + 1, rel, rec)
     _check_files(a, depth + 1, rel, rec)
@@ -264,8 +303,11 @@ def _check_files(a: Audit, depth: int, rel: str, rec: dict) -> None:
             continue
         path = f["path"]
         if not safeio.is_regular(path):
-            a.note(depth, f"{rel}: its source file {path} is not there (or not a regular file): not checked",
-                   strict_fails=True)
+            a.note(
+                depth,
+                f"{rel}: its source file {path} is not there (or not a regular file): not checked",
+                strict_fails=True,
+            )
             continue
         try:
             now = safeio.file_hash(path)
@@ -273,8 +315,11 @@ def _check_files(a: Audit, depth: int, rel: str, rec: dict) -> None:
             a.fail(depth, f"{rel}: its source file {path} cannot be read ({e})")
             continue
         if now != f["sha256"]:
-            a.fail(depth, f"{rel}: its source file {path} has changed since the store was made from it "
-                          f"(sha256 {f['sha256'][:16]} then, {now[:16]} now)")
+            a.fail(
+                depth,
+                f"{rel}: its source file {path} has changed since the store was made from it "
+                f"(sha256 {f['sha256'][:16]} then, {now[:16]} now)",
+            )
         else:
             a.say(depth, f"source file {path}  sha256 {now[:16]}")
 
@@ -289,7 +334,10 @@ def _load_json(a: Audit, depth: int, path: Path) -> dict | None:
         a.fail(depth, f"{_show(a, path)}: unreadable ({type(e).__name__}: {str(e)[:200]})")
         return None
     if not isinstance(rec, dict) or not rec:
-        a.fail(depth, f"{_show(a, path)}: not a provenance record (a JSON {type(rec).__name__}{', empty' if not rec else ''})")
+        a.fail(
+            depth,
+            f"{_show(a, path)}: not a provenance record (a JSON {type(rec).__name__}{', empty' if not rec else ''})",
+        )
         return None
     return rec
 
@@ -315,7 +363,9 @@ def _first_difference(csv: str, derived: str) -> str | None:
     except Exception as e:
         return f"the CSV cannot be parsed ({type(e).__name__})"
     if list(have.columns) != list(want.columns) or have.shape != want.shape:
-        return f"columns/shape {list(have.columns)} {have.shape} in the CSV, {list(want.columns)} {want.shape} re-derived"
+        return (
+            f"columns/shape {list(have.columns)} {have.shape} in the CSV, {list(want.columns)} {want.shape} re-derived"
+        )
     for col in have.columns:
         x, y = have[col].to_numpy(), want[col].to_numpy()
         if x.dtype.kind in "fiu" and y.dtype.kind in "fiu":
@@ -339,13 +389,21 @@ def _rederive_table(a: Audit, depth: int, stem_rel: str, stem: Path, rec: dict) 
         stage = study.stage(rec["stage"])
         make_table = stage.table_function()
         if make_table is None:
-            a.note(depth, f"{stem_rel}: study {rec['study']} has no make_table, so its table was not re-derived", strict_fails=True)
+            a.note(
+                depth,
+                f"{stem_rel}: study {rec['study']} has no make_table, so its table was not re-derived",
+                strict_fails=True,
+            )
             return
         spec = study.spec_from_dict(rec["spec"])
-        inputs = storage.figure_inputs(study, {k: str(a.root / inp["path"]) for k, inp in rec.get("inputs", {}).items()})
+        inputs = storage.figure_inputs(
+            study, {k: str(a.root / inp["path"]) for k, inp in rec.get("inputs", {}).items()}
+        )
         derived = render.table_csv(make_table(spec, inputs))
     except Exception as e:
-        a.fail(depth, f"{stem_rel}: its table could not be re-derived from its stores ({type(e).__name__}: {str(e)[:200]})")
+        a.fail(
+            depth, f"{stem_rel}: its table could not be re-derived from its stores ({type(e).__name__}: {str(e)[:200]})"
+        )
         return
     if not _regular(a, depth, csv):
         return
@@ -355,11 +413,17 @@ def _rederive_table(a: Audit, depth: int, stem_rel: str, stem: Path, rec: dict) 
         return
     now = prov.code_fingerprint(stage.fingerprint_modules)
     if now == rec.get("code_fingerprint"):
-        a.fail(depth, f"{stem_rel}: its table no longer follows from its stores (re-derived with the figure's own code, "
-                      f"{diff})")
+        a.fail(
+            depth,
+            f"{stem_rel}: its table no longer follows from its stores (re-derived with the figure's own code, {diff})",
+        )
     else:
-        a.note(depth, f"{stem_rel}: the table re-derived with the checkout's figure code differs ({diff}); the figure was "
-                      "made by other figure code", strict_fails=True)
+        a.note(
+            depth,
+            f"{stem_rel}: the table re-derived with the checkout's figure code differs ({diff}); the figure was "
+            "made by other figure code",
+            strict_fails=True,
+        )
 
 
 def audit_figure(a: Audit, stem_rel: str, depth: int, expect_record: str | None = None) -> None:
@@ -369,11 +433,17 @@ def audit_figure(a: Audit, stem_rel: str, depth: int, expect_record: str | None 
         return
     a.seen.add(stem_rel)
     a.figures[stem_rel] = rec
-    a.say(depth, f"figure {stem_rel}  [{rec.get('study')}] config {str(rec.get('config_hash'))[:16]}  code {rec.get('code_version')}")
+    a.say(
+        depth,
+        f"figure {stem_rel}  [{rec.get('study')}] config {str(rec.get('config_hash'))[:16]}  code {rec.get('code_version')}",
+    )
     _check_record(a, depth + 1, stem_rel, rec)
     if expect_record is not None and rec.get("record_hash") != expect_record:
-        a.fail(depth + 1, f"{stem_rel}: the claims report recorded another provenance for this figure (record hash "
-                          f"{expect_record[:16]}, now {str(rec.get('record_hash'))[:16]})")
+        a.fail(
+            depth + 1,
+            f"{stem_rel}: the claims report recorded another provenance for this figure (record hash "
+            f"{expect_record[:16]}, now {str(rec.get('record_hash'))[:16]})",
+        )
     _same_file(a, depth + 1, stem.with_suffix(".csv"), rec.get("csv_sha256"), "the table")
     embedded = prov.canonical_json(prov.embedded(rec))
     pdf = stem.with_suffix(".pdf")
@@ -385,8 +455,11 @@ def audit_figure(a: Audit, stem_rel: str, depth: int, expect_record: str | None 
             a.fail(depth + 1, f"{stem_rel}.pdf: its embedded provenance is unreadable ({type(e).__name__}: {e})")
         else:
             if subject != embedded:
-                a.fail(depth + 1, f"{stem_rel}.pdf: its embedded provenance (the PDF's Subject) does not match "
-                                  f"{stem.name}.provenance.json")
+                a.fail(
+                    depth + 1,
+                    f"{stem_rel}.pdf: its embedded provenance (the PDF's Subject) does not match "
+                    f"{stem.name}.provenance.json",
+                )
     png = stem.with_suffix(".png")
     if _regular(a, depth + 1, png):
         try:
@@ -436,7 +509,9 @@ def audit_claims(a: Audit, rel: str, depth: int, expect_record: str | None = Non
         _check_code(a, depth + 1, rel, rec)
         _check_config(a, depth + 1, rel, rec)
     inputs = rec.get("inputs", {})
-    if not isinstance(inputs, dict) or not all(isinstance(v, dict) and isinstance(v.get("path"), str) for v in inputs.values()):
+    if not isinstance(inputs, dict) or not all(
+        isinstance(v, dict) and isinstance(v.get("path"), str) for v in inputs.values()
+    ):
         a.fail(depth + 1, f"{rel}: its record's inputs are malformed")
         return
     for _name, inp in sorted(inputs.items()):
@@ -503,8 +578,11 @@ def run(target: str, config: dict | None, strict: bool = False) -> Audit:
     a.root = root
     a.say(0, f"results folder {root}")
     _audit_used_config(a)
-    {"store": lambda: audit_store(a, rel, 0, None), "figure": lambda: audit_figure(a, rel, 0),
-     "claims": lambda: audit_claims(a, rel, 0)}[kind]()
+    {
+        "store": lambda: audit_store(a, rel, 0, None),
+        "figure": lambda: audit_figure(a, rel, 0),
+        "claims": lambda: audit_claims(a, rel, 0),
+    }[kind]()
     return a
 
 

@@ -32,7 +32,9 @@ _CODE = "code_fingerprint"
 _HASH = "content_sha256"  # over every other tensor: a flipped byte (a disk or copy error) is caught on load
 HOLD = "DEPTHLAB_TEST_HOLD"  # tests only: a folder; a job waits after each checkpoint it writes until <folder>/release exists
 CHILD = r"round[0-9]+|final|grow[0-9]+|half[0-9]+|part[0-9]+|screen|rest|kept"  # the children the trainers take (lrsearch rounds, the radial final run, grid growth, a halved rate, a round in parts, a one-fold first rung, its kept candidates' other folds, and those joined)
-_MINE = re.compile(rf"(?:\.(?:{CHILD}))*(?:\.tmp-[0-9]+(?:-[A-Za-z0-9]+-[0-9a-f]+)?)?")  # what follows a checkpoint's name in the files it writes
+_MINE = re.compile(
+    rf"(?:\.(?:{CHILD}))*(?:\.tmp-[0-9]+(?:-[A-Za-z0-9]+-[0-9a-f]+)?)?"
+)  # what follows a checkpoint's name in the files it writes
 
 
 def _as_bytes(text: str) -> "torch.Tensor":
@@ -99,7 +101,9 @@ class FileCheckpoint:
         try:
             torch.save({**body, _HASH: _as_bytes(tensors_hash(body))}, tmp)
             os.replace(tmp, self.path)  # atomic: a kill mid-write leaves the previous checkpoint intact
-        except BaseException:  # SIGTERM raises here (the stage's handler) as a full disk does: no half-written temporary left
+        except (
+            BaseException
+        ):  # SIGTERM raises here (the stage's handler) as a full disk does: no half-written temporary left
             tmp.unlink(missing_ok=True)
             raise
         _test_hold(self.path)
@@ -117,19 +121,29 @@ class FileCheckpoint:
                 raise ValueError("it carries no content hash (written before checkpoints carried one)")
             recorded = bytes(state.pop(_HASH).tolist()).decode()
             if tensors_hash(state) != recorded:
-                raise ValueError("its tensors do not hash to the content hash it carries: damaged (a disk or copy "
-                                 "error?), so the job starts over")
+                raise ValueError(
+                    "its tensors do not hash to the content hash it carries: damaged (a disk or copy "
+                    "error?), so the job starts over"
+                )
             stored = bytes(state.pop(_FP).tolist()).decode()
             code = bytes(state.pop(_CODE).tolist()).decode() if _CODE in state else "(none recorded)"
         except Exception as e:  # unreadable, malformed or missing the fingerprint: ignored, never trusted
             log.warning("ignoring unusable checkpoint %s (%s: %s)", self.path, type(e).__name__, e)
             return None
         if code != self.code:
-            log.warning("ignoring checkpoint %s: it was made by other code (code fingerprint %s; this run's is %s), "
-                        "so training starts afresh", self.path, code, self.code)
+            log.warning(
+                "ignoring checkpoint %s: it was made by other code (code fingerprint %s; this run's is %s), "
+                "so training starts afresh",
+                self.path,
+                code,
+                self.code,
+            )
             return None
         if stored != fingerprint:
-            log.warning("ignoring checkpoint %s: it was made by a different run (other data, rates, seeds or settings)", self.path)
+            log.warning(
+                "ignoring checkpoint %s: it was made by a different run (other data, rates, seeds or settings)",
+                self.path,
+            )
             return None
         return state
 
@@ -137,6 +151,6 @@ class FileCheckpoint:
         """Remove this checkpoint, its children and any half-written temporaries: exactly the names this class writes
         (a user's ``<store>.ckpt.notes`` or ``<store>.ckpt-old`` beside it is left alone)."""
         for p in self.path.parent.iterdir():
-            rest = p.name[len(self.path.name):] if p.name.startswith(self.path.name) else None
+            rest = p.name[len(self.path.name) :] if p.name.startswith(self.path.name) else None
             if rest is not None and _MINE.fullmatch(rest) and p.is_file() and not p.is_symlink():
                 p.unlink(missing_ok=True)

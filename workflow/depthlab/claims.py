@@ -63,16 +63,24 @@ class Verdict:
     stderr: float | None = None  # its standard error (None: none could be formed)
     threshold: float | None = None  # what it is compared with
     z: float | None = None  # (effect - threshold) / stderr, signed towards "holds"
-    applicable: bool = True  # False: the claim has no content at this config (``reason`` says why, and how to make it apply)
-    substituted: str = ""  # nets it rests on trained at a rate other than the one chosen (a seed diverged): which, and why
-    scope: str = "paper"  # paper: a claim the paper makes, judged where it makes it | extension: beyond the papers' claims
+    applicable: bool = (
+        True  # False: the claim has no content at this config (``reason`` says why, and how to make it apply)
+    )
+    substituted: str = (
+        ""  # nets it rests on trained at a rate other than the one chosen (a seed diverged): which, and why
+    )
+    scope: str = (
+        "paper"  # paper: a claim the paper makes, judged where it makes it | extension: beyond the papers' claims
+    )
     to_decide: dict | None = None  # an inconclusive row: {text, changes: [{key, value}], seconds} (depthlab.decide)
 
     def __post_init__(self) -> None:
         if self.kind == "claim" and self.holds is None and not self.reason:
             raise ValueError(f"claim {self.claim} ({self.subject}): an inconclusive verdict needs its reason")
         if self.scope not in SCOPES:
-            raise ValueError(f"claim {self.claim} ({self.subject}): scope {self.scope!r} is not one of {', '.join(SCOPES)}")
+            raise ValueError(
+                f"claim {self.claim} ({self.subject}): scope {self.scope!r} is not one of {', '.join(SCOPES)}"
+            )
         for f in ("effect", "stderr", "threshold", "z"):  # claims.json is strict JSON: no NaN or infinity
             v = getattr(self, f)
             if v is not None and not math.isfinite(v):
@@ -132,7 +140,9 @@ def exceeds(est: Estimate, threshold: float, *, below: bool = False, z: float = 
     if not math.isfinite(est.value):
         return Test(None, est.value, est.se, threshold, None, f"{what} could not be computed")
     if not (math.isfinite(est.se) and est.se > 0):
-        note = " (no error bar: " + ("one net, nothing to resample)" if not math.isfinite(est.se) else "an exact value)")
+        note = " (no error bar: " + (
+            "one net, nothing to resample)" if not math.isfinite(est.se) else "an exact value)"
+        )
         return Test(bool(d > 0), est.value, est.se, threshold, None, "", note)
     score = d / est.se
     if score >= z:
@@ -140,13 +150,27 @@ def exceeds(est: Estimate, threshold: float, *, below: bool = False, z: float = 
     if score <= -z:
         return Test(False, est.value, est.se, threshold, score)
     side = "below" if below else "above"
-    return Test(None, est.value, est.se, threshold, score,
-                f"inside the error bars: {what} {est.value:.4g} +- {est.se:.2g} against {threshold:.4g} (needed {side} it by "
-                f"{z:g} SE; z = {score:+.2f})")
+    return Test(
+        None,
+        est.value,
+        est.se,
+        threshold,
+        score,
+        f"inside the error bars: {what} {est.value:.4g} +- {est.se:.2g} against {threshold:.4g} (needed {side} it by "
+        f"{z:g} SE; z = {score:+.2f})",
+    )
 
 
-def trend(x, samples: list, *, falling: bool, sem: list | None = None, what: str = "the trend", share: float = TREND_SHARE,
-          seed: int = 0) -> Test:
+def trend(
+    x,
+    samples: list,
+    *,
+    falling: bool,
+    sem: list | None = None,
+    what: str = "the trend",
+    share: float = TREND_SHARE,
+    seed: int = 0,
+) -> Test:
     """A trend of y (replicates ``samples[i]`` at ``x[i]``; pass log L for depths) against x, decided by
     :func:`depthlab.core.stats.trend_test` (an exact permutation test of the least-squares slope over every replicate):
     holds when the claimed sign (falling with ``falling``) has one-sided p <= 1 - ``share``, does not hold when the other
@@ -159,14 +183,24 @@ def trend(x, samples: list, *, falling: bool, sem: list | None = None, what: str
     p_yes, p_no = (tt.p_down, tt.p_up) if falling else (tt.p_up, tt.p_down)
     z = (-tt.slope if falling else tt.slope) / tt.se if math.isfinite(tt.se) and tt.se > 0 else None
     alpha = 1 - share
-    note = (f" ({'falling' if falling else 'rising'}: one-sided p = {p_yes:.3g}, the other way p = {p_no:.3g}, need <= "
-            f"{alpha:.2g}; {tt.how} over {tt.n} values; Spearman of the means {tt.rho:+.2f})")
+    note = (
+        f" ({'falling' if falling else 'rising'}: one-sided p = {p_yes:.3g}, the other way p = {p_no:.3g}, need <= "
+        f"{alpha:.2g}; {tt.how} over {tt.n} values; Spearman of the means {tt.rho:+.2f})"
+    )
     if p_yes <= alpha + 1e-12:
         return Test(True, tt.slope, tt.se, 0.0, z, "", note)
     if p_no <= alpha + 1e-12:
         return Test(False, tt.slope, tt.se, 0.0, z, "", note)
-    return Test(None, tt.slope, tt.se, 0.0, z, f"inside the error bars: {what} (slope {tt.slope:+.3g} +- {tt.se:.2g}) has "
-                f"one-sided p = {min(p_yes, p_no):.3g} either way (need <= {alpha:.2g}; {tt.how})", note)
+    return Test(
+        None,
+        tt.slope,
+        tt.se,
+        0.0,
+        z,
+        f"inside the error bars: {what} (slope {tt.slope:+.3g} +- {tt.se:.2g}) has "
+        f"one-sided p = {min(p_yes, p_no):.3g} either way (need <= {alpha:.2g}; {tt.how})",
+        note,
+    )
 
 
 def decided(t: Test) -> bool:
@@ -190,15 +224,25 @@ def all_of(*tests: Test) -> Test:
         return Test(False, t.effect, t.stderr, t.threshold, t.z, "", t.note)
     if open_ or bare:
         t = (open_ or bare)[0]
-        why = [o.problem for o in open_] + [f"a part fails on its value alone, with no error bar ({b.effect:.4g} against "
-                                            f"{b.threshold:.4g}{b.note})" for b in bare]
+        why = [o.problem for o in open_] + [
+            f"a part fails on its value alone, with no error bar ({b.effect:.4g} against {b.threshold:.4g}{b.note})"
+            for b in bare
+        ]
         return Test(None, t.effect, t.stderr, t.threshold, t.z, "; ".join(why), t.note)
     t = min(tests, key=lambda t: t.z if t.z is not None else math.inf)
     return Test(True, t.effect, t.stderr, t.threshold, t.z, "", t.note)
 
 
-def judge(claim: str, statement: str, figure: str, subject: str, holds: "bool | None | Test", evidence: str,
-          problems: Iterable[str] = (), why_none: str = "") -> Verdict:
+def judge(
+    claim: str,
+    statement: str,
+    figure: str,
+    subject: str,
+    holds: "bool | None | Test",
+    evidence: str,
+    problems: Iterable[str] = (),
+    why_none: str = "",
+) -> Verdict:
     """A claim's verdict from its own test (``holds``: a bool, or a :class:`Test` whose numbers the row then carries)
     and the problems of what it rests on: any problem makes it inconclusive, the reason naming each problem and what the
     numbers alone would say.  ``holds`` None (the test could not be applied) needs ``why_none``."""
@@ -234,7 +278,11 @@ def learned(points: dict, floor: float, *, above: bool = False, what: str = "cha
         se = e.se if math.isfinite(e.se) else 0.0
         dead = (e.value <= floor + Z * se) if above else (e.value >= floor - Z * se)
         (gone if dead else keep).append(k)
-    note = (f"left out at {what} (within {Z:g} SE of {floor:g}): " + ", ".join(f"{k} ({points[k]})" for k in gone)) if gone else ""
+    note = (
+        (f"left out at {what} (within {Z:g} SE of {floor:g}): " + ", ".join(f"{k} ({points[k]})" for k in gone))
+        if gone
+        else ""
+    )
     return keep, note
 
 
@@ -243,7 +291,9 @@ def _names(names: list[str], most: int = 6) -> str:
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def unconverged(table: Any, label: Callable[[Any], str], converged: str = "converged", diverged: str | None = "diverged") -> str:
+def unconverged(
+    table: Any, label: Callable[[Any], str], converged: str = "converged", diverged: str | None = "diverged"
+) -> str:
     """The problem 'k of n nets ... did not converge' of a table's rows (each a trained net) whose ``converged`` is False
     (a diverged net is not 'unconverged': divergence is reported on its own), naming them by ``label(row)``; '' if none."""
     if converged not in table or not len(table):
@@ -253,8 +303,10 @@ def unconverged(table: Any, label: Callable[[Any], str], converged: str = "conve
         bad &= ~table[diverged].astype(bool)
     if not bad.any():
         return ""
-    return (f"{int(bad.sum())} of {len(table)} nets it rests on did not converge (still improving when the budget ran "
-            f"out: {_names([label(r) for r in table[bad].itertuples()])})")
+    return (
+        f"{int(bad.sum())} of {len(table)} nets it rests on did not converge (still improving when the budget ran "
+        f"out: {_names([label(r) for r in table[bad].itertuples()])})"
+    )
 
 
 def diverged(table: Any, label: Callable[[Any], str], consequence: str, column: str = "diverged") -> str:
@@ -337,11 +389,15 @@ def _numbers(v: Verdict) -> str:
 
 
 def _table(verdicts: list[Verdict]) -> list[str]:
-    lines = ["| claim | statement | figure | subject | verdict | effect | SE | threshold | z | evidence |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| claim | statement | figure | subject | verdict | effect | SE | threshold | z | evidence |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for v in verdicts:
-        lines.append(f"| {v.claim} | {_cell(v.statement)} | {v.figure} | {_cell(v.subject)} | {v.mark} | {_numbers(v)} | "
-                     f"{_cell(_evidence(v))} |")
+        lines.append(
+            f"| {v.claim} | {_cell(v.statement)} | {v.figure} | {_cell(v.subject)} | {v.mark} | {_numbers(v)} | "
+            f"{_cell(_evidence(v))} |"
+        )
     return lines
 
 
@@ -350,24 +406,30 @@ def _tally(verdicts: list[Verdict], scope: str) -> str:
     return f"{yes} hold, {no} do not hold, {na} inconclusive, {off} not applicable"
 
 
-EXTENSION_HEAD = ("## Extensions: rows beyond the papers' claims",
-                  "Listed apart and never counted as a reproduction or a non-reproduction: findings the papers do not state "
-                  "(SPEC's \"beyond the paper\" items, or a comparison the paper makes no claim about on that target).")
+EXTENSION_HEAD = (
+    "## Extensions: rows beyond the papers' claims",
+    "Listed apart and never counted as a reproduction or a non-reproduction: findings the papers do not state "
+    '(SPEC\'s "beyond the paper" items, or a comparison the paper makes no claim about on that target).',
+)
 
 
 def render(title: str, verdicts: list[Verdict], notes: list[str]) -> str:
     """Markdown report of one study: notes (scale, criteria), one table row per verdict of the papers' claims (and the
     questions), then the extension rows in a table of their own."""
-    lines = [f"# {title}: claims at the scale that was run", "",
-             "Computed by the pipeline from the figure tables; not written by hand. A row *holds*, *does not hold* or is "
-             "*inconclusive*, with the reason: a net it rests on did not converge, a rate sits at a flagged edge of its grid, "
-             "every net is at chance, the seeds disagree beyond the stated margin, the net is outside the regime the claim "
-             "is about (*inconclusive: scale*), or the effect lies inside its error bars. "
-             f"A row that has no content at this config is *not applicable*. Each comparison gives its effect, standard error "
-             f"(SE), threshold and z = (effect - threshold) / SE signed towards *holds*: it holds at z >= {Z:g}, does not hold "
-             f"at z <= -{Z:g}; a trend is decided when an exact permutation test of its slope over the seeds gives one-sided "
-             f"p <= {1 - TREND_SHARE:.2g}. Each claim is judged where its paper makes it; rows beyond the papers' claims are "
-             "*extensions*, listed apart and not counted.", ""]
+    lines = [
+        f"# {title}: claims at the scale that was run",
+        "",
+        "Computed by the pipeline from the figure tables; not written by hand. A row *holds*, *does not hold* or is "
+        "*inconclusive*, with the reason: a net it rests on did not converge, a rate sits at a flagged edge of its grid, "
+        "every net is at chance, the seeds disagree beyond the stated margin, the net is outside the regime the claim "
+        "is about (*inconclusive: scale*), or the effect lies inside its error bars. "
+        f"A row that has no content at this config is *not applicable*. Each comparison gives its effect, standard error "
+        f"(SE), threshold and z = (effect - threshold) / SE signed towards *holds*: it holds at z >= {Z:g}, does not hold "
+        f"at z <= -{Z:g}; a trend is decided when an exact permutation test of its slope over the seeds gives one-sided "
+        f"p <= {1 - TREND_SHARE:.2g}. Each claim is judged where its paper makes it; rows beyond the papers' claims are "
+        "*extensions*, listed apart and not counted.",
+        "",
+    ]
     for n in notes:
         lines += [n, ""]
     paper = [v for v in verdicts if v.scope != "extension"]
@@ -376,15 +438,21 @@ def render(title: str, verdicts: list[Verdict], notes: list[str]) -> str:
     q = answered(verdicts)
     lines += ["", _tally(verdicts, "paper") + (f"; {q} question(s) answered." if q else ".")]
     if ext:
-        lines += ["", EXTENSION_HEAD[0], "", EXTENSION_HEAD[1], ""] + _table(ext) + ["", "Extensions: " + _tally(verdicts, "extension") + "."]
+        lines += (
+            ["", EXTENSION_HEAD[0], "", EXTENSION_HEAD[1], ""]
+            + _table(ext)
+            + ["", "Extensions: " + _tally(verdicts, "extension") + "."]
+        )
     return "\n".join(lines) + "\n"
 
 
 def per_claim(parsed: list[tuple[str, str, list[Verdict]]]) -> list[str]:
     """One line per paper claim (its SPEC id): its statements, and how many of its rows hold, do not hold, are
     inconclusive and are not applicable; the papers' own rows only (extensions are counted apart)."""
-    out = ["| claim | study | what it says | holds | does not hold | inconclusive | not applicable |",
-           "|---|---|---|---|---|---|---|"]
+    out = [
+        "| claim | study | what it says | holds | does not hold | inconclusive | not applicable |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, _, vs in parsed:
         by: dict[str, list[Verdict]] = {}
         for v in vs:
@@ -399,31 +467,45 @@ def per_claim(parsed: list[tuple[str, str, list[Verdict]]]) -> list[str]:
     return out
 
 
-SMOKE_BANNER = ("> **Smoke scale.** This run is the smoke config: every study at a tiny scale, to show that every stage "
-                "runs and chains. Its numbers and verdicts are not findings; the default run (`config/config.yaml`) and "
-                "the paper run (`config/paper.yaml`) are where the claims are judged.")
+SMOKE_BANNER = (
+    "> **Smoke scale.** This run is the smoke config: every study at a tiny scale, to show that every stage "
+    "runs and chains. Its numbers and verdicts are not findings; the default run (`config/config.yaml`) and "
+    "the paper run (`config/paper.yaml`) are where the claims are judged."
+)
 
 
 def render_index(studies: list[tuple[str, str, list[dict]]], smoke: bool = False) -> str:
     """The index over all studies: (study, title, verdict dicts) -> markdown with per-study counts of the papers' claims,
     one line per paper claim, and every row, then the extension rows apart with their own counts.  ``smoke``: it opens
     with :data:`SMOKE_BANNER`."""
-    lines = ["# depthlab claims: every study", "", *([SMOKE_BANNER, ""] if smoke else []),
-             "One row per verdict of every study built by this run, each labelled with its SPEC claim id. The counts are "
-             "of the papers' own claims, judged where the papers make them; rows beyond the papers' claims (*extensions*) "
-             "are listed apart at the end and not counted.", "",
-             "| study | holds | does not hold | inconclusive | not applicable | extensions |", "|---|---|---|---|---|---|"]
+    lines = [
+        "# depthlab claims: every study",
+        "",
+        *([SMOKE_BANNER, ""] if smoke else []),
+        "One row per verdict of every study built by this run, each labelled with its SPEC claim id. The counts are "
+        "of the papers' own claims, judged where the papers make them; rows beyond the papers' claims (*extensions*) "
+        "are listed apart at the end and not counted.",
+        "",
+        "| study | holds | does not hold | inconclusive | not applicable | extensions |",
+        "|---|---|---|---|---|---|",
+    ]
     parsed = [(name, title, [Verdict.from_dict(r) for r in rows]) for name, title, rows in studies]
     for name, title, vs in parsed:
         yes, no, na, off = counts(vs)
-        lines.append(f"| [{title}]({name}/claims.md) | {yes} | {no} | {na} | {off} | {sum(v.scope == 'extension' for v in vs)} |")
+        lines.append(
+            f"| [{title}]({name}/claims.md) | {yes} | {no} | {na} | {off} | {sum(v.scope == 'extension' for v in vs)} |"
+        )
     lines += ["", *per_claim(parsed)]
-    head = ["| study | claim | figure | subject | verdict | effect | SE | threshold | z | evidence |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    head = [
+        "| study | claim | figure | subject | verdict | effect | SE | threshold | z | evidence |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
 
     def row(name: str, v: Verdict) -> str:
-        return (f"| {name} | {v.claim} ({_cell(v.statement)}) | {v.figure} | {_cell(v.subject)} | {v.mark} | "
-                f"{_numbers(v)} | {_cell(_evidence(v))} |")
+        return (
+            f"| {name} | {v.claim} ({_cell(v.statement)}) | {v.figure} | {_cell(v.subject)} | {v.mark} | "
+            f"{_numbers(v)} | {_cell(_evidence(v))} |"
+        )
 
     lines += [""] + head + [row(name, v) for name, _, vs in parsed for v in vs if v.scope != "extension"]
     ext = [(name, v) for name, _, vs in parsed for v in vs if v.scope == "extension"]

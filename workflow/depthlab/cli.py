@@ -50,14 +50,29 @@ class StageContext:
     checkpoint: Any  # depthlab.checkpoint.FileCheckpoint, or None
 
 
-def _record(study: "Study", spec: "Spec", output: str | Path, results: str, inputs: dict[str, str], device: str,
-            code: str | None = None, files: dict | None = None) -> dict:
+def _record(
+    study: "Study",
+    spec: "Spec",
+    output: str | Path,
+    results: str,
+    inputs: dict[str, str],
+    device: str,
+    code: str | None = None,
+    files: dict | None = None,
+) -> dict:
     stage = study.stage(spec.STAGE)
     return {
-        "study": spec.STUDY, "stage": spec.STAGE, "job": to_plain(spec.job),
-        "path": storage.relpath(output, results), "spec": spec.to_dict(), "config_hash": prov.spec_hash(spec.to_dict()),
-        "code_version": prov.code_version(), "code_fingerprint": code or prov.code_fingerprint(stage.fingerprint_modules),
-        "packages": prov.package_versions(), "device": device, "machine": machine.describe(device),
+        "study": spec.STUDY,
+        "stage": spec.STAGE,
+        "job": to_plain(spec.job),
+        "path": storage.relpath(output, results),
+        "spec": spec.to_dict(),
+        "config_hash": prov.spec_hash(spec.to_dict()),
+        "code_version": prov.code_version(),
+        "code_fingerprint": code or prov.code_fingerprint(stage.fingerprint_modules),
+        "packages": prov.package_versions(),
+        "device": device,
+        "machine": machine.describe(device),
         "inputs": {k: storage.input_record(p, results) for k, p in sorted(inputs.items())},
         **({"study_source": src} if (src := prov.study_source(study.folder)) else {}),
         **({"files": files} if files else {}),
@@ -77,8 +92,16 @@ def source_files(spec: "Spec") -> dict[str, dict[str, str]]:
     return out
 
 
-def run_store(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str], output: Path, results: str, device: str,
-              threads: int | None) -> None:
+def run_store(
+    study: "Study",
+    spec: "Spec",
+    fn: Callable,
+    inputs: dict[str, str],
+    output: Path,
+    results: str,
+    device: str,
+    threads: int | None,
+) -> None:
     from .checkpoint import FileCheckpoint
 
     if "torch" in sys.modules:  # the stage's modules import torch: set its threads and device
@@ -94,12 +117,16 @@ def run_store(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str]
     # training state survives a killed job here (SIGTERM, SIGKILL, a SLURM time limit); removed once the store is written
     # tagged with the code fingerprint: a checkpoint left by other code is ignored, never continued
     code = prov.code_fingerprint(study.stage(spec.STAGE).fingerprint_modules)
-    Path(output).parent.mkdir(parents=True, exist_ok=True)  # (Snakemake makes it; a job run by hand, or re-run by the audit, not)
+    Path(output).parent.mkdir(
+        parents=True, exist_ok=True
+    )  # (Snakemake makes it; a job run by hand, or re-run by the audit, not)
     ckpt = FileCheckpoint(f"{output}.ckpt", code=code)
     files = source_files(spec)
     ds = fn(spec, {k: storage.read_store(p) for k, p in inputs.items()}, StageContext(dev, log.info, ckpt))
     if source_files(spec) != files:
-        raise SystemExit(f"error: a file this job read changed while it ran: {', '.join(f['path'] for f in files.values())}")
+        raise SystemExit(
+            f"error: a file this job read changed while it ran: {', '.join(f['path'] for f in files.values())}"
+        )
     storage.write_store(ds, output, _record(study, spec, output, results, inputs, where, code, files))
     ckpt.clear()
     log.info("wrote %s in %.1fs", output, time.perf_counter() - t0)
@@ -113,7 +140,9 @@ def run_figure(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
     from . import render
 
     fig, table = fn(spec, figure_inputs(study, inputs))
-    for problem in render.layout_problems(fig):  # the job's log says it; tests/test_figures.py holds every smoke figure to none
+    for problem in render.layout_problems(
+        fig
+    ):  # the job's log says it; tests/test_figures.py holds every smoke figure to none
         log.warning("figure layout: %s", problem)
     record = _record(study, spec, stem, results, inputs, "cpu")
     record["csv_sha256"] = storage.write_text(render.table_csv(table), stem.with_suffix(".csv"))
@@ -131,8 +160,11 @@ def _file_input(path: str, results: str) -> dict[str, str]:
     """Record of a file input (a figure CSV or a claims JSON): its path, its hash, and its provenance's record hash."""
     p = Path(path)
     prov_path = p.with_name(p.name.rsplit(".", 1)[0] + ".provenance.json")
-    return {"path": storage.relpath(p, results), "sha256": storage.file_hash(p),
-            "record_hash": json.loads(prov_path.read_text())["record_hash"]}
+    return {
+        "path": storage.relpath(p, results),
+        "sha256": storage.file_hash(p),
+        "record_hash": json.loads(prov_path.read_text())["record_hash"],
+    }
 
 
 def run_claims(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str], out: Path, results: str) -> None:
@@ -154,10 +186,13 @@ def run_claims(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
     from . import forest, htmlpage
 
     # the same report as a page the HTML report shows in place (it downloads a markdown item)
-    record["html_sha256"] = storage.write_text(htmlpage.markdown_page(f"{study.title}: claims", text), out.with_suffix(".html"))
+    record["html_sha256"] = storage.write_text(
+        htmlpage.markdown_page(f"{study.title}: claims", text), out.with_suffix(".html")
+    )
 
-    record["forest_sha256"] = storage.write_bytes(forest.png(forest.run_figure(study.title, [v.as_dict() for v in verdicts])),
-                                                  out.with_suffix(".forest.png"))
+    record["forest_sha256"] = storage.write_bytes(
+        forest.png(forest.run_figure(study.title, [v.as_dict() for v in verdicts])), out.with_suffix(".forest.png")
+    )
     storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
     log.info("wrote %s and its forest plot (%d verdicts)", out, len(verdicts))
 
@@ -185,8 +220,10 @@ def job_device(device: str, study: str, gpu_stage: bool, cpu_faster: bool = Fals
     except ValueError:
         by_study = None
     if not isinstance(by_study, dict) or any(v not in cfg.DEVICES for v in by_study.values()):
-        raise SystemExit(f"error: $DEPTHLAB_DEVICE_BY_STUDY must map study names to one of {', '.join(cfg.DEVICES)}; "
-                         f"got {raw[:200]!r}")
+        raise SystemExit(
+            f"error: $DEPTHLAB_DEVICE_BY_STUDY must map study names to one of {', '.join(cfg.DEVICES)}; "
+            f"got {raw[:200]!r}"
+        )
     chosen = by_study.get(study, device)
     return "cpu" if chosen == "auto" and cpu_faster else chosen
 
@@ -225,7 +262,16 @@ def stage(args: argparse.Namespace) -> None:
         if st.kind == "store":
             if _written_meanwhile(study, spec, out):
                 return
-            run_store(study, spec, fn, inputs, out, args.results, job_device(args.device, study.name, st.gpu, st.gpu and _cpu_faster(study.name, spec)), args.threads)
+            run_store(
+                study,
+                spec,
+                fn,
+                inputs,
+                out,
+                args.results,
+                job_device(args.device, study.name, st.gpu, st.gpu and _cpu_faster(study.name, spec)),
+                args.threads,
+            )
         elif st.kind == "figure":
             run_figure(study, spec, fn, inputs, out, args.results)
         else:
@@ -239,8 +285,9 @@ def _same_job(study: "Study", spec: "Spec", store: Path) -> bool:
     try:
         storage.check_store(store)  # no FIFO or device opened, no pickling codec
         rec = storage.read_record(store)
-        if (rec.get("spec") != spec.to_dict()
-                or rec.get("code_fingerprint") != prov.code_fingerprint(study.stage(spec.STAGE).fingerprint_modules)):
+        if rec.get("spec") != spec.to_dict() or rec.get("code_fingerprint") != prov.code_fingerprint(
+            study.stage(spec.STAGE).fingerprint_modules
+        ):
             return False
         if prov.record_hash(rec) != rec.get("record_hash"):
             log.warning("%s: its provenance record was edited (its hash does not match): not kept", store)
@@ -262,7 +309,9 @@ def _written_meanwhile(study: "Study", spec: "Spec", out: Path) -> bool:
     from .lock import ADOPT
 
     if out.is_dir() and not out.is_symlink() and _same_job(study, spec, out):
-        log.info("%s was written by the job that held its lock while this one waited (the same spec and code): kept", out)
+        log.info(
+            "%s was written by the job that held its lock while this one waited (the same spec and code): kept", out
+        )
         return True
     kept = False
     for aside in sorted(out.parent.glob(f"{storage.glob_escape(out.name)}.{ADOPT}-*")):
@@ -270,8 +319,11 @@ def _written_meanwhile(study: "Study", spec: "Spec", out: Path) -> bool:
             continue
         if not kept and not out.exists() and _same_job(study, spec, aside):
             os.rename(aside, out)
-            log.info("%s was finished by a job of the killed run after its Snakemake died (the same spec and code): "
-                     "kept, not computed again", out)
+            log.info(
+                "%s was finished by a job of the killed run after its Snakemake died (the same spec and code): "
+                "kept, not computed again",
+                out,
+            )
             kept = True
         else:
             shutil.rmtree(aside, ignore_errors=True)
@@ -286,14 +338,22 @@ def index(args: argparse.Namespace) -> None:
     inputs = json.loads(args.inputs)  # study -> its claims.json
     rows = [(name, get_study(name).title, json.loads(Path(p).read_text())) for name, p in sorted(inputs.items())]
     out = Path(args.output)
-    record = {"study": "*", "stage": "index", "job": {}, "path": storage.relpath(out, args.results),
-              "code_version": prov.code_version(), "inputs": {n: _file_input(p, args.results) for n, p in sorted(inputs.items())},
-              "scale": args.scale}
+    record = {
+        "study": "*",
+        "stage": "index",
+        "job": {},
+        "path": storage.relpath(out, args.results),
+        "code_version": prov.code_version(),
+        "inputs": {n: _file_input(p, args.results) for n, p in sorted(inputs.items())},
+        "scale": args.scale,
+    }
     text = claims.render_index(rows, smoke=args.scale == "smoke")
     record["md_sha256"] = storage.write_text(text, out)
     from . import htmlpage
 
-    record["html_sha256"] = storage.write_text(htmlpage.markdown_page("depthlab claims: every study", text), out.with_suffix(".html"))
+    record["html_sha256"] = storage.write_text(
+        htmlpage.markdown_page("depthlab claims: every study", text), out.with_suffix(".html")
+    )
     storage.failpoint("index")
     storage.write_json(storage.finish_record(record), out.with_suffix(".provenance.json"))
     log.info("wrote %s", out)
@@ -303,9 +363,11 @@ def snapshot(args: argparse.Namespace) -> None:
     """The config a run used (validated, defaults filled in), as YAML."""
     import yaml
 
-    head = ("# The config this run used (validated, defaults filled in): a valid config that reruns the same jobs.\n"
-            "# `device` is written as auto whatever the run asked for, and `device_by_study` is left out: neither is a\n"
-            "# rerun trigger, and each store records the device it ran on.\n")
+    head = (
+        "# The config this run used (validated, defaults filled in): a valid config that reruns the same jobs.\n"
+        "# `device` is written as auto whatever the run asked for, and `device_by_study` is left out: neither is a\n"
+        "# rerun trigger, and each store records the device it ran on.\n"
+    )
     from . import htmlpage
 
     data = {**json.loads(args.config_json), "device": "auto"}
@@ -379,21 +441,31 @@ def diff_runs(args: argparse.Namespace) -> None:
     try:
         d = compare.diff(compare.load(args.a), compare.load(args.b))
         folders = (d.a.root, d.b.root)
-        for opt, path in (("--markdown", args.markdown), ("--plot", args.plot)):  # before any work: one line, no traceback
+        for opt, path in (
+            ("--markdown", args.markdown),
+            ("--plot", args.plot),
+        ):  # before any work: one line, no traceback
             if path:
                 storage.check_user_file(path, protect=folders, what=opt)
         if args.markdown:
             storage.write_user_file(compare.markdown(d).encode(), args.markdown, protect=folders, what="--markdown")
         if args.plot:
             n = compare.plot(d, args.plot, every_row=args.plot_every_row)
-            print(f"wrote {args.plot} ({n} claim rows, both runs)" if n else
-                  f"--plot {args.plot}: not drawn: no verdict changed and no effect moved (--plot-every-row draws every "
-                  "row)", file=sys.stderr)
+            print(
+                f"wrote {args.plot} ({n} claim rows, both runs)"
+                if n
+                else f"--plot {args.plot}: not drawn: no verdict changed and no effect moved (--plot-every-row draws every "
+                "row)",
+                file=sys.stderr,
+            )
     except (compare.DiffError, storage.OutputRefused) as e:
         print(f"depthlab diff: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except OSError as e:  # a full disk, a read-only folder: one line naming the file
-        print(f"depthlab diff: cannot write {e.filename or args.markdown or args.plot}: {e.strerror or e}", file=sys.stderr)
+        print(
+            f"depthlab diff: cannot write {e.filename or args.markdown or args.plot}: {e.strerror or e}",
+            file=sys.stderr,
+        )
         raise SystemExit(2) from None
     print(json.dumps(d.as_dict(), indent=1, sort_keys=True) if args.json else compare.terminal(d), end="")
     if args.fail_on_change and d.any_change:
@@ -413,8 +485,10 @@ def fork_runs(args: argparse.Namespace) -> None:
         raise SystemExit(2) from None
     print(done.summary())
     if Path(args.new).is_file():
-        print(f"next: make run CONFIG={args.new}   (a dry run first: make run CONFIG={args.new} SMK_ARGS=--dry-run), then "
-              f"depthlab diff {args.base} {args.new}")
+        print(
+            f"next: make run CONFIG={args.new}   (a dry run first: make run CONFIG={args.new} SMK_ARGS=--dry-run), then "
+            f"depthlab diff {args.base} {args.new}"
+        )
 
 
 def decide_run(args: argparse.Namespace) -> None:
@@ -431,14 +505,23 @@ def sweep_runs(args: argparse.Namespace) -> None:
     from . import sweep
 
     if len(args.set_arg) > 1:  # argparse kept only the last of several before: a silent drop
-        print(f"depthlab sweep: one knob per sweep: --set was given {len(args.set_arg)} times "
-              f"({', '.join(a.split('=', 1)[0] for a in args.set_arg)}); sweep one key, and fork the config for the "
-              "others (depthlab fork)", file=sys.stderr)
+        print(
+            f"depthlab sweep: one knob per sweep: --set was given {len(args.set_arg)} times "
+            f"({', '.join(a.split('=', 1)[0] for a in args.set_arg)}); sweep one key, and fork the config for the "
+            "others (depthlab fork)",
+            file=sys.stderr,
+        )
         raise SystemExit(2)
     try:
         sw = sweep.prepare(args.config, args.set_arg[0], args.out)
-        print(f"depthlab sweep: {sw.key} over {len(sw.values)} values, in {sw.folder}"
-              + (f"; the first forks from {sw.base}" if sw.base else f" ({args.config} has not run: the first value runs whole)"))
+        print(
+            f"depthlab sweep: {sw.key} over {len(sw.values)} values, in {sw.folder}"
+            + (
+                f"; the first forks from {sw.base}"
+                if sw.base
+                else f" ({args.config} has not run: the first value runs whole)"
+            )
+        )
         if args.table_only:
             sweep.recount(sw)
         else:
@@ -452,7 +535,9 @@ def sweep_runs(args: argparse.Namespace) -> None:
         print(f"depthlab sweep: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     for v in sw.values:
-        print(f"  {sw.key} = {v.written}: {v.stores} stores, {v.computed} computed, {v.shared} shared with the value before")
+        print(
+            f"  {sw.key} = {v.written}: {v.stores} stores, {v.computed} computed, {v.shared} shared with the value before"
+        )
     print("wrote " + ", ".join(str(p) for p in paths.values()))
 
 
@@ -471,8 +556,11 @@ def paper_check(args: argparse.Namespace) -> None:
         raise SystemExit(2) from None
     print(papercheck.render(checks, args.config, memory.machine_bytes() / memory.GIB), end="")
     if checks and all(c.status == "skipped" for c in checks):  # green with nothing checked is no check
-        print(f"depthlab paper-check: every one of the {len(checks)} stages was skipped (none fits this machine's memory "
-              f"or --max-minutes {args.max_minutes:g}): nothing was checked", file=sys.stderr)
+        print(
+            f"depthlab paper-check: every one of the {len(checks)} stages was skipped (none fits this machine's memory "
+            f"or --max-minutes {args.max_minutes:g}): nothing was checked",
+            file=sys.stderr,
+        )
         raise SystemExit(1)
     if any(c.status in ("failed", "not run", "over plan") for c in checks):
         raise SystemExit(1)
@@ -486,8 +574,10 @@ def targets(args: argparse.Namespace) -> None:
     from .studies import get_study
 
     config = _load_or_exit(args.config, memory=False)
-    lines = [f"targets of {args.config} (make run SMK_ARGS=<target>; a store or figure path works too):",
-             "  all                          every study, its figures and claims, the claims index (the default)"]
+    lines = [
+        f"targets of {args.config} (make run SMK_ARGS=<target>; a store or figure path works too):",
+        "  all                          every study, its figures and claims, the claims index (the default)",
+    ]
     for name in sorted(config["studies"]):
         study = get_study(name)
         lines.append(f"  {name:<28} {study.title}: every figure and the claims")
@@ -522,8 +612,11 @@ def plan(args: argparse.Namespace) -> None:
 
     for opt, folder in (("--measure", args.measure), ("--check", args.check)):  # a results folder, or one line
         if folder and not Path(folder).is_dir():
-            print(f"depthlab plan {opt}: {folder} is not a results folder (a finished run's folder, with its "
-                  "benchmarks/)", file=sys.stderr)
+            print(
+                f"depthlab plan {opt}: {folder} is not a results folder (a finished run's folder, with its "
+                "benchmarks/)",
+                file=sys.stderr,
+            )
             raise SystemExit(2)
     if args.measure:
         print(json.dumps(pl.measure(args.measure), indent=1))
@@ -531,17 +624,24 @@ def plan(args: argparse.Namespace) -> None:
     if args.calibrate:
         try:
             if args.costs:  # before any fitting: --costs must not land in a run's folder nor in a missing one
-                storage.check_user_file(args.costs, protect=tuple(r for r in args.calibrate if Path(r).is_dir()),
-                                        what="plan --calibrate --costs")
+                storage.check_user_file(
+                    args.costs,
+                    protect=tuple(r for r in args.calibrate if Path(r).is_dir()),
+                    what="plan --calibrate --costs",
+                )
             doc = pl.calibrate(args.calibrate, args.costs)
         except storage.OutputRefused as e:
             print(f"depthlab plan: {e}", file=sys.stderr)
             raise SystemExit(2) from None
-        print(f"wrote {doc.pop('written_to')}: {len(doc['stages'])} stages from {', '.join(args.calibrate)}, jobs on "
-              f"{doc['device']}")
+        print(
+            f"wrote {doc.pop('written_to')}: {len(doc['stages'])} stages from {', '.join(args.calibrate)}, jobs on "
+            f"{doc['device']}"
+        )
         if "throughput_written_to" in doc:
-            print(f"wrote {doc['throughput_written_to']}: the GPU throughput model refitted to {doc['throughput_points']} "
-                  "timed training stacks (depthlab.gpumodel)")
+            print(
+                f"wrote {doc['throughput_written_to']}: the GPU throughput model refitted to {doc['throughput_points']} "
+                "timed training stacks (depthlab.gpumodel)"
+            )
         return
     from . import probe
 
@@ -551,21 +651,33 @@ def plan(args: argparse.Namespace) -> None:
         speed = probe.ratio(run, calib)
         costs = pl.load_costs(args.costs) if args.costs else None
         rows = pl.check(args.check, costs, speed)
-        print(pl.render_check(rows, args.check, Path(args.costs or pl.COSTS).name, args.factor,
-                              pl.check_studies(args.check, rows, costs, speed)))
+        print(
+            pl.render_check(
+                rows,
+                args.check,
+                Path(args.costs or pl.COSTS).name,
+                args.factor,
+                pl.check_studies(args.check, rows, costs, speed),
+            )
+        )
         print(_probe_line("that run's", run, calib, speed))
         if not all(r.within(args.factor) for r in rows):
             raise SystemExit(1)
         return
     if not args.config:
-        print("error: give a config (depthlab plan CONFIG), --calibrate RESULTS ... or --check RESULTS", file=sys.stderr)
+        print(
+            "error: give a config (depthlab plan CONFIG), --calibrate RESULTS ... or --check RESULTS", file=sys.stderr
+        )
         raise SystemExit(2)
     config = _load_or_exit(args.config, memory=False)
     costs = pl.load_costs(args.costs) if args.costs else None
     gpu_costs, gpu_device, gpu_note = pl.gpu_calibration(args.gpu_costs or pl.COSTS_GPU)
     if args.gpu_costs and not gpu_costs:  # a file named on purpose is never dropped without a word
-        print(f"depthlab plan: note: --gpu-costs {args.gpu_costs} is not a GPU calibration (missing, unreadable, or its "
-              "device is not cuda): the GPU column is priced by the throughput model alone", file=sys.stderr)
+        print(
+            f"depthlab plan: note: --gpu-costs {args.gpu_costs} is not a GPU calibration (missing, unreadable, or its "
+            "device is not cuda): the GPU column is priced by the throughput model alone",
+            file=sys.stderr,
+        )
     here = None if args.no_probe else probe.measure()
     speed = probe.ratio(here, calib)
     from .gpumodel import ThroughputError
@@ -573,8 +685,14 @@ def plan(args: argparse.Namespace) -> None:
     try:
         # a refit that plan --calibrate wrote beside a --gpu-costs file elsewhere goes with it
         beside = Path(args.gpu_costs).with_name("gpu_throughput.json") if args.gpu_costs else None
-        rows = pl.plan(config, costs, args.results, gpu_costs, speed,
-                       throughput=beside if beside is not None and beside.is_file() else None)
+        rows = pl.plan(
+            config,
+            costs,
+            args.results,
+            gpu_costs,
+            speed,
+            throughput=beside if beside is not None and beside.is_file() else None,
+        )
     except ThroughputError as e:  # a damaged GPU throughput model (depthlab.gpumodel.load): one line naming the file
         print(f"depthlab plan: {e}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -587,8 +705,10 @@ def _probe_line(whose: str, here: float | None, calib: float | None, speed: floa
         return f"speed probe: {whose} not measured (--no-probe, or the run recorded none): CPU times as calibrated"
     if calib is None:
         return f"speed probe: {whose} {here:.3f} s; the calibration recorded none: CPU times as calibrated"
-    return (f"speed probe: {whose} {here:.3f} s, the calibration's {calib:.3f} s: CPU times scaled by {speed:.2f} "
-            "(depthlab.probe)")
+    return (
+        f"speed probe: {whose} {here:.3f} s, the calibration's {calib:.3f} s: CPU times scaled by {speed:.2f} "
+        "(depthlab.probe)"
+    )
 
 
 def ls(args: argparse.Namespace) -> None:
@@ -632,25 +752,45 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--output", required=True, help="the store, figure stem or claims file to write")
     s.add_argument("--results", required=True, help="the results root (records name files relative to it)")
     s.add_argument("--threads", type=int, default=None, help="torch threads (default 1 or $DEPTHLAB_THREADS)")
-    s.add_argument("--device", default=os.environ.get("DEPTHLAB_DEVICE", "auto"), help="auto | cpu | cuda (default: $DEPTHLAB_DEVICE, else auto)")
+    s.add_argument(
+        "--device",
+        default=os.environ.get("DEPTHLAB_DEVICE", "auto"),
+        help="auto | cpu | cuda (default: $DEPTHLAB_DEVICE, else auto)",
+    )
     s.set_defaults(func=stage)
     i = sub.add_parser("index", help="build the claims index over every study")
     i.add_argument("--inputs", required=True, help="JSON {study: path of its claims.json}")
     i.add_argument("--output", required=True)
     i.add_argument("--results", required=True)
-    i.add_argument("--scale", default="as configured", choices=["as configured", "smoke"],
-                   help="smoke: open with a banner saying the numbers only show that everything runs")
+    i.add_argument(
+        "--scale",
+        default="as configured",
+        choices=["as configured", "smoke"],
+        help="smoke: open with a banner saying the numbers only show that everything runs",
+    )
     i.set_defaults(func=index)
     c = sub.add_parser("snapshot", help="write the validated config (defaults filled in) as YAML")
     c.add_argument("--config-json", required=True, help="the config as JSON")
     c.add_argument("--output", required=True)
     c.set_defaults(func=snapshot)
-    a = sub.add_parser("audit", help="print a figure's, claims report's or store's lineage and check every recorded hash")
+    a = sub.add_parser(
+        "audit", help="print a figure's, claims report's or store's lineage and check every recorded hash"
+    )
     a.add_argument("target", help="a figure (.png/.pdf/.csv/.provenance.json), a claims.md, or a .zarr store")
     a.add_argument("--configfile", help="also check that each store was made from exactly this config's values")
-    a.add_argument("--strict", action="store_true", help="also fail on stores made by code whose fingerprint differs from the checkout's")
-    a.add_argument("--reproduce", type=_count, default=0, metavar="N", help="re-run N store jobs of the lineage (a seeded random "
-                   "sample) in a temporary folder and compare content hashes: the check a reviewer runs")
+    a.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail on stores made by code whose fingerprint differs from the checkout's",
+    )
+    a.add_argument(
+        "--reproduce",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="re-run N store jobs of the lineage (a seeded random "
+        "sample) in a temporary folder and compare content hashes: the check a reviewer runs",
+    )
     a.add_argument("--job", action="append", metavar="STORE", help="also re-run this store's job (repeatable)")
     a.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
     a.set_defaults(func=audit)
@@ -663,63 +803,136 @@ def main(argv: list[str] | None = None) -> None:
     df.add_argument("--json", action="store_true", help="print JSON instead of the table")
     df.add_argument("--markdown", metavar="FILE", help="also write the comparison as markdown")
     df.add_argument("--fail-on-change", action="store_true", help="exit 1 when a verdict changed (for CI)")
-    df.add_argument("--plot", metavar="PNG", help="also draw both runs' rows on one forest plot: the changed and moved "
-                    "rows (every row when none moved)")
-    df.add_argument("--plot-every-row", action="store_true", help="with --plot: draw every row, not only those that moved")
+    df.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="also draw both runs' rows on one forest plot: the changed and moved rows (every row when none moved)",
+    )
+    df.add_argument(
+        "--plot-every-row", action="store_true", help="with --plot: draw every row, not only those that moved"
+    )
     df.set_defaults(func=diff_runs)
-    fk = sub.add_parser("fork", help="start NEW's results folder from BASE's by hard links; a run of NEW then recomputes "
-                        "only the jobs whose spec or code differ (depthlab.fork)")
+    fk = sub.add_parser(
+        "fork",
+        help="start NEW's results folder from BASE's by hard links; a run of NEW then recomputes "
+        "only the jobs whose spec or code differ (depthlab.fork)",
+    )
     fk.add_argument("base", help="a finished run: its config file or its results folder")
-    fk.add_argument("new", help="the new config file (its `results:` folder must be new or empty); with --set, a new "
-                    "file that fork writes: BASE's config with the changes, its results beside BASE's under NEW's name")
-    fk.add_argument("--set", dest="set_arg", action="append", metavar="KEY=VALUE",
-                    help="a dotted config key and its value, as YAML (repeatable): e.g. studies.mori_ueda.figures.fig1.seeds=[0,1]")
+    fk.add_argument(
+        "new",
+        help="the new config file (its `results:` folder must be new or empty); with --set, a new "
+        "file that fork writes: BASE's config with the changes, its results beside BASE's under NEW's name",
+    )
+    fk.add_argument(
+        "--set",
+        dest="set_arg",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a dotted config key and its value, as YAML (repeatable): e.g. studies.mori_ueda.figures.fig1.seeds=[0,1]",
+    )
     fk.set_defaults(func=fork_runs)
-    dc = sub.add_parser("decide", help="a fork config applying every 'to decide' change of a finished run's "
-                        "inconclusive rows whose planned cost fits --budget, and the fork itself (depthlab.decide)")
+    dc = sub.add_parser(
+        "decide",
+        help="a fork config applying every 'to decide' change of a finished run's "
+        "inconclusive rows whose planned cost fits --budget, and the fork itself (depthlab.decide)",
+    )
     dc.add_argument("run", help="a finished run: its results folder or its config file")
-    dc.add_argument("--budget", default="2h", help="planned CPU time the changes may add, e.g. 2h, 90m, 600s (default 2h)")
-    dc.add_argument("--out", help="the fork's config file (default: <results>-decide.yaml beside the results folder; "
-                    "its results folder is the file's name without .yaml)")
-    dc.add_argument("--study", action="append", help="only this study's rows (repeat for several; default: every study)")
+    dc.add_argument(
+        "--budget", default="2h", help="planned CPU time the changes may add, e.g. 2h, 90m, 600s (default 2h)"
+    )
+    dc.add_argument(
+        "--out",
+        help="the fork's config file (default: <results>-decide.yaml beside the results folder; "
+        "its results folder is the file's name without .yaml)",
+    )
+    dc.add_argument(
+        "--study", action="append", help="only this study's rows (repeat for several; default: every study)"
+    )
     dc.add_argument("--no-fork", action="store_true", help="write the config, do not fork the run into it")
     dc.set_defaults(func=decide_run)
-    sw = sub.add_parser("sweep", help="one knob over several values: a fork and a run per value, sharing every store "
-                        "the knob does not touch, then a table of claim x value (depthlab.sweep)")
+    sw = sub.add_parser(
+        "sweep",
+        help="one knob over several values: a fork and a run per value, sharing every store "
+        "the knob does not touch, then a table of claim x value (depthlab.sweep)",
+    )
     sw.add_argument("config", help="the config to vary (its finished run, if any, is the first fork's base)")
-    sw.add_argument("--set", dest="set_arg", required=True, action="append", metavar="KEY=V1,V2,...",
-                    help="a dotted config key and its values, as YAML: e.g. studies.mori_ueda.figures.fig2.depths=[1,2],[1,2,3]")
+    sw.add_argument(
+        "--set",
+        dest="set_arg",
+        required=True,
+        action="append",
+        metavar="KEY=V1,V2,...",
+        help="a dotted config key and its values, as YAML: e.g. studies.mori_ueda.figures.fig2.depths=[1,2],[1,2,3]",
+    )
     sw.add_argument("--out", help="the sweep's folder (default: results/<config's results name>-sweep-<key>)")
     sw.add_argument("--cores", type=_cores, help="cores for each run (default: the profile's, all)")
-    sw.add_argument("--no-run", action="store_true", help="write and fork every value's config, run nothing; print the commands")
+    sw.add_argument(
+        "--no-run", action="store_true", help="write and fork every value's config, run nothing; print the commands"
+    )
     sw.add_argument("--table-only", action="store_true", help="run nothing; rewrite the table from the values' folders")
     sw.set_defaults(func=sweep_runs)
-    pc = sub.add_parser("paper-check", help="run the largest job of every stage of the paper config, full shapes, budgets "
-                        "capped: no crash, and peak memory within the plan (depthlab.papercheck)")
+    pc = sub.add_parser(
+        "paper-check",
+        help="run the largest job of every stage of the paper config, full shapes, budgets "
+        "capped: no crash, and peak memory within the plan (depthlab.papercheck)",
+    )
     pc.add_argument("config", nargs="?", default="config/paper.yaml")
     pc.add_argument("--out", default="results/paper-check", help="its own folder (default: results/paper-check)")
-    pc.add_argument("--cores", type=_cores, default=1, help="jobs at once (default 1: the largest jobs need most of the memory)")
-    pc.add_argument("--max-minutes", type=_minutes, default=20.0, help="skip a job planned longer than this on one core (default 20)")
+    pc.add_argument(
+        "--cores", type=_cores, default=1, help="jobs at once (default 1: the largest jobs need most of the memory)"
+    )
+    pc.add_argument(
+        "--max-minutes",
+        type=_minutes,
+        default=20.0,
+        help="skip a job planned longer than this on one core (default 20)",
+    )
     pc.set_defaults(func=paper_check)
-    ls_ = sub.add_parser("ls", help="per study and stage: jobs, their coordinates, size on disk; whether each figure is up to date")
+    ls_ = sub.add_parser(
+        "ls", help="per study and stage: jobs, their coordinates, size on disk; whether each figure is up to date"
+    )
     ls_.add_argument("results", nargs="?", help="a results folder (default: the --config's)")
-    ls_.add_argument("--config", default="config/config.yaml", help="the config whose results folder to list (default: config/config.yaml)")
+    ls_.add_argument(
+        "--config",
+        default="config/config.yaml",
+        help="the config whose results folder to list (default: config/config.yaml)",
+    )
     ls_.set_defaults(func=ls)
     pl_ = sub.add_parser("plan", help="jobs, peak memory and CPU time per study and stage of a config, before it runs")
     pl_.add_argument("config", nargs="?", help="a config file")
-    pl_.add_argument("--results", help="the results folder whose missing stores count as 'to run' (default: the config's)")
-    pl_.add_argument("--costs", help="the cost calibration to use (default: the package's costs.json), or the file --calibrate writes")
-    pl_.add_argument("--calibrate", nargs="+", metavar="RESULTS", help="fit the cost model to finished runs' benchmarks (results folders, or files --measure wrote); "
-                     "writes costs_gpu.json when their jobs ran on CUDA, else costs.json, into the first RESULTS folder (or --costs); "
-                     "never into the package unless --costs names it")
-    pl_.add_argument("--check", metavar="RESULTS", help="per stage, the model's predicted vs a finished run's measured "
-                     "core-minutes; exits 1 when a stage is off by more than --factor")
-    pl_.add_argument("--no-probe", action="store_true", help="do not time the speed probe (about a second); CPU times "
-                     "as calibrated, unscaled")
+    pl_.add_argument(
+        "--results", help="the results folder whose missing stores count as 'to run' (default: the config's)"
+    )
+    pl_.add_argument(
+        "--costs",
+        help="the cost calibration to use (default: the package's costs.json), or the file --calibrate writes",
+    )
+    pl_.add_argument(
+        "--calibrate",
+        nargs="+",
+        metavar="RESULTS",
+        help="fit the cost model to finished runs' benchmarks (results folders, or files --measure wrote); "
+        "writes costs_gpu.json when their jobs ran on CUDA, else costs.json, into the first RESULTS folder (or --costs); "
+        "never into the package unless --costs names it",
+    )
+    pl_.add_argument(
+        "--check",
+        metavar="RESULTS",
+        help="per stage, the model's predicted vs a finished run's measured "
+        "core-minutes; exits 1 when a stage is off by more than --factor",
+    )
+    pl_.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="do not time the speed probe (about a second); CPU times as calibrated, unscaled",
+    )
     pl_.add_argument("--factor", type=_factor, default=2.0, help="the tolerated factor of --check (default 2)")
     pl_.add_argument("--gpu-costs", metavar="FILE", help="the GPU calibration (default: the package's costs_gpu.json)")
-    pl_.add_argument("--measure", metavar="RESULTS", help="print a finished run's timings as JSON (--calibrate reads "
-                     "such a file in place of a results folder)")
+    pl_.add_argument(
+        "--measure",
+        metavar="RESULTS",
+        help="print a finished run's timings as JSON (--calibrate reads such a file in place of a results folder)",
+    )
     pl_.set_defaults(func=plan)
     f = sub.add_parser("fingerprint", help="list the modules a stage's code fingerprint covers")
     f.add_argument("study")
@@ -743,7 +956,9 @@ def main(argv: list[str] | None = None) -> None:
     except StudyPathError as e:  # a study folder on $DEPTHLAB_STUDY_PATH that cannot join: one line, naming it
         print(f"depthlab: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    except OutputInUse as e:  # an output's lock could not be taken (a directory in its place, a read-only folder): one line
+    except (
+        OutputInUse
+    ) as e:  # an output's lock could not be taken (a directory in its place, a read-only folder): one line
         print(f"depthlab: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except Exception as e:
@@ -758,8 +973,12 @@ def main(argv: list[str] | None = None) -> None:
         # a command with no --output (plan --calibrate, say) names the file the error names
         target = target or getattr(e, "filename", None) or getattr(e.__context__, "filename", None) or "its output"
         try:
-            log.error("No space left on device while writing %s (%s); free some space and rerun: finished stores are "
-                      "kept and this job starts again", target, _no_space(e))
+            log.error(
+                "No space left on device while writing %s (%s); free some space and rerun: finished stores are "
+                "kept and this job starts again",
+                target,
+                _no_space(e),
+            )
         finally:
             raise SystemExit(NO_SPACE_EXIT) from None
 

@@ -92,7 +92,10 @@ def load(arg: str) -> Side:
         except Exception:  # an unreadable store is listed as such, never a traceback
             stores[storage.relpath(p, root)] = ("(unreadable)", "")
             continue
-        stores[storage.relpath(p, root)] = (f"{rec.get('study', '?')}/{rec.get('stage', '?')}", str(rec.get("content_hash", "")))
+        stores[storage.relpath(p, root)] = (
+            f"{rec.get('study', '?')}/{rec.get('stage', '?')}",
+            str(rec.get("content_hash", "")),
+        )
     rows: dict[tuple, dict] = {}
     for f in sorted(root.glob("*/claims.json")):
         try:
@@ -103,7 +106,13 @@ def load(arg: str) -> Side:
             raise DiffError(f"{f}: not a list of claim rows")
         for r in data:
             if isinstance(r, dict):
-                key = (f.parent.name, str(r.get("claim")), str(r.get("statement")), str(r.get("figure")), str(r.get("subject")))
+                key = (
+                    f.parent.name,
+                    str(r.get("claim")),
+                    str(r.get("statement")),
+                    str(r.get("figure")),
+                    str(r.get("subject")),
+                )
                 rows[key] = r
     return Side(arg, root, cfg if isinstance(cfg, dict) else None, stores, rows)
 
@@ -139,10 +148,16 @@ class Diff:
         return bool(self.changed)
 
     def as_dict(self) -> dict:
-        return {"a": str(self.a.root), "b": str(self.b.root),
-                "config": [{"key": k, "a": va, "b": vb} for k, va, vb in self.config],
-                "config_not_recorded": self.unrecorded,
-                "stores": self.stores, "verdict_changed": self.changed, "effect_moved": self.moved, "rows_unchanged": self.same}
+        return {
+            "a": str(self.a.root),
+            "b": str(self.b.root),
+            "config": [{"key": k, "a": va, "b": vb} for k, va, vb in self.config],
+            "config_not_recorded": self.unrecorded,
+            "stores": self.stores,
+            "verdict_changed": self.changed,
+            "effect_moved": self.moved,
+            "rows_unchanged": self.same,
+        }
 
 
 def _get(cfg: Any, dotted: str) -> Any:
@@ -163,8 +178,9 @@ def diff(a: Side, b: Side) -> Diff:
         keys = folder.differences(ca, cb)
         # the device and kernel keys change no result (folder.IGNORED; the stores record the machine), and a snapshot
         # records the device it resolved ("cpu") where an unrun fork's file still says "auto": listing them was noise
-        d.config = [(k, _get(ca, k), _get(cb, k)) for k in keys
-                    if k != "results" and k.split(".")[0] not in folder.IGNORED]
+        d.config = [
+            (k, _get(ca, k), _get(cb, k)) for k in keys if k != "results" and k.split(".")[0] not in folder.IGNORED
+        ]
     for rel in sorted(set(a.stores) | set(b.stores)):
         sa, sb = a.stores.get(rel), b.stores.get(rel)
         stage = (sa or sb)[0]
@@ -177,10 +193,21 @@ def diff(a: Side, b: Side) -> Diff:
             c["same" if sa[1] == sb[1] and sa[1] else "different"] += 1
     for key in sorted(set(a.rows) | set(b.rows)):
         ra, rb = a.rows.get(key), b.rows.get(key)
-        row = {"study": key[0], "claim": key[1], "statement": key[2], "figure": key[3], "subject": key[4],
-               "verdict_a": _verdict(ra), "verdict_b": _verdict(rb), "effect_a": _num(ra, "effect"),
-               "stderr_a": _num(ra, "stderr"), "effect_b": _num(rb, "effect"), "stderr_b": _num(rb, "stderr"),
-               "z_a": _num(ra, "z"), "z_b": _num(rb, "z")}
+        row = {
+            "study": key[0],
+            "claim": key[1],
+            "statement": key[2],
+            "figure": key[3],
+            "subject": key[4],
+            "verdict_a": _verdict(ra),
+            "verdict_b": _verdict(rb),
+            "effect_a": _num(ra, "effect"),
+            "stderr_a": _num(ra, "stderr"),
+            "effect_b": _num(rb, "effect"),
+            "stderr_b": _num(rb, "stderr"),
+            "z_a": _num(ra, "z"),
+            "z_b": _num(rb, "z"),
+        }
         if row["verdict_a"] != row["verdict_b"]:
             d.changed.append(row)
             continue
@@ -218,21 +245,41 @@ def markdown(d: Diff) -> str:
         lines.append(f"Not compared: {', '.join(_cell(u) for u in d.unrecorded)} records no config (not run yet).")
     elif d.config:
         lines += ["| key | A | B |", "|---|---|---|"]
-        lines += [f"| {_cell(k)} | {_cell(json.dumps(va, sort_keys=True))} | {_cell(json.dumps(vb, sort_keys=True))} |"
-                  for k, va, vb in d.config]
+        lines += [
+            f"| {_cell(k)} | {_cell(json.dumps(va, sort_keys=True))} | {_cell(json.dumps(vb, sort_keys=True))} |"
+            for k, va, vb in d.config
+        ]
     else:
         lines.append("The same values (results folder aside).")
-    lines += ["", "## Stores (content hash)", "", "| study/stage | same | different | only in A | only in B |", "|---|---|---|---|---|"]
-    lines += [f"| {_cell(s)} | {c['same']} | {c['different']} | {c['only_a']} | {c['only_b']} |" for s, c in sorted(d.stores.items())]
-    lines += ["", f"## Claims: {len(d.changed)} verdict(s) changed, {len(d.moved)} effect(s) moved beyond their combined SE, "
-                  f"{d.same} row(s) unchanged", ""]
+    lines += [
+        "",
+        "## Stores (content hash)",
+        "",
+        "| study/stage | same | different | only in A | only in B |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {_cell(s)} | {c['same']} | {c['different']} | {c['only_a']} | {c['only_b']} |"
+        for s, c in sorted(d.stores.items())
+    ]
+    lines += [
+        "",
+        f"## Claims: {len(d.changed)} verdict(s) changed, {len(d.moved)} effect(s) moved beyond their combined SE, "
+        f"{d.same} row(s) unchanged",
+        "",
+    ]
     if d.changed or d.moved:
-        lines += ["| study | claim | statement | figure | subject | verdict A -> B | effect A -> B |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "| study | claim | statement | figure | subject | verdict A -> B | effect A -> B |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in d.changed + d.moved:
             ea = _effect({"effect": r["effect_a"], "stderr": r["stderr_a"]})
             eb = _effect({"effect": r["effect_b"], "stderr": r["stderr_b"]})
-            lines.append(f"| {_cell(r['study'])} | {_cell(r['claim'])} | {_cell(r['statement'])} | {_cell(r['figure'])} | "
-                         f"{_cell(r['subject'])} | {_cell(r['verdict_a'])} -> {_cell(r['verdict_b'])} | {ea or '-'} -> {eb or '-'} |")
+            lines.append(
+                f"| {_cell(r['study'])} | {_cell(r['claim'])} | {_cell(r['statement'])} | {_cell(r['figure'])} | "
+                f"{_cell(r['subject'])} | {_cell(r['verdict_a'])} -> {_cell(r['verdict_b'])} | {ea or '-'} -> {eb or '-'} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -259,17 +306,30 @@ def terminal(d: Diff) -> str:
         out.append(f"config: not compared: {', '.join(clean(u) for u in d.unrecorded)} records no config (not run yet)")
     else:
         out.append(f"config: {len(d.config)} key(s) differ" + (":" if d.config else ""))
-    out += [f"  {clean(k)}: {clean(json.dumps(va, sort_keys=True))} -> {clean(json.dumps(vb, sort_keys=True))}"
-            for k, va, vb in d.config]
+    out += [
+        f"  {clean(k)}: {clean(json.dumps(va, sort_keys=True))} -> {clean(json.dumps(vb, sort_keys=True))}"
+        for k, va, vb in d.config
+    ]
     out += ["", "stores (same / different / only A / only B):"]
-    out += [f"  {clean(s):<34} {c['same']:>5} {c['different']:>5} {c['only_a']:>5} {c['only_b']:>5}" for s, c in sorted(d.stores.items())]
-    out += ["", f"claims: {len(d.changed)} verdict(s) changed, {len(d.moved)} effect(s) moved beyond the combined SE, "
-                f"{d.same} unchanged"]
+    out += [
+        f"  {clean(s):<34} {c['same']:>5} {c['different']:>5} {c['only_a']:>5} {c['only_b']:>5}"
+        for s, c in sorted(d.stores.items())
+    ]
+    out += [
+        "",
+        f"claims: {len(d.changed)} verdict(s) changed, {len(d.moved)} effect(s) moved beyond the combined SE, "
+        f"{d.same} unchanged",
+    ]
     for title, rows in (("verdict changed", d.changed), ("effect moved", d.moved)):
         for r in rows:
             ea = _effect({"effect": r["effect_a"], "stderr": r["stderr_a"]})
             eb = _effect({"effect": r["effect_b"], "stderr": r["stderr_b"]})
-            out.append(clean(f"  [{title}] {r['study']} {r['claim']} {r['figure']} {r['subject']}: {r['verdict_a']} -> "
-                             f"{r['verdict_b']}") + (f"; effect {ea or '-'} -> {eb or '-'}" if ea or eb else "")
-                       + f"  ({clean(r['statement'])})")
+            out.append(
+                clean(
+                    f"  [{title}] {r['study']} {r['claim']} {r['figure']} {r['subject']}: {r['verdict_a']} -> "
+                    f"{r['verdict_b']}"
+                )
+                + (f"; effect {ea or '-'} -> {eb or '-'}" if ea or eb else "")
+                + f"  ({clean(r['statement'])})"
+            )
     return "\n".join(out) + "\n"

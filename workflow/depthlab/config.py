@@ -99,8 +99,10 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) 
             continue
         k = loader.construct_object(k_node, deep=deep)
         if k in seen:
-            raise ConfigError(f"config error: duplicate key {k!r} (line {k_node.start_mark.line + 1}; first at line "
-                              f"{seen[k] + 1}); each key may appear once")
+            raise ConfigError(
+                f"config error: duplicate key {k!r} (line {k_node.start_mark.line + 1}; first at line "
+                f"{seen[k] + 1}); each key may appear once"
+            )
         seen[k] = k_node.start_mark.line
     return loader.construct_mapping(node, deep=deep)
 
@@ -134,7 +136,9 @@ def _expanded_size(root: yaml.Node) -> int:
         if id(node) in memo:
             return memo[id(node)]
         if id(node) in active:
-            raise ConfigError(f"config error: the alias at line {node.start_mark.line + 1} refers to itself; a config is a tree")
+            raise ConfigError(
+                f"config error: the alias at line {node.start_mark.line + 1} refers to itself; a config is a tree"
+            )
         active.add(id(node))
         n = 1
         if isinstance(node, yaml.SequenceNode):
@@ -146,8 +150,10 @@ def _expanded_size(root: yaml.Node) -> int:
         for child in children:
             n += size(child)
             if n > MAX_YAML_NODES:
-                raise ConfigError(f"config error: the YAML expands to more than {MAX_YAML_NODES} values through its aliases "
-                                  f"(near line {node.start_mark.line + 1}); a config is small: write it out")
+                raise ConfigError(
+                    f"config error: the YAML expands to more than {MAX_YAML_NODES} values through its aliases "
+                    f"(near line {node.start_mark.line + 1}); a config is small: write it out"
+                )
         active.discard(id(node))
         memo[id(node)] = n
         return n
@@ -169,8 +175,10 @@ def read_yaml(path: str | Path) -> Any:
         raise ConfigError(f"config file {e}") from None
     keys = text.count(":")  # every key has one; a file with more keys than a config can hold is refused before parsing
     if keys > MAX_YAML_NODES:  # (200 000 plain keys took 35 s to parse, then were refused for aliases it did not have)
-        raise ConfigError(f"config file {p} holds {keys} ':' (keys), more than the {MAX_YAML_NODES} values a config may "
-                          "have; a config is small")
+        raise ConfigError(
+            f"config file {p} holds {keys} ':' (keys), more than the {MAX_YAML_NODES} values a config may "
+            "have; a config is small"
+        )
     loader = _StrictLoader(text)  # a SafeLoader subclass
     try:
         node = loader.get_single_node()
@@ -178,8 +186,10 @@ def read_yaml(path: str | Path) -> Any:
             return None
         written = _written_size(node)
         if written > MAX_YAML_NODES:
-            raise ConfigError(f"config file {p} has {written} values as written (no alias counted twice), more than the "
-                              f"{MAX_YAML_NODES} a config may have; a config is small")
+            raise ConfigError(
+                f"config file {p} has {written} values as written (no alias counted twice), more than the "
+                f"{MAX_YAML_NODES} a config may have; a config is small"
+            )
         _expanded_size(node)  # before anything is constructed: an alias bomb stops here
         return loader.construct_document(node)
     except RecursionError:
@@ -237,9 +247,11 @@ def _parsed_schema(name: str) -> dict:
     schema = yaml.safe_load(files("depthlab").joinpath(SCHEMA_FILE).read_text())
     schema["properties"]["studies"]["properties"] = {
         s: {"type": "object", "description": f"The {s} study's section (its schema: the study folder's schema.yaml)."}
-        for s in names()}
+        for s in names()
+    }
     schema["properties"]["device_by_study"]["properties"] = {
-        s: {"type": "string", "enum": list(DEVICES), "description": f"The {s} study's device."} for s in names()}
+        s: {"type": "string", "enum": list(DEVICES), "description": f"The {s} study's device."} for s in names()
+    }
     return schema
 
 
@@ -299,36 +311,48 @@ def _unprintable(text: str) -> str | None:
 def _no_angles(text: str, path: tuple, shown: str) -> None:
     """Snakemake reads ``<logs>``, ``<script>`` ... in a path as its own variables."""
     if "<" in text or ">" in text:
-        raise ConfigError(f"config error at {key(path)}: {shown} holds '<' or '>', which Snakemake reads as one of its path "
-                          "variables (<logs>, <script>, ...); choose a name without them")
+        raise ConfigError(
+            f"config error at {key(path)}: {shown} holds '<' or '>', which Snakemake reads as one of its path "
+            "variables (<logs>, <script>, ...); choose a name without them"
+        )
 
 
 def _no_control(value: Any, path: tuple = ()) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
-                raise ConfigError(f"config error at {key(path + (k,))}: the key {k!r} is a {type(k).__name__}, but keys are "
-                                  f"names: quote it ('{k}')")
+                raise ConfigError(
+                    f"config error at {key(path + (k,))}: the key {k!r} is a {type(k).__name__}, but keys are "
+                    f"names: quote it ('{k}')"
+                )
             if CONTROL.search(k) or _unprintable(k):
-                raise ConfigError(f"config error at {key(path + (k,))!r}: the key contains a control character (or another "
-                                  f"non-printable one: {_unprintable(k)!r} in {k!r}); keys are plain text")
+                raise ConfigError(
+                    f"config error at {key(path + (k,))!r}: the key contains a control character (or another "
+                    f"non-printable one: {_unprintable(k)!r} in {k!r}); keys are plain text"
+                )
             _no_angles(k, path + (k,), "the key")
             _no_shell_meta(k, path + (k,), "the key")
             if RESERVED_NAME.search(k):
-                raise ConfigError(f"config error at {key(path + (k,))}: the name {k!r} ends in .zarr or holds .zarr.tmp-, "
-                                  f".zarr.old- or .ckpt, which depthlab's own files use (a store, a write in progress, a "
-                                  f"checkpoint); choose another name")
+                raise ConfigError(
+                    f"config error at {key(path + (k,))}: the name {k!r} ends in .zarr or holds .zarr.tmp-, "
+                    f".zarr.old- or .ckpt, which depthlab's own files use (a store, a write in progress, a "
+                    f"checkpoint); choose another name"
+                )
             if len(k.encode()) > NAME_MAX:
-                raise ConfigError(f"config error at {key(path)}: the key {k[:40]!r}... is {len(k.encode())} bytes long; a key "
-                                  f"can become a file name, which the file system limits to {NAME_MAX} bytes")
+                raise ConfigError(
+                    f"config error at {key(path)}: the key {k[:40]!r}... is {len(k.encode())} bytes long; a key "
+                    f"can become a file name, which the file system limits to {NAME_MAX} bytes"
+                )
             _no_control(v, path + (k,))
     elif isinstance(value, list):
         for i, v in enumerate(value):
             _no_control(v, path + (i,))
     elif isinstance(value, str):
         if CONTROL.search(value) or _unprintable(value):
-            raise ConfigError(f"config error at {key(path)}: {value!r} contains a control character (or another "
-                              f"non-printable one: {_unprintable(value)!r}); values are plain text")
+            raise ConfigError(
+                f"config error at {key(path)}: {value!r} contains a control character (or another "
+                f"non-printable one: {_unprintable(value)!r}); values are plain text"
+            )
         _no_shell_meta(value, path, repr(value))
         _no_angles(value, path, repr(value))
 
@@ -336,8 +360,10 @@ def _no_control(value: Any, path: tuple = ()) -> None:
 def _no_shell_meta(text: str, path: tuple, shown: str) -> None:
     m = SHELL_META.search(text)
     if m:
-        raise ConfigError(f"config error at {key(path)}: {shown} holds {m.group()!r}, which a cluster job's shell could run as "
-                          f"code (Snakemake's executors quote with Python's repr); no key or value may hold {SHELL_META_SHOWN}")
+        raise ConfigError(
+            f"config error at {key(path)}: {shown} holds {m.group()!r}, which a cluster job's shell could run as "
+            f"code (Snakemake's executors quote with Python's repr); no key or value may hold {SHELL_META_SHOWN}"
+        )
 
 
 def check_remote_paths(paths: list[tuple[str, str]]) -> None:
@@ -346,34 +372,46 @@ def check_remote_paths(paths: list[tuple[str, str]]) -> None:
     for what, p in paths:
         m = SHELL_META.search(str(p))
         if m:
-            raise ConfigError(f"depthlab: {what} {str(p)!r} holds {m.group()!r}; under a cluster executor it reaches the job "
-                              f"script's shell, quoted with Python's repr, and could run as code there. Run from a folder "
-                              f"whose path holds none of {SHELL_META_SHOWN}")
+            raise ConfigError(
+                f"depthlab: {what} {str(p)!r} holds {m.group()!r}; under a cluster executor it reaches the job "
+                f"script's shell, quoted with Python's repr, and could run as code there. Run from a folder "
+                f"whose path holds none of {SHELL_META_SHOWN}"
+            )
 
 
 def _check_results(results: str) -> None:
     where = f"config error at results: {results!r}"
     if results.startswith("~"):
-        raise ConfigError(f"{where} starts with '~', which no shell expands here (it would make a folder named '~'); "
-                          f"write the full path, e.g. {os.path.expanduser(results)!r}")
+        raise ConfigError(
+            f"{where} starts with '~', which no shell expands here (it would make a folder named '~'); "
+            f"write the full path, e.g. {os.path.expanduser(results)!r}"
+        )
     if not results.strip().rstrip("/"):
         raise ConfigError(f"{where} is empty or the filesystem root; give a folder such as 'results'")
     if results.startswith("-"):
         raise ConfigError(f"{where} starts with '-', which a command would read as an option; write ./{results}")
     if "{" in results or "}" in results:
-        raise ConfigError(f"{where} holds braces, which Snakemake reads as wildcards; choose a folder name without {{ }}")
+        raise ConfigError(
+            f"{where} holds braces, which Snakemake reads as wildcards; choose a folder name without {{ }}"
+        )
     full = os.path.abspath(results)
     if len(full.encode()) > PATH_MAX - 512:
-        raise ConfigError(f"{where} is {len(full.encode())} bytes as an absolute path; the stores below it need up to 512 "
-                          f"more and the file system allows {PATH_MAX}")
+        raise ConfigError(
+            f"{where} is {len(full.encode())} bytes as an absolute path; the stores below it need up to 512 "
+            f"more and the file system allows {PATH_MAX}"
+        )
     long = [part for part in Path(full).parts if len(part.encode()) > NAME_MAX]
     if long:
-        raise ConfigError(f"{where} has a component of {len(long[0].encode())} bytes; the file system allows {NAME_MAX}")
+        raise ConfigError(
+            f"{where} has a component of {len(long[0].encode())} bytes; the file system allows {NAME_MAX}"
+        )
     if os.path.exists(full) and not os.path.isdir(full):
         raise ConfigError(f"{where} names an existing file, not a folder; choose another folder for the results")
     for parent in Path(full).parents:
         if os.path.exists(parent) and not os.path.isdir(parent):
-            raise ConfigError(f"{where} lies below {parent}, which is a file, not a folder; no folder can be made there")
+            raise ConfigError(
+                f"{where} lies below {parent}, which is a file, not a folder; no folder can be made there"
+            )
     _check_nesting(where, Path(full))
 
 
@@ -389,20 +427,26 @@ def _check_nesting(where: str, full: Path) -> None:
     inside another run's store vanished, whole, when that run rebuilt the store by rename), or inside the code."""
     store = next((part for part in full.parts if part.endswith(".zarr")), None)
     if store:
-        raise ConfigError(f"{where} has a component {store!r}: a store's name; a rebuild of that store would delete the "
-                          "folder. Choose a folder outside every results folder")
+        raise ConfigError(
+            f"{where} has a component {store!r}: a store's name; a rebuild of that store would delete the "
+            "folder. Choose a folder outside every results folder"
+        )
     outer = next((parent for parent in full.parents if _is_results(parent)), None)
     if outer is not None:
-        raise ConfigError(f"{where} lies inside the results folder {outer} of another run, whose rebuilds may replace or "
-                          "delete it. Choose a folder outside every results folder")
+        raise ConfigError(
+            f"{where} lies inside the results folder {outer} of another run, whose rebuilds may replace or "
+            "delete it. Choose a folder outside every results folder"
+        )
     code = Path(__file__).resolve().parent
     if full == code or code in full.parents:
         raise ConfigError(f"{where} lies inside the depthlab package ({code}); choose a folder outside the code")
     if full.is_dir():
         inner = _holds_results(full)
         if inner is not None:
-            raise ConfigError(f"{where} holds the results folder {inner} of another run; a run here would mix the two. "
-                              "Choose another folder")
+            raise ConfigError(
+                f"{where} holds the results folder {inner} of another run; a run here would mix the two. "
+                "Choose another folder"
+            )
 
 
 def _holds_results(top: Path, depth: int = 3) -> Path | None:
@@ -416,7 +460,11 @@ def _holds_results(top: Path, depth: int = 3) -> Path | None:
             except OSError:
                 continue
             for e in entries:
-                if e.is_dir(follow_symlinks=False) and not e.name.endswith(".zarr") and e.name not in ("logs", ".snakemake"):
+                if (
+                    e.is_dir(follow_symlinks=False)
+                    and not e.name.endswith(".zarr")
+                    and e.name not in ("logs", ".snakemake")
+                ):
                     sub = Path(e.path)
                     if _is_results(sub):
                         return sub
@@ -432,8 +480,10 @@ def default_results(source: str | Path | None) -> str:
     stem = Path(source).stem if source else "config"
     name = "default" if stem == "config" else stem
     if not name.strip(".") or "/" in name:  # '...yaml' -> results/.., '..yaml' -> results/.
-        raise ConfigError(f"config error: the config file {str(source)!r} has no usable name ({name!r} would put the results "
-                          "outside results/); rename the file, or give it a `results:` folder")
+        raise ConfigError(
+            f"config error: the config file {str(source)!r} has no usable name ({name!r} would put the results "
+            "outside results/); rename the file, or give it a `results:` folder"
+        )
     return f"results/{name}"
 
 
@@ -487,8 +537,10 @@ def _check_memory(config: dict) -> None:
         return
     nbytes, label, k = max(jobs)
     if nbytes > cap:
-        raise ConfigError(f"config error at {k}: the largest job, {label}, needs about {memory.gib(nbytes)}, more than "
-                          f"{where} ({memory.gib(cap)}); lower it, or set max_memory_gib (top level) on a machine with more memory")
+        raise ConfigError(
+            f"config error at {k}: the largest job, {label}, needs about {memory.gib(nbytes)}, more than "
+            f"{where} ({memory.gib(cap)}); lower it, or set max_memory_gib (top level) on a machine with more memory"
+        )
 
 
 def load(path: str | Path) -> dict:

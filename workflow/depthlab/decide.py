@@ -44,11 +44,17 @@ class Suggestion:
     seconds: float | None = None  # planned CPU seconds the changes add (None: not priced, or no change)
 
     def as_dict(self) -> dict:
-        return {"text": self.text, "changes": [{"key": k, "value": v} for k, v in self.changes], "seconds": self.seconds}
+        return {
+            "text": self.text,
+            "changes": [{"key": k, "value": v} for k, v in self.changes],
+            "seconds": self.seconds,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "Suggestion":
-        return cls(str(d.get("text", "")), [(str(c["key"]), c["value"]) for c in d.get("changes", [])], d.get("seconds"))
+        return cls(
+            str(d.get("text", "")), [(str(c["key"]), c["value"]) for c in d.get("changes", [])], d.get("seconds")
+        )
 
 
 def combine(*parts: "Suggestion | None") -> "Suggestion | None":
@@ -106,10 +112,14 @@ def paper(text: str) -> Suggestion:
     return Suggestion(f"paper scale ({text})")
 
 
-def generic(v: Verdict, cfg: dict, seeds: Callable[[Verdict], tuple[str, str] | None],
-            budget: Callable[[Verdict], tuple[str, str, float] | None] | None = None,
-            grow: Callable[[Verdict], tuple[str, str] | None] | None = None,
-            depths: Callable[[Verdict], tuple[str, str] | None] | None = None) -> Suggestion | None:
+def generic(
+    v: Verdict,
+    cfg: dict,
+    seeds: Callable[[Verdict], tuple[str, str] | None],
+    budget: Callable[[Verdict], tuple[str, str, float] | None] | None = None,
+    grow: Callable[[Verdict], tuple[str, str] | None] | None = None,
+    depths: Callable[[Verdict], tuple[str, str] | None] | None = None,
+) -> Suggestion | None:
     """The shared reading of a reason: ``seeds(v)`` -> (seeds key, where) for "inside the error bars" and for a part
     with "no error bar" (one net: a second seed gives one), ``budget(v)`` -> (key, what, factor) for "did not
     converge", ``grow(v)`` -> (key, what) for a rate at its grid's edge (one more growth round), ``depths(v)`` ->
@@ -266,8 +276,10 @@ def decide(results: Path, config: dict, budget_s: float, studies: list[str] | No
     from . import config as dlc
 
     rows = [r for r in rows_of(results) if not studies or r.study in studies]
-    priced = sorted([r for r in rows if r.suggestion.changes and r.suggestion.seconds is not None],
-                    key=lambda r: r.suggestion.seconds)
+    priced = sorted(
+        [r for r in rows if r.suggestion.changes and r.suggestion.seconds is not None],
+        key=lambda r: r.suggestion.seconds,
+    )
     unpriced = [r for r in rows if not (r.suggestion.changes and r.suggestion.seconds is not None)]
     base_cfg = copy.deepcopy(config)
     base_cfg.update(device="cpu", results=PRICE_RESULTS)
@@ -297,9 +309,11 @@ def write_fork(config_path: Path, raw: dict, d: Decision, out: Path, results: st
 
     cfg = apply(raw, list(d.changes.items()))
     cfg["results"] = results
-    head = (f"# written by depthlab decide from {config_path};\n"
-            f"# planned +{d.seconds / 3600:.2f} core-h over the base's {d.base_seconds / 3600:.2f}; the rows it is to decide:\n"
-            + "".join(f"#   {r.study} {r.verdict.claim} ({r.verdict.subject}): {r.suggestion.text}\n" for r in d.chosen))
+    head = (
+        f"# written by depthlab decide from {config_path};\n"
+        f"# planned +{d.seconds / 3600:.2f} core-h over the base's {d.base_seconds / 3600:.2f}; the rows it is to decide:\n"
+        + "".join(f"#   {r.study} {r.verdict.claim} ({r.verdict.subject}): {r.suggestion.text}\n" for r in d.chosen)
+    )
     storage.write_text(head + yaml.safe_dump(cfg, sort_keys=False), out)
 
 
@@ -307,14 +321,19 @@ def render(d: Decision, budget_s: float) -> str:
     lines = [f"budget {budget_s / 3600:.2f} core-h; the base plans {d.base_seconds / 3600:.2f} core-h", ""]
     if d.chosen:
         lines.append(f"to decide ({len(d.chosen)} rows, +{d.seconds / 3600:.2f} core-h planned together):")
-        lines += [f"  {r.study} {r.verdict.claim} | {r.verdict.subject}: {r.suggestion.text} "
-                  f"({cost_text(r.suggestion.seconds)} alone)" for r in d.chosen]
+        lines += [
+            f"  {r.study} {r.verdict.claim} | {r.verdict.subject}: {r.suggestion.text} "
+            f"({cost_text(r.suggestion.seconds)} alone)"
+            for r in d.chosen
+        ]
     else:
         lines.append("no row's changes fit the budget")
     if d.left:
         lines += ["", f"over the budget ({len(d.left)} rows):"]
-        lines += [f"  {r.study} {r.verdict.claim} | {r.verdict.subject}: {r.suggestion.text} ({cost_text(r.suggestion.seconds)})"
-                  for r in d.left]
+        lines += [
+            f"  {r.study} {r.verdict.claim} | {r.verdict.subject}: {r.suggestion.text} ({cost_text(r.suggestion.seconds)})"
+            for r in d.left
+        ]
     if d.unpriced:
         lines += ["", f"not a change of this config ({len(d.unpriced)} rows):"]
         lines += [f"  {r.study} {r.verdict.claim} | {r.verdict.subject}: {r.suggestion.text}" for r in d.unpriced]
@@ -355,7 +374,9 @@ def run(args: Any) -> int:
             return fail(f"{results}: no study's claims.json: run it first (make run CONFIG=...)")
         unknown = sorted(set(args.study or []) - set(full["studies"]))
         if unknown:
-            return fail(f"--study {', '.join(unknown)}: not a study of this run; its studies: {', '.join(sorted(full['studies']))}")
+            return fail(
+                f"--study {', '.join(unknown)}: not a study of this run; its studies: {', '.join(sorted(full['studies']))}"
+            )
         d = decide(results, full, budget, args.study)
     except (DecideError, dlc.ConfigError) as e:
         return fail(str(e))

@@ -78,7 +78,8 @@ def _refuse(results: Path, rec: dict, src: str, values: dict) -> None:
         f"results folder {results} belongs to the config {rec.get('source')}, and {src} differs from it at: {shown}. "
         f"Give this config a folder of its own (a `results:` key), or, to make {results} this config's (its "
         f"stores are reused where their jobs are unchanged), run again with DEPTHLAB_CONTINUE=1 "
-        f"(make run CONTINUE=1)")
+        f"(make run CONTINUE=1)"
+    )
 
 
 def claim(results: str | Path, config: dict, source: str | Path | None, force: bool = False) -> str:
@@ -110,8 +111,14 @@ def _fork_note(results: Path) -> str:
     from . import fork
 
     base = fork.incomplete(results)
-    return (f"; its fork from {base} was interrupted: this run computes what it did not take (`depthlab fork` with the "
-            "same arguments takes the rest from its base first)") if base else ""
+    return (
+        (
+            f"; its fork from {base} was interrupted: this run computes what it did not take (`depthlab fork` with the "
+            "same arguments takes the rest from its base first)"
+        )
+        if base
+        else ""
+    )
 
 
 def continuing() -> bool:

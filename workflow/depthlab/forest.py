@@ -26,8 +26,16 @@ WIDTH_IN = 13.0
 LEFT, RIGHT = 0.25, 0.58  # the panels' horizontal extent (fractions of the width): labels left, verdicts right
 DPI = 100
 # plain matplotlib with a light grid: no seaborn import (seconds of a claims job's start-up)
-STYLE = {"axes.grid": True, "grid.color": "#e5e5e5", "axes.edgecolor": "#bbbbbb", "axes.facecolor": "white",
-         "axes.axisbelow": True, "xtick.color": "#333333", "ytick.color": "#333333", "font.size": 7}
+STYLE = {
+    "axes.grid": True,
+    "grid.color": "#e5e5e5",
+    "axes.edgecolor": "#bbbbbb",
+    "axes.facecolor": "white",
+    "axes.axisbelow": True,
+    "xtick.color": "#333333",
+    "ytick.color": "#333333",
+    "font.size": 7,
+}
 
 
 def _num(row: dict, key: str) -> float | None:
@@ -95,7 +103,9 @@ def draw(title: str, panels: Sequence[tuple[str, list[dict]]], *, sides: Sequenc
         return _draw(plt, Line2D, title, panels, sides, note)
 
 
-def _draw(plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[dict]]], sides: Sequence[str], note: str) -> Any:
+def _draw(
+    plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[dict]]], sides: Sequence[str], note: str
+) -> Any:
     tall = [ROW_IN * max(1, len(rows)) * len(sides) + 0.15 for _, rows in panels]
     height = TOP_IN + sum(t + HEAD_IN for t in tall) + 0.1
     fig = plt.figure(figsize=(WIDTH_IN, height), dpi=DPI)
@@ -117,7 +127,15 @@ def _draw(plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[di
                 ys.append(y)
                 labels.append(_short(row["label"], 46) + (f" [{side}]" if side else ""))
                 if r is None:
-                    ax.text(1.005, y, "(absent)", transform=ax.get_yaxis_transform(), fontsize=6.5, va="center", color="#555555")
+                    ax.text(
+                        1.005,
+                        y,
+                        "(absent)",
+                        transform=ax.get_yaxis_transform(),
+                        fontsize=6.5,
+                        va="center",
+                        color="#555555",
+                    )
                     continue
                 v = verdict(r)
                 colour = COLOURS.get(v, "#555555")
@@ -127,8 +145,18 @@ def _draw(plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[di
                     extensions += 1
                 e, se, th = (_clip(_num(r, k)) for k in ("effect", "stderr", "threshold"))
                 if e is not None:
-                    ax.errorbar([e], [y], xerr=[[se or 0.0], [se or 0.0]], fmt=markers[k % 2], ms=4.5, capsize=2.5,
-                                color=colour, mfc=colour if se is not None else "white", mec=colour, lw=1.2)
+                    ax.errorbar(
+                        [e],
+                        [y],
+                        xerr=[[se or 0.0], [se or 0.0]],
+                        fmt=markers[k % 2],
+                        ms=4.5,
+                        capsize=2.5,
+                        color=colour,
+                        mfc=colour if se is not None else "white",
+                        mec=colour,
+                        lw=1.2,
+                    )
                     xs += [e - (se or 0.0), e + (se or 0.0)]
                 if th is not None:
                     ax.plot([th], [y], marker="|", ms=11, mew=1.6, color="black", gid="threshold")
@@ -152,11 +180,19 @@ def _draw(plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[di
     handles.append(Line2D([], [], marker="o", ls="", mfc="white", color="#555555", label="no error bar"))
     for k, side in enumerate(sides if len(sides) > 1 else ()):
         handles.append(Line2D([], [], marker=markers[k % 2], ls="", color="#555555", label=f"run {side}"))
-    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.01, 1.0 - 0.5 / height), ncol=len(handles), fontsize=7,
-               frameon=False)
+    fig.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(0.01, 1.0 - 0.5 / height),
+        ncol=len(handles),
+        fontsize=7,
+        frameon=False,
+    )
     if extensions:
-        note += (f"; the legend counts the papers' rows, as the claims index does: {extensions} extension row(s) drawn, "
-                 "not counted")
+        note += (
+            f"; the legend counts the papers' rows, as the claims index does: {extensions} extension row(s) drawn, "
+            "not counted"
+        )
     fig.text(0.01, 1.0 - 0.08 / height, _short(title, 160) + (f"\n{note}" if note else ""), fontsize=9, va="top")
     return fig
 
@@ -164,21 +200,32 @@ def _draw(plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[di
 def run_figure(title: str, rows: list[dict]) -> Any:
     """One study's forest plot: every claim row of its claims.json."""
     panels, questions = groups(rows)
-    lines = [(head, [{"label": f"{r.get('subject', '')} ({r.get('figure', '')})", "": r} for r in rs]) for head, rs in panels]
+    lines = [
+        (head, [{"label": f"{r.get('subject', '')} ({r.get('figure', '')})", "": r} for r in rs]) for head, rs in panels
+    ]
     note = "effect +- SE against its threshold, per claim row, coloured by verdict" + (
-        f"; {questions} question(s) answered, not drawn" if questions else "")
+        f"; {questions} question(s) answered, not drawn" if questions else ""
+    )
     return draw(title, lines, note=note)
 
 
-def diff_figure(title: str, pairs: list[tuple[tuple, dict | None, dict | None]], labels: tuple[str, str] = ("A", "B")) -> Any:
+def diff_figure(
+    title: str, pairs: list[tuple[tuple, dict | None, dict | None]], labels: tuple[str, str] = ("A", "B")
+) -> Any:
     """Two runs on one plot: ``pairs`` are (key, A's row, B's row) with key (study, claim, statement, figure, subject)."""
     panels: dict[str, list[dict]] = {}
     for key, ra, rb in pairs:
         study, claim, statement, fig, subject = key
-        panels.setdefault(f"{study} {claim}: {statement}", []).append({"label": f"{subject} ({fig})", labels[0]: ra,
-                                                                        labels[1]: rb})
-    return draw(title, list(panels.items()), sides=labels, note=f"run {labels[0]} (dot) and run {labels[1]} (square), "
-                                                                 "effect +- SE against the threshold, coloured by verdict")
+        panels.setdefault(f"{study} {claim}: {statement}", []).append(
+            {"label": f"{subject} ({fig})", labels[0]: ra, labels[1]: rb}
+        )
+    return draw(
+        title,
+        list(panels.items()),
+        sides=labels,
+        note=f"run {labels[0]} (dot) and run {labels[1]} (square), "
+        "effect +- SE against the threshold, coloured by verdict",
+    )
 
 
 def png(fig: Any) -> bytes:

@@ -71,13 +71,22 @@ class Forked:
     benchmarks: dict | None = None  # the benchmark files copied: path relative to NEW -> sha256
 
     def summary(self) -> str:
-        extra = f"; {self.cross_device} copied because a hard link across file systems is impossible" if self.cross_device else ""
-        extra += (f"; {self.refused} stores holding a symlink or a special file not taken (NEW's run rebuilds them)"
-                  if self.refused else "")
-        return (f"{'resumed the fork' if self.resumed else 'forked'} {self.base} -> {self.new}: {self.stores} stores, "
-                f"{self.figures} figures and {self.claims} studies' claims taken ({self.linked} store files hard-linked and "
-                f"made read-only; {self.copied} figure, claims, log and benchmark files copied); {self.differ} stores at "
-                f"NEW's paths differ in spec or code and are left to NEW's run{extra}")
+        extra = (
+            f"; {self.cross_device} copied because a hard link across file systems is impossible"
+            if self.cross_device
+            else ""
+        )
+        extra += (
+            f"; {self.refused} stores holding a symlink or a special file not taken (NEW's run rebuilds them)"
+            if self.refused
+            else ""
+        )
+        return (
+            f"{'resumed the fork' if self.resumed else 'forked'} {self.base} -> {self.new}: {self.stores} stores, "
+            f"{self.figures} figures and {self.claims} studies' claims taken ({self.linked} store files hard-linked and "
+            f"made read-only; {self.copied} figure, claims, log and benchmark files copied); {self.differ} stores at "
+            f"NEW's paths differ in spec or code and are left to NEW's run{extra}"
+        )
 
 
 def results_of(arg: str | Path) -> tuple[Path, dict | None]:
@@ -111,20 +120,29 @@ def write_new(base_arg: str | Path, new_arg: str | Path, sets: list[str]) -> Pat
 
     new = Path(new_arg)
     if new.exists() or new.is_symlink():
-        raise ForkError(f"{new}: exists; with --set, fork writes NEW itself (give a new file name, or edit NEW and leave "
-                        "out --set)")
+        raise ForkError(
+            f"{new}: exists; with --set, fork writes NEW itself (give a new file name, or edit NEW and leave out --set)"
+        )
     if new.suffix not in (".yaml", ".yml"):
         raise ForkError(f"{new}: NEW must be a .yaml file name")
     p = Path(base_arg)
     source = p / "config.used.yaml" if p.is_dir() else p
     if not source.is_file():
-        raise ForkError(f"{base_arg}: " + ("no config.used.yaml: not a finished run's results folder" if p.is_dir()
-                                           else "neither a config file nor a results folder"))
+        raise ForkError(
+            f"{base_arg}: "
+            + (
+                "no config.used.yaml: not a finished run's results folder"
+                if p.is_dir()
+                else "neither a config file nor a results folder"
+            )
+        )
     try:
         raw = dlc.read_yaml(source)
         if not isinstance(raw, dict):
             raise ForkError(f"{source}: not a mapping of keys to values")
-        base_results = Path(p if p.is_dir() else dlc.validate(copy.deepcopy(raw), memory=False, source=source)["results"])
+        base_results = Path(
+            p if p.is_dir() else dlc.validate(copy.deepcopy(raw), memory=False, source=source)["results"]
+        )
         cfg = copy.deepcopy(raw)
         said = []
         for arg in sets:  # one value each (sweep --set's parser splits a list of them): KEY=VALUE, VALUE as YAML
@@ -136,7 +154,9 @@ def write_new(base_arg: str | Path, new_arg: str | Path, sets: list[str]) -> Pat
             try:
                 value = yaml.safe_load(written)
             except yaml.YAMLError as e:
-                raise ForkError(f"--set {key}: the value {written!r} is not YAML ({getattr(e, 'problem', None) or e})") from None
+                raise ForkError(
+                    f"--set {key}: the value {written!r} is not YAML ({getattr(e, 'problem', None) or e})"
+                ) from None
             dlc.set_dotted(cfg, key.split("."), value)
             said.append(f"{key} = {written}")
         cfg["results"] = str(base_results.parent / new.stem)
@@ -307,27 +327,40 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
 
     base, _ = results_of(base_arg)
     if not Path(new_arg).is_file():
-        raise ForkError(f"{new_arg}: NEW must be a config file (the fork takes from BASE what NEW's config would compute "
-                        "identically, so it needs NEW's values): copy BASE's and edit it, or give the changes with "
-                        "--set KEY=VALUE and fork writes NEW")
+        raise ForkError(
+            f"{new_arg}: NEW must be a config file (the fork takes from BASE what NEW's config would compute "
+            "identically, so it needs NEW's values): copy BASE's and edit it, or give the changes with "
+            "--set KEY=VALUE and fork writes NEW"
+        )
     new, cfg = results_of(new_arg)
     if not base.is_dir():
         raise ForkError(f"{base_arg}: its results folder {base} does not exist (has it run?)")
     rb, rn = base.resolve(), new.resolve()
     if rn == rb or rb in rn.parents or rn in rb.parents:
-        raise ForkError(f"{new}: NEW's results folder must lie outside BASE's {base}, and BASE outside NEW's (give NEW's "
-                        "config a `results:` of its own)")
+        raise ForkError(
+            f"{new}: NEW's results folder must lie outside BASE's {base}, and BASE outside NEW's (give NEW's "
+            "config a `results:` of its own)"
+        )
     resuming = new.is_dir() and incomplete(new)
     if resuming and Path(resuming) != rb:
-        raise ForkError(f"{new}: an interrupted fork from {resuming} is in NEW's folder, not one from {rb}; remove the folder "
-                        "to start afresh")
+        raise ForkError(
+            f"{new}: an interrupted fork from {resuming} is in NEW's folder, not one from {rb}; remove the folder "
+            "to start afresh"
+        )
     if not resuming and new.exists() and (not new.is_dir() or any(new.iterdir())):
-        raise ForkError(f"{new}: NEW's results folder exists and is not empty; a fork starts a new folder (remove it, or "
-                        "give NEW's config another `results:`)")
+        raise ForkError(
+            f"{new}: NEW's results folder exists and is not empty; a fork starts a new folder (remove it, or "
+            "give NEW's config another `results:`)"
+        )
     out = Forked(base, new, resumed=bool(resuming), benchmarks={})
     new.mkdir(parents=True, exist_ok=True)
-    record = {"base": str(rb), "base_argument": str(base_arg), "new_config": str(Path(new_arg).resolve()),
-              "created": time.strftime("%Y-%m-%dT%H:%M:%S"), "complete": False}
+    record = {
+        "base": str(rb),
+        "base_argument": str(base_arg),
+        "new_config": str(Path(new_arg).resolve()),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "complete": False,
+    }
     if resuming:
         try:
             old = safeio.read_json(new / RECORD)
@@ -382,7 +415,9 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
             crec = safeio.read_json(base / name / "claims.provenance.json")
         except (OSError, ValueError):
             crec = None
-        if figures_taken == len(study.figures(cfg)) and _same(crec, cspec, prov.code_fingerprint(cstage.fingerprint_modules)):
+        if figures_taken == len(study.figures(cfg)) and _same(
+            crec, cspec, prov.code_fingerprint(cstage.fingerprint_modules)
+        ):
             # the report, verdicts and record always; the forest plot and the page where the base has them (a run
             # older than either has neither)
             for f in ("claims.md", "claims.json", "claims.forest.png", "claims.html", "claims.provenance.json"):
@@ -390,8 +425,20 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
                     _copy(base / name / f, new / name / f, out)
             _copy_beside(base, new, Path(name) / "claims", out)
             out.claims += 1
-    _write_record(new, {**record, "complete": True, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "stores_taken": out.stores,
-                        "stores_differing": out.differ, "stores_refused": out.refused, "figures_taken": out.figures,
-                        "claims_taken": out.claims, "files_linked": out.linked, "files_copied": out.copied,
-                        "benchmarks": out.benchmarks})
+    _write_record(
+        new,
+        {
+            **record,
+            "complete": True,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "stores_taken": out.stores,
+            "stores_differing": out.differ,
+            "stores_refused": out.refused,
+            "figures_taken": out.figures,
+            "claims_taken": out.claims,
+            "files_linked": out.linked,
+            "files_copied": out.copied,
+            "benchmarks": out.benchmarks,
+        },
+    )
     return out

@@ -80,8 +80,14 @@ def fit(points: list[dict], device: str = "") -> Throughput:
 
     r = least_squares(resid, np.log([3e13, 500.0, 1e-5]))
     base = Throughput(*(float(v) for v in np.exp(r.x)))
-    adams = [1.0 / p["model_epochs_per_s"] / base.model_epoch_s(_shape({**p, "adam": False})) for p in points if p.get("adam")]
-    return Throughput(base.r_max, base.h0, base.step_s, float(np.median(adams)) if adams else 1.0, device, tuple(points))
+    adams = [
+        1.0 / p["model_epochs_per_s"] / base.model_epoch_s(_shape({**p, "adam": False}))
+        for p in points
+        if p.get("adam")
+    ]
+    return Throughput(
+        base.r_max, base.h0, base.step_s, float(np.median(adams)) if adams else 1.0, device, tuple(points)
+    )
 
 
 def check(model: Throughput, points: list[dict] | None = None) -> list[tuple[str, float, float, float]]:
@@ -111,8 +117,14 @@ def load(path: str | Path | None = None) -> Throughput:
             raise ThroughputError(f"{path}: not a JSON object")
         vals = {k: _bounded(path, doc, k, lo, hi) for k, (lo, hi) in BOUNDS.items()}
         pts = doc.get("points", [])
-        return Throughput(vals["r_max"], vals["h0"], vals["step_s"], vals["adam"], str(doc.get("device", "")),
-                          tuple(pts) if isinstance(pts, list) else ())
+        return Throughput(
+            vals["r_max"],
+            vals["h0"],
+            vals["step_s"],
+            vals["adam"],
+            str(doc.get("device", "")),
+            tuple(pts) if isinstance(pts, list) else (),
+        )
     points, device = load_points()
     return fit(points, device)
 
@@ -133,15 +145,19 @@ BOUNDS = {"r_max": (1e3, 1e18), "h0": (0.0, 1e9), "step_s": (0.0, 100.0), "adam"
 def _bounded(path: Path, doc: dict, key: str, lo: float, hi: float) -> float:
     v = doc.get(key, 1.0 if key == "adam" else None)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
-        raise ThroughputError(f"{path}: {key} is {v!r}; a refitted GPU throughput model needs a number in [{lo:g}, {hi:g}] "
-                         "(refit it with depthlab plan --calibrate, or remove the file)")
+        raise ThroughputError(
+            f"{path}: {key} is {v!r}; a refitted GPU throughput model needs a number in [{lo:g}, {hi:g}] "
+            "(refit it with depthlab plan --calibrate, or remove the file)"
+        )
     return float(v)
 
 
 def save(model: Throughput, path: str | Path) -> None:
     from . import storage
 
-    storage.write_text(json.dumps({**asdict(model), "points": list(model.points)}, indent=1, sort_keys=True) + "\n", path)
+    storage.write_text(
+        json.dumps({**asdict(model), "points": list(model.points)}, indent=1, sort_keys=True) + "\n", path
+    )
 
 
 def job_seconds(model: Throughput, shape: Shape, model_epochs: float, overhead_s: float) -> float:
@@ -160,6 +176,12 @@ def points_of(rows: list[tuple[Any, float]]) -> list[dict]:
         shape, epochs = g()
         busy = secs - float(shape.get("overhead_s", 0.0))
         if epochs > 0 and busy > 0:
-            out.append({**{k: shape[k] for k in ("d", "n", "P", "L", "h", "M", "B")}, "adam": bool(shape.get("adam")),
-                        "model_epochs_per_s": epochs / busy, "label": str(getattr(spec, "job", ""))})
+            out.append(
+                {
+                    **{k: shape[k] for k in ("d", "n", "P", "L", "h", "M", "B")},
+                    "adam": bool(shape.get("adam")),
+                    "model_epochs_per_s": epochs / busy,
+                    "label": str(getattr(spec, "job", "")),
+                }
+            )
     return out

@@ -16,11 +16,13 @@ padding:3px 6px;vertical-align:top;text-align:left}th{background:#f3f3f3}blockqu
 margin:.8em 0;padding:.3em .9em;background:#fff8e6}code,pre{font-family:ui-monospace,monospace;font-size:12.5px}
 pre{background:#f7f7f7;padding:.8em;overflow-x:auto}""" + "".join(
     f"td.v-{re.sub(r'[^a-z]+', '-', s)}{{background:{c}22;color:{c};font-weight:600;white-space:nowrap}}"
-    for s, c in COLOURS.items())
+    for s, c in COLOURS.items()
+)
 
 # a table cell whose whole text is a verdict, as claims.md writes it ("holds", "**does not hold**", ...)
-_CELL = re.compile(r"<td>(?:<strong>)?(" + "|".join(map(re.escape, sorted(COLOURS, key=len, reverse=True)))
-                   + r")(?:</strong>)?</td>")
+_CELL = re.compile(
+    r"<td>(?:<strong>)?(" + "|".join(map(re.escape, sorted(COLOURS, key=len, reverse=True))) + r")(?:</strong>)?</td>"
+)
 
 
 def _mark(m: re.Match) -> str:
@@ -29,8 +31,11 @@ def _mark(m: re.Match) -> str:
 
 
 def _doc(title: str, body: str) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html.escape(title)
-            + f"</title><style>{_CSS}</style></head><body>\n{body}</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>'
+        + html.escape(title)
+        + f"</title><style>{_CSS}</style></head><body>\n{body}</body></html>\n"
+    )
 
 
 def markdown_page(title: str, text: str) -> str:

@@ -39,21 +39,32 @@ def acquire(results: str | Path) -> Path:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as e:  # a directory, a symlink, a file we may not write
-        raise ResultsInUse(f"{path}: cannot be opened as depthlab's lock file ({e.strerror}); remove it if it is yours, or "
-                           f"use another `results` folder") from None
+        raise ResultsInUse(
+            f"{path}: cannot be opened as depthlab's lock file ({e.strerror}); remove it if it is yours, or "
+            f"use another `results` folder"
+        ) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise ResultsInUse(f"{path}: not a regular file (a FIFO, socket or device), so not depthlab's lock file; remove it "
-                           f"if it is yours, or use another `results` folder")
+        raise ResultsInUse(
+            f"{path}: not a regular file (a FIFO, socket or device), so not depthlab's lock file; remove it "
+            f"if it is yours, or use another `results` folder"
+        )
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         holder = holder_of(path)
         os.close(fd)
-        raise ResultsInUse(f"results folder {root} is in use by another run ({holder}); wait for it to finish, or use "
-                           f"another `results` folder. The lock is released when that process ends.") from None
-    me = {"pid": os.getpid(), "host": socket.gethostname(), "cwd": os.getcwd(),
-          "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"), "run": os.environ.get(RUN_ENV)}
+        raise ResultsInUse(
+            f"results folder {root} is in use by another run ({holder}); wait for it to finish, or use "
+            f"another `results` folder. The lock is released when that process ends."
+        ) from None
+    me = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "cwd": os.getcwd(),
+        "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "run": os.environ.get(RUN_ENV),
+    }
     os.ftruncate(fd, 0)
     os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
     _held[str(root)] = fd
@@ -62,7 +73,9 @@ def acquire(results: str | Path) -> Path:
 
 # ---- runs that replace a killed run ----------------------------------------------------------------------------------
 
-RUN_ENV = "DEPTHLAB_RUN"  # the id of the Snakemake run that submitted a job; sbatch passes the environment on (--export=ALL)
+RUN_ENV = (
+    "DEPTHLAB_RUN"  # the id of the Snakemake run that submitted a job; sbatch passes the environment on (--export=ALL)
+)
 
 
 def start_run() -> str:
@@ -90,8 +103,10 @@ def superseded(results: str | Path) -> str:
     current = h.get("run") if isinstance(h, dict) else None
     if not current or current == mine:
         return ""
-    return (f"it was submitted by run {mine}, and run {current} ({holder_of(path)}) has started on {Path(results)} "
-            f"since: that run submits its own job for these outputs")
+    return (
+        f"it was submitted by run {mine}, and run {current} ({holder_of(path)}) has started on {Path(results)} "
+        f"since: that run submits its own job for these outputs"
+    )
 
 
 def _marks(snakemake_dir: str | Path) -> list[Path]:
@@ -100,7 +115,9 @@ def _marks(snakemake_dir: str | Path) -> list[Path]:
     return sorted(p for p in inc.rglob("*") if p.is_file() and not p.is_symlink()) if inc.is_dir() else []
 
 
-ADOPT = "adopt"  # <store>.adopt-<random>: a whole store a killed run's job finished, set aside for the job that reruns it
+ADOPT = (
+    "adopt"  # <store>.adopt-<random>: a whole store a killed run's job finished, set aside for the job that reruns it
+)
 
 
 def adopt_finished(results: str | Path, snakemake_dir: str | Path = ".snakemake") -> list[str]:
@@ -124,7 +141,12 @@ def adopt_finished(results: str | Path, snakemake_dir: str | Path = ".snakemake"
         except (ValueError, UnicodeDecodeError):
             continue
         store = Path(out)
-        if store.suffix != ".zarr" or not store.resolve().is_relative_to(root) or not store.is_dir() or store.is_symlink():
+        if (
+            store.suffix != ".zarr"
+            or not store.resolve().is_relative_to(root)
+            or not store.is_dir()
+            or store.is_symlink()
+        ):
             continue
         try:
             if not storage.read_record(store).get("content_hash"):
@@ -136,7 +158,16 @@ def adopt_finished(results: str | Path, snakemake_dir: str | Path = ".snakemake"
     return adopted
 
 
-_ACTIVE_ELSEWHERE = {"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "RESIZING"}
+_ACTIVE_ELSEWHERE = {
+    "RUNNING",
+    "COMPLETING",
+    "CONFIGURING",
+    "SUSPENDED",
+    "STOPPED",
+    "SIGNALING",
+    "STAGE_OUT",
+    "RESIZING",
+}
 
 
 def _slurm_jobs() -> dict[str, str] | None:
@@ -180,8 +211,9 @@ def killed_before(snakemake_dir: str | Path = ".snakemake") -> bool:
     return bool(_marks(snakemake_dir))
 
 
-def settle_orphans(snakemake_dir: str | Path = ".snakemake", say=print, poll: float = 5.0,
-                   results: str | Path | None = None) -> dict[str, list[str]]:
+def settle_orphans(
+    snakemake_dir: str | Path = ".snakemake", say=print, poll: float = 5.0, results: str | Path | None = None
+) -> dict[str, list[str]]:
     """Before a restarted run builds its plan: the cluster jobs that the killed run left in SLURM (Snakemake's
     'incomplete' marks name those still queued, the ledger under ``results`` those that started) are settled, so that none writes a store beside the restart's own job, nor after it.
     Queued ones are cancelled (they would do nothing when started: :func:`superseded`); running ones are waited for,
@@ -217,8 +249,10 @@ def settle_orphans(snakemake_dir: str | Path = ".snakemake", say=print, poll: fl
         done["cancelled"] = queued
     running = sorted(j for j in ids if queue.get(j) in _ACTIVE_ELSEWHERE)
     if running:
-        say(f"depthlab: waiting for {len(running)} job(s) of the killed run still running in SLURM, so that none writes "
-            f"a store beside this run's jobs: {', '.join(running)}")
+        say(
+            f"depthlab: waiting for {len(running)} job(s) of the killed run still running in SLURM, so that none writes "
+            f"a store beside this run's jobs: {', '.join(running)}"
+        )
         done["waited"] = running
         while True:
             queue = _slurm_jobs()
@@ -263,7 +297,9 @@ class OutputInUse(RuntimeError):
     pass
 
 
-STALE_AFTER = 600.0  # seconds without a heartbeat after which a holder on another host counts as gone ($DEPTHLAB_LOCK_STALE)
+STALE_AFTER = (
+    600.0  # seconds without a heartbeat after which a holder on another host counts as gone ($DEPTHLAB_LOCK_STALE)
+)
 
 
 class OutputLock:
@@ -277,10 +313,11 @@ class OutputLock:
     no longer exists, or a holder anywhere whose heartbeat stopped ``stale_after`` seconds ago (a killed node).
     """
 
-    def __init__(self, output: str | Path, stale_after: float | None = None, poll: float = 1.0,
-                 say=None):
+    def __init__(self, output: str | Path, stale_after: float | None = None, poll: float = 1.0, say=None):
         self.path = Path(f"{output}.lock")
-        self.stale_after = float(stale_after if stale_after is not None else os.environ.get("DEPTHLAB_LOCK_STALE", STALE_AFTER))
+        self.stale_after = float(
+            stale_after if stale_after is not None else os.environ.get("DEPTHLAB_LOCK_STALE", STALE_AFTER)
+        )
         self.poll = poll
         self.say = say or (lambda text: None)
         self.token = os.urandom(8).hex()
@@ -297,7 +334,12 @@ class OutputLock:
     def _stale(self, h: dict) -> str:
         """Why the current holder is gone ('' if it may be alive)."""
         pid = h.get("pid")
-        if h.get("host") == socket.gethostname() and isinstance(pid, int) and not isinstance(pid, bool) and not _alive(pid):
+        if (
+            h.get("host") == socket.gethostname()
+            and isinstance(pid, int)
+            and not isinstance(pid, bool)
+            and not _alive(pid)
+        ):
             return f"its process {pid} on this host has ended" if pid > 0 else f"it names no process (pid {pid})"
         try:
             age = time.time() - os.stat(self.path).st_mtime
@@ -305,7 +347,9 @@ class OutputLock:
             return "it is gone"
         if age > self.stale_after:
             return f"no heartbeat for {age:.0f} s"
-        if age < -self.stale_after:  # a heartbeat in the future: another host's clock (NFS clients skew); it proves nothing
+        if (
+            age < -self.stale_after
+        ):  # a heartbeat in the future: another host's clock (NFS clients skew); it proves nothing
             return f"its heartbeat is dated {-age:.0f} s in the future (another host's clock): unknown, so stale"
         return ""
 
@@ -333,7 +377,9 @@ class OutputLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise OutputInUse(f"{self.path.parent}: cannot be made ({e.strerror}): no lock, so no job can write there") from None
+            raise OutputInUse(
+                f"{self.path.parent}: cannot be made ({e.strerror}): no lock, so no job can write there"
+            ) from None
         t0, told = time.monotonic(), False
         while True:
             if self.path.is_dir() and not self.path.is_symlink():
@@ -348,17 +394,28 @@ class OutputLock:
                     self._take_over(h)
                     continue
                 if not told:
-                    self.say(f"waiting: {self.path.name.removesuffix('.lock')} is being written by another job ({_who(h)})")
+                    self.say(
+                        f"waiting: {self.path.name.removesuffix('.lock')} is being written by another job ({_who(h)})"
+                    )
                     told = True
                 if wait is not None and time.monotonic() - t0 > wait:
-                    raise OutputInUse(f"{self.path.name.removesuffix('.lock')} is being written by another job ({_who(h)})") from None
+                    raise OutputInUse(
+                        f"{self.path.name.removesuffix('.lock')} is being written by another job ({_who(h)})"
+                    ) from None
                 time.sleep(self.poll)
                 continue
             except OSError as e:
                 raise OutputInUse(f"{self.path}: cannot be created as a lock file ({e.strerror})") from None
             with os.fdopen(fd, "w") as f:
-                json.dump({"host": socket.gethostname(), "pid": os.getpid(), "token": self.token,
-                           "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds")}, f)
+                json.dump(
+                    {
+                        "host": socket.gethostname(),
+                        "pid": os.getpid(),
+                        "token": self.token,
+                        "started": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+                    },
+                    f,
+                )
             self._heartbeat()
             return self
 

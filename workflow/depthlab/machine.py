@@ -25,10 +25,25 @@ import subprocess
 import sys
 
 # variables that change which kernel a library runs, or how many threads it splits a product over
-KERNEL_VARS = ("MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "ATEN_CPU_CAPABILITY", "OPENBLAS_CORETYPE",
-               "OPENBLAS_L2_SIZE", "NPY_DISABLE_CPU_FEATURES", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-               "NUMEXPR_NUM_THREADS")
+KERNEL_VARS = (
+    "MKL_CBWR",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_DEBUG_CPU_TYPE",
+    "ATEN_CPU_CAPABILITY",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "NPY_DISABLE_CPU_FEATURES",
+    "NUMBA_CPU_NAME",
+    "NUMBA_CPU_FEATURES",
+)
+THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 MODES = ("native", "portable")
 # what portable mode pins (before the libraries load)
 PORTABLE = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "default", "OPENBLAS_CORETYPE": "Prescott"}
@@ -76,8 +91,21 @@ def cpu_model() -> str:
 
 def cpu_flags() -> tuple[str, ...]:
     """The SIMD flags that decide a kernel path (of those /proc/cpuinfo lists), sorted."""
-    wanted = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512_bf16",
-              "amx_tile", "asimd", "sve"}
+    wanted = {
+        "sse4_2",
+        "avx",
+        "avx2",
+        "fma",
+        "avx512f",
+        "avx512bw",
+        "avx512vl",
+        "avx512dq",
+        "avx512_vnni",
+        "avx512_bf16",
+        "amx_tile",
+        "asimd",
+        "sve",
+    }
     info = _cpuinfo()
     return tuple(sorted(wanted & set((info.get("flags") or info.get("features") or "").split())))
 
@@ -85,8 +113,13 @@ def cpu_flags() -> tuple[str, ...]:
 def _predicted_capability() -> str:
     """The CPU capability torch would choose here, from the CPU's flags and $ATEN_CPU_CAPABILITY (torch not loaded)."""
     flags = set(cpu_flags())
-    best = ("AVX512" if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
-            else "AVX2" if {"avx2", "fma"} <= flags else "DEFAULT")
+    best = (
+        "AVX512"
+        if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
+        else "AVX2"
+        if {"avx2", "fma"} <= flags
+        else "DEFAULT"
+    )
     order = ["DEFAULT", "AVX2", "AVX512"]
     cap = os.environ.get("ATEN_CPU_CAPABILITY", "").upper()
     if cap in order and order.index(cap) < order.index(best):
@@ -133,9 +166,15 @@ def blas() -> list[dict]:
         for lib in threadpool_info():
             if lib.get("user_api") != "blas":
                 continue
-            out.append({"library": str(lib.get("internal_api")), "prefix": str(lib.get("prefix")),
-                        "version": str(lib.get("version")), "architecture": str(lib.get("architecture")),
-                        "threads": int(lib.get("num_threads") or 0)})
+            out.append(
+                {
+                    "library": str(lib.get("internal_api")),
+                    "prefix": str(lib.get("prefix")),
+                    "version": str(lib.get("version")),
+                    "architecture": str(lib.get("architecture")),
+                    "threads": int(lib.get("num_threads") or 0),
+                }
+            )
     except Exception as e:  # threadpoolctl missing or failing: say so, never fail the job for it
         out.append({"library": "unknown", "error": f"{type(e).__name__}: {str(e)[:100]}"})
     torch = sys.modules.get("torch")
@@ -149,11 +188,18 @@ def _gpu() -> dict | None:
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available():
         return None
-    out = {"model": torch.cuda.get_device_name(0), "cuda": str(torch.version.cuda),
-           "cudnn": str(torch.backends.cudnn.version())}
+    out = {
+        "model": torch.cuda.get_device_name(0),
+        "cuda": str(torch.version.cuda),
+        "cudnn": str(torch.backends.cudnn.version()),
+    }
     try:
-        p = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                           text=True, timeout=20)
+        p = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
         out["driver"] = p.stdout.strip().splitlines()[0] if p.returncode == 0 and p.stdout.strip() else "unknown"
     except (OSError, subprocess.SubprocessError):
         out["driver"] = "unknown"
@@ -162,9 +208,15 @@ def _gpu() -> dict | None:
 
 def describe(device: str = "cpu") -> dict:
     """The machine a result was made on, for its record.  Not part of a job's identity."""
-    out = {"cpu": cpu_model(), "cpu_flags": list(cpu_flags()), "arch": platform.machine(),
-           "torch_cpu_capability": torch_capability(), "blas": blas(), "cpu_kernels": mode(),
-           "env": {v: os.environ.get(v) for v in KERNEL_VARS + THREAD_VARS}}
+    out = {
+        "cpu": cpu_model(),
+        "cpu_flags": list(cpu_flags()),
+        "arch": platform.machine(),
+        "torch_cpu_capability": torch_capability(),
+        "blas": blas(),
+        "cpu_kernels": mode(),
+        "env": {v: os.environ.get(v) for v in KERNEL_VARS + THREAD_VARS},
+    }
     if str(device).startswith("cuda") and (gpu := _gpu()) is not None:
         out["gpu"] = gpu
     return out
@@ -175,34 +227,63 @@ def kernel_key(machine: dict | None, packages: dict | None = None) -> dict | Non
     depthlab recorded one).  In portable mode the CPU drops out: only the packages and the pinned paths remain."""
     if not isinstance(machine, dict):
         return None
-    pk = {k: v for k, v in (packages or {}).items() if k in ("torch", "numpy", "scipy", "numba")} if isinstance(packages, dict) else {}
+    pk = (
+        {k: v for k, v in (packages or {}).items() if k in ("torch", "numpy", "scipy", "numba")}
+        if isinstance(packages, dict)
+        else {}
+    )
     env = machine.get("env") if isinstance(machine.get("env"), dict) else {}
-    libs = sorted(({k: b.get(k) for k in ("library", "prefix", "version", "architecture", "threads")}
-                   for b in machine.get("blas") or [] if isinstance(b, dict)), key=lambda b: json.dumps(b, sort_keys=True))
+    libs = sorted(
+        (
+            {k: b.get(k) for k in ("library", "prefix", "version", "architecture", "threads")}
+            for b in machine.get("blas") or []
+            if isinstance(b, dict)
+        ),
+        key=lambda b: json.dumps(b, sort_keys=True),
+    )
     # the threads each library splits its products over (what the thread variables end in): they change the bits
     threads = [(b.get("library"), b.get("version"), b.get("threads")) for b in libs]
     if machine.get("cpu_kernels") == "portable":
         return {"cpu_kernels": "portable", "arch": machine.get("arch"), "packages": pk, "threads": threads}
     blas_libs = libs
     cap = str(machine.get("torch_cpu_capability", "")).split(" ")[0]
-    return {"cpu_kernels": "native", "cpu": machine.get("cpu"), "arch": machine.get("arch"), "capability": cap,
-            "blas": blas_libs, "packages": pk, "env": {k: env.get(k) for k in KERNEL_VARS}, "threads": threads,
-            "gpu": machine.get("gpu")}
+    return {
+        "cpu_kernels": "native",
+        "cpu": machine.get("cpu"),
+        "arch": machine.get("arch"),
+        "capability": cap,
+        "blas": blas_libs,
+        "packages": pk,
+        "env": {k: env.get(k) for k in KERNEL_VARS},
+        "threads": threads,
+        "gpu": machine.get("gpu"),
+    }
 
 
 def summary(machine: dict | None) -> str:
     """One line: CPU, torch capability, the BLAS, the kernel variables that are set, the mode."""
     if not isinstance(machine, dict):
         return "machine not recorded (made before depthlab recorded it)"
-    libs = ", ".join(f"{b.get('library')} {b.get('version')}" + (f" ({b['architecture']})" if b.get("architecture") not in
-                     (None, "None") else "") for b in machine.get("blas") or [] if isinstance(b, dict))
+    libs = ", ".join(
+        f"{b.get('library')} {b.get('version')}"
+        + (f" ({b['architecture']})" if b.get("architecture") not in (None, "None") else "")
+        for b in machine.get("blas") or []
+        if isinstance(b, dict)
+    )
     env = machine.get("env") if isinstance(machine.get("env"), dict) else {}
     set_vars = " ".join(f"{k}={v}" for k, v in sorted(env.items()) if v is not None and k in KERNEL_VARS)
     gpu = machine.get("gpu")
-    gpu_s = f"; GPU {gpu.get('model')} (driver {gpu.get('driver')}, CUDA {gpu.get('cuda')})" if isinstance(gpu, dict) else ""
-    return (f"{machine.get('cpu')} [{machine.get('arch')}], torch capability {machine.get('torch_cpu_capability')}, "
-            f"BLAS {libs or 'none loaded'}, kernels {machine.get('cpu_kernels')}"
-            + (f", {set_vars}" if set_vars else "") + gpu_s)
+    gpu_s = (
+        f"; GPU {gpu.get('model')} (driver {gpu.get('driver')}, CUDA {gpu.get('cuda')})"
+        if isinstance(gpu, dict)
+        else ""
+    )
+    return (
+        f"{machine.get('cpu')} [{machine.get('arch')}], torch capability {machine.get('torch_cpu_capability')}, "
+        f"BLAS {libs or 'none loaded'}, kernels {machine.get('cpu_kernels')}"
+        + (f", {set_vars}" if set_vars else "")
+        + gpu_s
+    )
 
 
 def differences(a: dict | None, b: dict | None) -> list[str]:

@@ -34,11 +34,20 @@ from typing import Any
 import yaml
 
 CAPS: dict[str, Any] = {
-    "max_epochs": 1, "epochs": 2, "check_every": 1, "patience": 1, "onset_checks": 1,  # trainers (all studies, CNNs)
-    "rounds": 0, "grow_rounds": 0, "init_points": 2,  # rate searches: round 0 only
-    "max_iterations": 20, "min_iterations": 1,  # the acceleration study's full-batch runs
-    "steps": 20, "min_steps": 0,  # the RZG23 learner
-    "n_test": 512, "trials": 1,  # test points, KRR data sets
+    "max_epochs": 1,
+    "epochs": 2,
+    "check_every": 1,
+    "patience": 1,
+    "onset_checks": 1,  # trainers (all studies, CNNs)
+    "rounds": 0,
+    "grow_rounds": 0,
+    "init_points": 2,  # rate searches: round 0 only
+    "max_iterations": 20,
+    "min_iterations": 1,  # the acceleration study's full-batch runs
+    "steps": 20,
+    "min_steps": 0,  # the RZG23 learner
+    "n_test": 512,
+    "trials": 1,  # test points, KRR data sets
 }
 BASELINE_GIB = 0.75  # a job's interpreter, torch, numpy and scipy before any array (measured: 0.4-0.6 GiB)
 PLAN_SLACK = 1.25  # a peak this much above plan + baseline is "over plan"
@@ -89,7 +98,9 @@ def choose(config: dict, machine_gib: float, max_minutes: float) -> list[Check]:
             for job in st.spec.jobs(config):
                 spec = study.spec(config, st.name, job)
                 parts = spec.memory() or {}
-                ranked.append((sum(parts.values()) / memory.GIB, plan.job_seconds(spec, name, st.name, costs), job, parts))
+                ranked.append(
+                    (sum(parts.values()) / memory.GIB, plan.job_seconds(spec, name, st.name, costs), job, parts)
+                )
             if not ranked:
                 continue
             ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
@@ -99,11 +110,15 @@ def choose(config: dict, machine_gib: float, max_minutes: float) -> list[Check]:
             c = Check(name, st.name, study.path(Ref(st.name, job)), max(parts, key=parts.get) if parts else "-", gib)
             if not fits:
                 c.status = "skipped"
-                c.detail = (f"every job plans more than {machine_gib:.1f} GiB (this machine) or {max_minutes:g} min; the "
-                            f"largest: {top[0]:.1f} GiB, {top[1] / 60:.0f} min")
+                c.detail = (
+                    f"every job plans more than {machine_gib:.1f} GiB (this machine) or {max_minutes:g} min; the "
+                    f"largest: {top[0]:.1f} GiB, {top[1] / 60:.0f} min"
+                )
             elif top is not fits[0]:
-                c.detail = (f"the largest that fits; the stage's largest, {study.path(Ref(st.name, top[2]))}, plans "
-                            f"{top[0]:.1f} GiB and {top[1] / 60:.0f} min")
+                c.detail = (
+                    f"the largest that fits; the stage's largest, {study.path(Ref(st.name, top[2]))}, plans "
+                    f"{top[0]:.1f} GiB and {top[1] / 60:.0f} min"
+                )
             out.append(c)
     return out
 
@@ -138,8 +153,9 @@ def _log_tail(path: Path, n: int = 3) -> str:
     return " | ".join(lines[-n:])[:400]
 
 
-def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_minutes: float = 20.0,
-        say=print) -> list[Check]:
+def run(
+    config_path: str | Path, out: str | Path, cores: int | None = None, max_minutes: float = 20.0, say=print
+) -> list[Check]:
     from . import config as dlc
     from . import memory, storage
 
@@ -156,11 +172,17 @@ def run(config_path: str | Path, out: str | Path, cores: int | None = None, max_
     machine = memory.machine_bytes() / memory.GIB
     checks = choose(full, machine * 0.9, max_minutes)
     cfg_file = out / "paper-check.yaml"
-    storage.write_text(f"# {config_path} with its budgets capped by depthlab paper-check ({len(changes)} keys)\n"
-                       + yaml.safe_dump(capped, sort_keys=False), cfg_file)  # YAML 1.1 floats: 1.0e-05, not 1e-05
-    say(f"paper-check: {config_path}, {len(changes)} budget keys capped (e.g. "
-        + ", ".join(f"{k}: {a} -> {b}" for k, a, b in changes[:4]) + f"); {len(checks)} stages, "
-        f"{sum(c.status == 'skipped' for c in checks)} skipped (memory or time); into {out}")
+    storage.write_text(
+        f"# {config_path} with its budgets capped by depthlab paper-check ({len(changes)} keys)\n"
+        + yaml.safe_dump(capped, sort_keys=False),
+        cfg_file,
+    )  # YAML 1.1 floats: 1.0e-05, not 1e-05
+    say(
+        f"paper-check: {config_path}, {len(changes)} budget keys capped (e.g. "
+        + ", ".join(f"{k}: {a} -> {b}" for k, a, b in changes[:4])
+        + f"); {len(checks)} stages, "
+        f"{sum(c.status == 'skipped' for c in checks)} skipped (memory or time); into {out}"
+    )
     targets = [f"{full['results']}/{c.study}/{c.job}" for c in checks if c.status != "skipped"]
     from .sweep import child_env, run_child, snakemake_command
 
@@ -205,7 +227,8 @@ def collect(checks: list[Check], root: Path) -> None:
         if not (root / c.study / c.job).is_dir():
             c.status = "failed" if log.is_file() else "not run"  # no log: Snakemake never started it
             c.detail = (_log_tail(log) if log.is_file() else "its upstream failed, or Snakemake stopped first") + (
-                f"; {c.detail}" if c.detail else "")
+                f"; {c.detail}" if c.detail else ""
+            )
             if str(root / c.study / c.job) in killed or f"{root}/{c.study}/{c.job}" in killed:
                 c.detail = "killed (SIGKILL: out of memory, or a time limit; the kernel log says which); " + c.detail
         elif c.peak_gib is not None and c.peak_gib > PLAN_SLACK * (c.plan_gib + BASELINE_GIB):
@@ -218,11 +241,18 @@ def render(checks: list[Check], config: str, machine_gib: float) -> str:
     def f(x: float | None, fmt: str) -> str:
         return "-" if x is None else format(x, fmt)
 
-    lines = [f"# paper-check of {config}", "",
-             f"The largest job of each stage, full shapes, budgets capped (depthlab.papercheck.CAPS); this machine: "
-             f"{machine_gib:.1f} GiB. Over plan: a peak above {PLAN_SLACK} x (plan + {BASELINE_GIB} GiB).", "",
-             "| study | stage | job | shape (memory key) | seconds | peak GiB | plan GiB | status |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# paper-check of {config}",
+        "",
+        f"The largest job of each stage, full shapes, budgets capped (depthlab.papercheck.CAPS); this machine: "
+        f"{machine_gib:.1f} GiB. Over plan: a peak above {PLAN_SLACK} x (plan + {BASELINE_GIB} GiB).",
+        "",
+        "| study | stage | job | shape (memory key) | seconds | peak GiB | plan GiB | status |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for c in checks:
-        lines.append(f"| {c.study} | {c.stage} | {c.job} | {c.shape} | {f(c.seconds, '.1f')} | {f(c.peak_gib, '.2f')} | "
-                     f"{c.plan_gib:.2f} | {c.status}{': ' + c.detail.replace('|', '/') if c.detail else ''} |")
+        lines.append(
+            f"| {c.study} | {c.stage} | {c.job} | {c.shape} | {f(c.seconds, '.1f')} | {f(c.peak_gib, '.2f')} | "
+            f"{c.plan_gib:.2f} | {c.status}{': ' + c.detail.replace('|', '/') if c.detail else ''} |"
+        )
     return "\n".join(lines) + "\n"

@@ -45,7 +45,9 @@ class StageCost:
     jobs: int  # measured jobs the fit used
     calibrated: bool = True
     max_work: float = 0.0  # the largest work among them: within it, a stage without a rate is all start-up
-    fraction: float = 1.0  # the share of its planned work (whole epoch budgets) its jobs really trained, learned (Spec.trained)
+    fraction: float = (
+        1.0  # the share of its planned work (whole epoch budgets) its jobs really trained, learned (Spec.trained)
+    )
     call_s: float = 0.0  # seconds per framework call of a training loop (calls_of): what a small net's step costs
     call_fraction: float = 1.0  # ... and the share of its planned calls its jobs really made (the calls-weighted share)
 
@@ -72,8 +74,10 @@ MAX_SECONDS = 1e8  # about three years: a timing beyond it (or negative, or not 
 
 def _plausible(seconds: float, where: str) -> float:
     if not (math.isfinite(seconds) and 0 <= seconds <= MAX_SECONDS):
-        raise SystemExit(f"error: {where}: {seconds!r} seconds is not a job's time (a finite number of seconds from 0 to "
-                         f"{MAX_SECONDS:g}); depthlab will not fit a cost model to it")
+        raise SystemExit(
+            f"error: {where}: {seconds!r} seconds is not a job's time (a finite number of seconds from 0 to "
+            f"{MAX_SECONDS:g}); depthlab will not fit a cost model to it"
+        )
     return seconds
 
 
@@ -129,8 +133,9 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
             continue
         if devices is not None:
             devices.add(str(rec.get("device", "unknown")))
-        out.setdefault(f"{rec['study']}/{rec['stage']}", []).append((spec.work(), secs, _trained(results / rel, spec),
-                                                                     calls_of(spec)))
+        out.setdefault(f"{rec['study']}/{rec['stage']}", []).append(
+            (spec.work(), secs, _trained(results / rel, spec), calls_of(spec))
+        )
     for kind in ("figures", "claims"):
         for tsv in results.glob(f"benchmarks/*/{kind}/*.tsv" if kind == "figures" else "benchmarks/*/claims.tsv"):
             if str(tsv.relative_to(results)) in forked:
@@ -208,16 +213,26 @@ def fit(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_U
 
     def cost(a: float, coef: np.ndarray) -> StageCost:
         c, b = (float(coef[0]), float(coef[1])) if X.shape[1] == 2 else (0.0, float(coef[0]))
-        return StageCost(float(a), 1 / b if b > 0 else None, len(points), max_work=top,
-                         fraction=fraction if b > 0 else 1.0, call_s=c, call_fraction=call_fraction if c > 0 else 1.0)
+        return StageCost(
+            float(a),
+            1 / b if b > 0 else None,
+            len(points),
+            max_work=top,
+            fraction=fraction if b > 0 else 1.0,
+            call_s=c,
+            call_fraction=call_fraction if c > 0 else 1.0,
+        )
 
-    def fixed_at(a0: float) -> StageCost:  # the fixed term set to a0, the rest refitted and scaled to the measured total
+    def fixed_at(
+        a0: float,
+    ) -> StageCost:  # the fixed term set to a0, the rest refitted and scaled to the measured total
         coef = _irls(X, s, a0)
         done = float(X.sum(0) @ coef)
         if done <= 0:  # nothing to fit beyond the fixed term: the work carries the rest, as a rate
             coef = np.zeros(X.shape[1])
             coef[-1], done = 1.0, float(w.sum())
         return cost(a0, coef * (s.sum() - a0 * len(s)) / done)
+
     if (np.ptp(w) <= 0 and np.ptp(k) <= 0) or len(points) < 3:  # work does not vary: its time is what was measured
         if s.mean() > cap and w.sum() > 0:
             return fixed_at(cap)
@@ -315,27 +330,37 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
     stages = {k: vars(fit(v, cap=START_UP_CAP_S * scale, floor=_floor(k) * scale)) for k, v in sorted(data.items())}
     cuda = sorted(d for d in devices if d.startswith("cuda"))
 
-    doc = {"measured_from": [str(r) for r in results], "code_version": prov.code_version(),
-           "probe_s": probe_s,
-           "note": ("jobs of the GPU stages on " + ", ".join(cuda) + ", as many jobs at once as the run's cores, sharing "
-                    "it; the other stages on that machine's CPU cores" if cuda else
-                    "one CPU core per job (the default profile)")
-                   + "; seconds = overhead_s + call_fraction x calls x call_s + fraction x work / rate"
-                   + f"; the start-up's cap and floors scaled by this probe over {START_UP_PROBE_S} s: x{scale:.2f}",
-           "device": cuda[0] if cuda else "cpu", "stages": stages}
+    doc = {
+        "measured_from": [str(r) for r in results],
+        "code_version": prov.code_version(),
+        "probe_s": probe_s,
+        "note": (
+            "jobs of the GPU stages on " + ", ".join(cuda) + ", as many jobs at once as the run's cores, sharing "
+            "it; the other stages on that machine's CPU cores"
+            if cuda
+            else "one CPU core per job (the default profile)"
+        )
+        + "; seconds = overhead_s + call_fraction x calls x call_s + fraction x work / rate"
+        + f"; the start-up's cap and floors scaled by this probe over {START_UP_PROBE_S} s: x{scale:.2f}",
+        "device": cuda[0] if cuda else "cpu",
+        "stages": stages,
+    }
     from . import storage
 
     text = (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
     if out is not None:  # a path the user named: never inside a results folder (it would replace a file the run wrote)
-        storage.write_user_file(text, out, protect=tuple(r for r in results if Path(r).is_dir()),
-                                what="plan --calibrate --costs")
+        storage.write_user_file(
+            text, out, protect=tuple(r for r in results if Path(r).is_dir()), what="plan --calibrate --costs"
+        )
     else:
         out = default_output(results, bool(cuda))
         inside = Path(out).resolve()
         if prov.PACKAGE_DIR in inside.parents:  # a timings file or results folder in the package: never write there
-            raise SystemExit(f"depthlab plan --calibrate: the default destination {out} lies inside the package "
-                             f"({prov.PACKAGE_DIR}), which ships the calibration; refitting it takes --costs naming the "
-                             "file, and anything else belongs outside the code")
+            raise SystemExit(
+                f"depthlab plan --calibrate: the default destination {out} lies inside the package "
+                f"({prov.PACKAGE_DIR}), which ships the calibration; refitting it takes --costs naming the "
+                "file, and anything else belongs outside the code"
+            )
         storage.write_bytes(text, out)
     extra = {}
     if cuda:  # a GPU run: its timed training stacks refit the throughput model too (depthlab.gpumodel)
@@ -385,8 +410,11 @@ def measure(results: str | Path) -> dict[str, Any]:
 
     devices: set[str] = set()
     stages = measurements(results, devices)
-    return {"devices": sorted(devices), "probe_s": probe.of_runs([results]),
-            "stages": {k: [list(p) for p in v] for k, v in sorted(stages.items())}}
+    return {
+        "devices": sorted(devices),
+        "probe_s": probe.of_runs([results]),
+        "stages": {k: [list(p) for p in v] for k, v in sorted(stages.items())},
+    }
 
 
 def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[tuple]]:
@@ -399,8 +427,10 @@ def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[t
         out = {str(k): [_measured_row(row) for row in v] for k, v in doc["stages"].items()}
         devices.update(str(d) for d in doc["devices"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        raise SystemExit(f"error: {source} is neither a results folder nor a file that `depthlab plan --measure` wrote "
-                         f"({type(e).__name__}: {e})") from None
+        raise SystemExit(
+            f"error: {source} is neither a results folder nor a file that `depthlab plan --measure` wrote "
+            f"({type(e).__name__}: {e})"
+        ) from None
     if any(not (math.isfinite(row[0]) and row[0] >= 0) for v in out.values() for row in v):
         raise SystemExit(f"error: {source}: every work value must be a finite number >= 0")
     if any(row[2] is not None and not (math.isfinite(row[2]) and row[2] >= 0) for v in out.values() for row in v):
@@ -417,10 +447,17 @@ def _measured_row(row: Any) -> tuple:
     """One job of a ``--measure`` file: [work, seconds] (files before the trained share), [work, seconds, trained
     share or null] (before its per-step term: no calls, 0) or [work, seconds, trained share or null, calls]."""
     if not isinstance(row, (list, tuple)) or len(row) not in (2, 3, 4):
-        raise ValueError(f"a job is [work, seconds], [work, seconds, trained share] or [work, seconds, trained share, "
-                         f"calls], not {row!r}")
+        raise ValueError(
+            f"a job is [work, seconds], [work, seconds, trained share] or [work, seconds, trained share, "
+            f"calls], not {row!r}"
+        )
     share = row[2] if len(row) >= 3 else None
-    return float(row[0]), float(row[1]), None if share is None else float(share), float(row[3]) if len(row) == 4 else 0.0
+    return (
+        float(row[0]),
+        float(row[1]),
+        None if share is None else float(share),
+        float(row[3]) if len(row) == 4 else 0.0,
+    )
 
 
 def gpu_calibration(path: str | Path = COSTS_GPU) -> tuple[dict[str, StageCost], str, str]:
@@ -450,9 +487,15 @@ class CostsError(ValueError):
 
 MIN_RATE = 1e-3  # work units per second below which a rate is damage (1e-300 planned 'inf' core-hours)
 _FIELDS = {  # StageCost's fields: (kind, lower bound, upper bound) of a value; kind "rate" may be null
-    "overhead_s": ("num", 0.0, 1e6), "rate": ("rate", MIN_RATE, 1e30), "jobs": ("int", 0, 10**9),
-    "calibrated": ("bool", None, None), "max_work": ("num", 0.0, 1e30), "fraction": ("num", 0.0, 100.0),
-    "call_s": ("num", 0.0, 1e3), "call_fraction": ("num", 0.0, 100.0)}  # a share of the planned calls: above 1 when a
+    "overhead_s": ("num", 0.0, 1e6),
+    "rate": ("rate", MIN_RATE, 1e30),
+    "jobs": ("int", 0, 10**9),
+    "calibrated": ("bool", None, None),
+    "max_work": ("num", 0.0, 1e30),
+    "fraction": ("num", 0.0, 100.0),
+    "call_s": ("num", 0.0, 1e3),
+    "call_fraction": ("num", 0.0, 100.0),
+}  # a share of the planned calls: above 1 when a
 # stage's jobs make more calls than planned (the CNNs' stacks: 2.0 in a smoke calibration)
 
 
@@ -475,7 +518,9 @@ def validate_costs(doc: Any, path: str | Path) -> dict[str, StageCost]:
                 raise CostsError(f"{where}: stages.{name}: `{key}` is missing")
         for key, v in fields.items():
             if key not in _FIELDS:
-                raise CostsError(f"{where}: stages.{name}.{key}: not a field of a stage's cost (known: {', '.join(_FIELDS)})")
+                raise CostsError(
+                    f"{where}: stages.{name}.{key}: not a field of a stage's cost (known: {', '.join(_FIELDS)})"
+                )
             kind, lo, hi = _FIELDS[key]
             if kind == "bool":
                 ok = isinstance(v, bool)
@@ -486,8 +531,11 @@ def validate_costs(doc: Any, path: str | Path) -> dict[str, StageCost]:
             else:
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
             if not ok:
-                want = {"bool": "true or false", "int": f"a whole number in [{lo}, {hi}]",
-                        "rate": f"null or a finite number in [{lo:g}, {hi:g}]"}.get(kind, f"a finite number in [{lo:g}, {hi:g}]")
+                want = {
+                    "bool": "true or false",
+                    "int": f"a whole number in [{lo}, {hi}]",
+                    "rate": f"null or a finite number in [{lo:g}, {hi:g}]",
+                }.get(kind, f"a finite number in [{lo:g}, {hi:g}]")
                 raise CostsError(f"{where}: stages.{name}.{key} = {v!r}: must be {want}")
         out[str(name)] = StageCost(**fields)
     return out
@@ -519,7 +567,9 @@ def figure_work(study: Any, config: dict, figure: str) -> int:
     return len(study.figure_inputs(config, figure))
 
 
-def output_seconds(costs: dict[str, StageCost], study: str, kind: str, config: dict, figure: str | None = None) -> float:
+def output_seconds(
+    costs: dict[str, StageCost], study: str, kind: str, config: dict, figure: str | None = None
+) -> float:
     """The planned seconds of a study's figure job (``kind`` 'figure': by the stores it reads) or its claims job
     ('claims'), as the run's ETA plans them."""
     from .studies import get_study
@@ -582,14 +632,23 @@ class Row:
     gpu: str = "CPU stage"  # 'CPU stage', 'device: cpu', 'not measured', 'measured', 'extrapolated' or 'modelled'
     gpu_seconds_max: float = 0.0
     gpu_seconds_total: float = 0.0
-    auto_cpu: int = 0  # jobs that run on the CPU under device: auto, the calibrations predicting it faster (cpu_is_faster)
-    gpu_hours_auto: float = 0.0  # GPU seconds of the jobs that take a GPU under device: auto (the others run on the CPU)
+    auto_cpu: int = (
+        0  # jobs that run on the CPU under device: auto, the calibrations predicting it faster (cpu_is_faster)
+    )
+    gpu_hours_auto: float = (
+        0.0  # GPU seconds of the jobs that take a GPU under device: auto (the others run on the CPU)
+    )
     cpu_hours_auto: float = 0.0  # ... and CPU seconds of the ones that run on the CPU instead
 
 
-def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str | Path | None = None,
-         gpu_costs: dict[str, StageCost] | None = None, speed: float = 1.0,
-         throughput: str | Path | None = None) -> list[Row]:
+def plan(
+    config: dict,
+    costs: dict[str, StageCost] | None = None,
+    results: str | Path | None = None,
+    gpu_costs: dict[str, StageCost] | None = None,
+    speed: float = 1.0,
+    throughput: str | Path | None = None,
+) -> list[Row]:
     """Every study's stages: jobs, peak memory, CPU seconds (times ``speed``, this machine's probe over the
     calibration's: depthlab.probe) and the GPU column (``throughput``: the GPU throughput model's file; default the
     package's, see gpumodel.load)."""
@@ -613,20 +672,40 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                 there = [(root / name / study.path(Ref(st.name, s.job))).exists() for s in specs]
             else:
                 n = len(study.figures(config)) if st.kind == "figure" else 1
-                specs, there = [None] * n, [(root / name / "claims.md").exists()] * n if st.kind == "claims" else [
-                    (root / name / "figures" / f"{f}.png").exists() for f in study.figures(config)]
-            works = ([float(figure_work(study, config, f)) for f in study.figures(config)] if st.kind == "figure"
-                     else [s.work() if s is not None else 0.0 for s in specs])
+                specs, there = (
+                    [None] * n,
+                    [(root / name / "claims.md").exists()] * n
+                    if st.kind == "claims"
+                    else [(root / name / "figures" / f"{f}.png").exists() for f in study.figures(config)],
+                )
+            works = (
+                [float(figure_work(study, config, f)) for f in study.figures(config)]
+                if st.kind == "figure"
+                else [s.work() if s is not None else 0.0 for s in specs]
+            )
             calls = [calls_of(s) if s is not None else 0.0 for s in specs]
             secs = [speed * predict(cost, w, fallback, n) for w, n in zip(works, calls)]
             modelled = not cost.calibrated or (cost.rate is None and any(cost.beyond(w) for w in works))
             peak = max((sum(s.memory().values()) for s in specs if s is not None), default=0)
-            row = Row(name, st.name, len(specs), sum(not t for t in there), peak, max(secs, default=0.0), sum(secs),
-                      sum(x for x, t in zip(secs, there) if not t), not modelled)
+            row = Row(
+                name,
+                st.name,
+                len(specs),
+                sum(not t for t in there),
+                peak,
+                max(secs, default=0.0),
+                sum(secs),
+                sum(x for x, t in zip(secs, there) if not t),
+                not modelled,
+            )
             if st.gpu and device_of(config, name) == "cpu":
                 row.gpu = "device: cpu"
-            elif st.gpu and specs and all(s is not None and hasattr(s, "gpu_shape") for s in specs) and (
-                    key not in gpu_costs or any(gpu_costs[key].beyond(w) for w in works)):
+            elif (
+                st.gpu
+                and specs
+                and all(s is not None and hasattr(s, "gpu_shape") for s in specs)
+                and (key not in gpu_costs or any(gpu_costs[key].beyond(w) for w in works))
+            ):
                 # the batched trainer's stacks beyond the sizes the GPU calibration timed: priced from their own
                 # shapes (depthlab.gpumodel), not grown from the start-up-bound smoke and default jobs; within those
                 # sizes the calibration's measured times stand (the branch below)
@@ -650,8 +729,10 @@ def plan(config: dict, costs: dict[str, StageCost] | None = None, results: str |
                 row.gpu_seconds_max, row.gpu_seconds_total = max(gsecs, default=0.0), sum(gsecs)
                 beyond = any(g.beyond(w) for w in works)
                 row.gpu = ("modelled" if g.rate is None else "extrapolated") if beyond else "measured"
-                on_cpu = [device_of(config, name) == "auto" and cpu_is_faster(name, st.name, w, costs, gpu_costs, n)
-                          for w, n in zip(works, calls)]
+                on_cpu = [
+                    device_of(config, name) == "auto" and cpu_is_faster(name, st.name, w, costs, gpu_costs, n)
+                    for w, n in zip(works, calls)
+                ]
                 row.auto_cpu = sum(on_cpu)
                 row.gpu_hours_auto = sum(g_ for g_, c in zip(gsecs, on_cpu) if not c)
                 row.cpu_hours_auto = sum(x for x, c in zip(secs, on_cpu) if c)
@@ -670,33 +751,47 @@ def _dur(s: float) -> str:
 def _gpu_cell(r: Row) -> str:
     if r.gpu in GPU_TIMED:
         return f"{_dur(r.gpu_seconds_max)} / {_dur(r.gpu_seconds_total)} ({r.gpu})" + (
-            f"; auto: {'all' if r.auto_cpu == r.jobs else r.auto_cpu} on the CPU" if r.auto_cpu else "")
+            f"; auto: {'all' if r.auto_cpu == r.jobs else r.auto_cpu} on the CPU" if r.auto_cpu else ""
+        )
     return r.gpu
 
 
 def render(rows: list[Row], config_name: str, gpu_device: str = "", gpu_note: str = "") -> str:
     from . import memory
 
-    lines = [f"plan for {config_name} (one CPU core per job; cost model calibrated in {COSTS.name}):", "",
-             f"{'study':<13}{'stage':<15}{'jobs':>6}{'to run':>8}{'peak mem (largest job)':>24}{'CPU: largest job':>18}"
-             f"{'CPU: all jobs':>15}{'CPU: to run':>13}  GPU: largest job / all jobs"]
+    lines = [
+        f"plan for {config_name} (one CPU core per job; cost model calibrated in {COSTS.name}):",
+        "",
+        f"{'study':<13}{'stage':<15}{'jobs':>6}{'to run':>8}{'peak mem (largest job)':>24}{'CPU: largest job':>18}"
+        f"{'CPU: all jobs':>15}{'CPU: to run':>13}  GPU: largest job / all jobs",
+    ]
     for r in rows:
-        lines.append(f"{r.study:<13}{r.stage:<15}{r.jobs:>6}{r.missing:>8}{memory.gib(r.peak_bytes) if r.peak_bytes else '-':>24}"
-                     f"{_dur(r.seconds_max):>18}{_dur(r.seconds_total):>15}{_dur(r.seconds_missing):>13}  {_gpu_cell(r)}"
-                     + ("" if r.calibrated else "  (CPU rate modelled: not measured for this stage)"))
+        lines.append(
+            f"{r.study:<13}{r.stage:<15}{r.jobs:>6}{r.missing:>8}{memory.gib(r.peak_bytes) if r.peak_bytes else '-':>24}"
+            f"{_dur(r.seconds_max):>18}{_dur(r.seconds_total):>15}{_dur(r.seconds_missing):>13}  {_gpu_cell(r)}"
+            + ("" if r.calibrated else "  (CPU rate modelled: not measured for this stage)")
+        )
     lines.append("")
     for study in sorted({r.study for r in rows}):
         tot = sum(r.seconds_total for r in rows if r.study == study)
         miss = sum(r.seconds_missing for r in rows if r.study == study)
-        lines.append(f"{study:<13} {sum(r.jobs for r in rows if r.study == study):>5} jobs  {tot / 3600:8.2f} core-hours"
-                     f"  (to run: {miss / 3600:.2f})")
+        lines.append(
+            f"{study:<13} {sum(r.jobs for r in rows if r.study == study):>5} jobs  {tot / 3600:8.2f} core-hours"
+            f"  (to run: {miss / 3600:.2f})"
+        )
     tot = sum(r.seconds_total for r in rows)
     cores = os.cpu_count() or 1
-    lines.append(f"{'total':<13} {sum(r.jobs for r in rows):>5} jobs  {tot / 3600:8.2f} core-hours  (to run: "
-                 f"{sum(r.seconds_missing for r in rows) / 3600:.2f}); about {_dur(tot / cores)} of wall time on this "
-                 f"machine's {cores} cores if every core stays busy")
-    lines.append("Runtimes are per job on one CPU core; a training stage charges each net the share of its epoch budget")
-    lines.append("that its nets trained in the calibration's runs (`trained: plan` in --check), so a run whose nets stop")
+    lines.append(
+        f"{'total':<13} {sum(r.jobs for r in rows):>5} jobs  {tot / 3600:8.2f} core-hours  (to run: "
+        f"{sum(r.seconds_missing for r in rows) / 3600:.2f}); about {_dur(tot / cores)} of wall time on this "
+        f"machine's {cores} cores if every core stays busy"
+    )
+    lines.append(
+        "Runtimes are per job on one CPU core; a training stage charges each net the share of its epoch budget"
+    )
+    lines.append(
+        "that its nets trained in the calibration's runs (`trained: plan` in --check), so a run whose nets stop"
+    )
     lines.append("earlier or later than those finishes sooner or later.")
     gpu = [r for r in rows if r.gpu in GPU_TIMED]
     if gpu:
@@ -704,23 +799,43 @@ def render(rows: list[Row], config_name: str, gpu_device: str = "", gpu_note: st
             lines.append(f"GPU: per job, for the stages that can use one, from {COSTS_GPU.name}: {gpu_device}.")
             lines.append(f"  How it was measured: {gpu_note}.")
         else:
-            lines.append("GPU: no calibration measured on a GPU is installed, so only the stages the throughput model "
-                         "prices have a GPU runtime.")
-        lines.append(f"  These {sum(r.jobs for r in gpu)} jobs: {sum(r.gpu_seconds_total for r in gpu) / 3600:.2f} job-hours "
-                     f"on the GPU against {sum(r.seconds_total for r in gpu) / 3600:.2f} on one CPU core each; under "
-                     f"device: auto (the jobs the calibrations time faster on one core run there) "
-                     f"{sum(r.gpu_hours_auto for r in gpu) / 3600:.2f} GPU job-hours and "
-                     f"{sum(r.cpu_hours_auto for r in gpu) / 3600:.2f} CPU core-hours.")
-        lines.append("  'measured': jobs of that stage and size were timed on the GPU. 'extrapolated': some jobs are over 10x")
-        lines.append("  the largest timed, and a GPU's throughput grows with the job while the fitted rate does not, so")
-        lines.append("  these are upper bounds (README, 'GPU'). 'modelled': the rate is the median of the timed stages'.")
-        lines.append("  'throughput model': the batched trainer's stacks priced from their shapes (depthlab.gpumodel: matmul")
-        lines.append("  rate by width, per-step launches shared by the stack), fitted to timed points at the papers' own")
-        lines.append("  shapes (workflow/depthlab/gpu_points.json, or a GPU run's gpu_throughput.json), times the share of")
+            lines.append(
+                "GPU: no calibration measured on a GPU is installed, so only the stages the throughput model "
+                "prices have a GPU runtime."
+            )
+        lines.append(
+            f"  These {sum(r.jobs for r in gpu)} jobs: {sum(r.gpu_seconds_total for r in gpu) / 3600:.2f} job-hours "
+            f"on the GPU against {sum(r.seconds_total for r in gpu) / 3600:.2f} on one CPU core each; under "
+            f"device: auto (the jobs the calibrations time faster on one core run there) "
+            f"{sum(r.gpu_hours_auto for r in gpu) / 3600:.2f} GPU job-hours and "
+            f"{sum(r.cpu_hours_auto for r in gpu) / 3600:.2f} CPU core-hours."
+        )
+        lines.append(
+            "  'measured': jobs of that stage and size were timed on the GPU. 'extrapolated': some jobs are over 10x"
+        )
+        lines.append(
+            "  the largest timed, and a GPU's throughput grows with the job while the fitted rate does not, so"
+        )
+        lines.append(
+            "  these are upper bounds (README, 'GPU'). 'modelled': the rate is the median of the timed stages'."
+        )
+        lines.append(
+            "  'throughput model': the batched trainer's stacks priced from their shapes (depthlab.gpumodel: matmul"
+        )
+        lines.append(
+            "  rate by width, per-step launches shared by the stack), fitted to timed points at the papers' own"
+        )
+        lines.append(
+            "  shapes (workflow/depthlab/gpu_points.json, or a GPU run's gpu_throughput.json), times the share of"
+        )
         lines.append("  the budget the calibration's nets trained.")
         lines.append("  A job's time on a shared GPU depends on how many jobs share it. 'CPU stage': runs on the CPU")
-        lines.append("  whatever the device. 'auto: N on the CPU': under device: auto, N jobs whose measured GPU time is")
-        lines.append("  above their time on one CPU core (small nets: a GPU step costs more than the arithmetic) ask for")
+        lines.append(
+            "  whatever the device. 'auto: N on the CPU': under device: auto, N jobs whose measured GPU time is"
+        )
+        lines.append(
+            "  above their time on one CPU core (small nets: a GPU step costs more than the arithmetic) ask for"
+        )
         lines.append("  no GPU and run on the CPU; `device: cuda` keeps them on the GPU.")
         lines.append("  Locally at most as many GPU jobs run at once as GPUs are found (--resources gpu=N sets it).")
     else:
@@ -756,39 +871,62 @@ def check(results: str | Path, costs: dict[str, StageCost] | None = None, speed:
         c = stage_cost(costs, key)
         known = [(p[0], p[2]) for p in pts if p[2] is not None]
         budget = sum(w for w, _ in known)
-        out.append(Check(key, len(pts), speed * sum(predict(c, p[0], fallback, p[3]) for p in pts), sum(p[1] for p in pts),
-                         c.fraction if c.rate else 1.0, sum(w * f for w, f in known) / budget if known and budget > 0 else None))
+        out.append(
+            Check(
+                key,
+                len(pts),
+                speed * sum(predict(c, p[0], fallback, p[3]) for p in pts),
+                sum(p[1] for p in pts),
+                c.fraction if c.rate else 1.0,
+                sum(w * f for w, f in known) / budget if known and budget > 0 else None,
+            )
+        )
     if not out:
         raise SystemExit(f"no measured jobs under {results} (benchmarks/**.tsv of a finished run)")
     return out
 
 
-def render_check(rows: list[Check], results: str, costs_name: str, factor: float = 2.0,
-                 studies: list[Check] | None = None) -> str:
+def render_check(
+    rows: list[Check], results: str, costs_name: str, factor: float = 2.0, studies: list[Check] | None = None
+) -> str:
     """The table of :func:`check`, each stage marked when its prediction is off by more than ``factor``.  'trained':
     the share of the epoch budgets the plan charged the stage's jobs (learned from the calibration's stores), and the
     share this run's stores record ('-': they do not say).  ``studies`` (:func:`check_studies`): the same per study."""
-    lines = [f"predicted ({costs_name}) vs measured ({results}) core-minutes per stage; '!' = off by more than {factor:g}x",
-             "", f"{'stage':<26}{'jobs':>6}{'predicted':>12}{'measured':>12}{'pred/meas':>11}{'trained: plan':>15}{'run':>7}"]
+    lines = [
+        f"predicted ({costs_name}) vs measured ({results}) core-minutes per stage; '!' = off by more than {factor:g}x",
+        "",
+        f"{'stage':<26}{'jobs':>6}{'predicted':>12}{'measured':>12}{'pred/meas':>11}{'trained: plan':>15}{'run':>7}",
+    ]
     for r in rows:
         run = f"{r.fraction_run:.2f}" if r.fraction_run is not None else "-"
-        lines.append(f"{r.stage:<26}{r.jobs:>6}{r.predicted_s / 60:>12.1f}{r.measured_s / 60:>12.1f}{r.ratio:>11.2f}"
-                     f"{r.fraction_planned:>15.2f}{run:>7}" + ("" if r.within(factor) else "  !"))
+        lines.append(
+            f"{r.stage:<26}{r.jobs:>6}{r.predicted_s / 60:>12.1f}{r.measured_s / 60:>12.1f}{r.ratio:>11.2f}"
+            f"{r.fraction_planned:>15.2f}{run:>7}" + ("" if r.within(factor) else "  !")
+        )
     p, m = sum(r.predicted_s for r in rows), sum(r.measured_s for r in rows)
     n_off = sum(not r.within(factor) for r in rows)
-    lines += ["", f"{'total':<26}{sum(r.jobs for r in rows):>6}{p / 60:>12.1f}{m / 60:>12.1f}{p / m if m else math.inf:>11.2f}",
-              f"{len(rows) - n_off} of {len(rows)} stages within {factor:g}x"]
+    lines += [
+        "",
+        f"{'total':<26}{sum(r.jobs for r in rows):>6}{p / 60:>12.1f}{m / 60:>12.1f}{p / m if m else math.inf:>11.2f}",
+        f"{len(rows) - n_off} of {len(rows)} stages within {factor:g}x",
+    ]
     if studies:
-        lines += ["", f"{'study (its figures and claims too)':<36}{'jobs':>6}{'predicted':>12}{'measured':>12}{'pred/meas':>11}"]
+        lines += [
+            "",
+            f"{'study (its figures and claims too)':<36}{'jobs':>6}{'predicted':>12}{'measured':>12}{'pred/meas':>11}",
+        ]
         for r in studies:
-            lines.append(f"{r.stage:<36}{r.jobs:>6}{r.predicted_s / 60:>12.1f}{r.measured_s / 60:>12.1f}{r.ratio:>11.2f}"
-                         + ("" if r.within(factor) else "  !"))
+            lines.append(
+                f"{r.stage:<36}{r.jobs:>6}{r.predicted_s / 60:>12.1f}{r.measured_s / 60:>12.1f}{r.ratio:>11.2f}"
+                + ("" if r.within(factor) else "  !")
+            )
         lines.append(f"{sum(r.within(factor) for r in studies)} of {len(studies)} studies within {factor:g}x")
     return "\n".join(lines)
 
 
-def check_studies(results: str | Path, rows: list[Check], costs: dict[str, StageCost] | None = None,
-                  speed: float = 1.0) -> list[Check]:
+def check_studies(
+    results: str | Path, rows: list[Check], costs: dict[str, StageCost] | None = None, speed: float = 1.0
+) -> list[Check]:
     """:func:`check`'s rows summed per study, each study's figures and claims counted with it (their benchmark files lie
     under ``benchmarks/<study>/``): the goal is every study within 15 %."""
     from .fork import forked_benchmarks
@@ -836,8 +974,9 @@ def job_priority(spec: Any, study: str, stage: str, costs: dict[str, StageCost] 
     return int(job_seconds(spec, study, stage, costs))
 
 
-def chain_priorities(config: dict, spec_of: Callable[[str, str, Any], Any] | None = None,
-                     costs: dict[str, StageCost] | None = None) -> dict[tuple[str, Any], int]:
+def chain_priorities(
+    config: dict, spec_of: Callable[[str, str, Any], Any] | None = None, costs: dict[str, StageCost] | None = None
+) -> dict[tuple[str, Any], int]:
     """The scheduler priority of every store job, keyed ``(study, Ref(stage, job))``: its predicted one-core seconds
     plus the largest priority among the store jobs that read its output (the longest predicted chain that starts with
     it).  Of the jobs ready to run, those that head the longest chains start first, so a long job neither starts last
@@ -871,8 +1010,16 @@ def chain_priorities(config: dict, spec_of: Callable[[str, str, Any], Any] | Non
     return total
 
 
-def job_resources(spec: Any, study: str, stage: str, gpu: bool, device: str, attempt: int = 1,
-                  costs: dict[str, StageCost] | None = None, gpu_costs: dict[str, StageCost] | None = None) -> dict[str, int]:
+def job_resources(
+    spec: Any,
+    study: str,
+    stage: str,
+    gpu: bool,
+    device: str,
+    attempt: int = 1,
+    costs: dict[str, StageCost] | None = None,
+    gpu_costs: dict[str, StageCost] | None = None,
+) -> dict[str, int]:
     """A job's cluster request from the same estimates as ``depthlab plan``: ``mem_mb`` = 1.5 x the spec's peak-memory
     estimate + 1 GB (Python, torch), ``runtime`` (minutes) = 3 x the one-core estimate, at least 10, both multiplied by
     ``attempt`` (a job killed for time or memory asks for more when it is retried; its checkpoint keeps the work done);
@@ -884,15 +1031,26 @@ def job_resources(spec: Any, study: str, stage: str, gpu: bool, device: str, att
     need_mb = sum(spec.memory().values()) / 2**20
     work = spec.work()
     secs = job_seconds(spec, study, stage, costs)
-    wants_gpu = gpu and device != "cpu" and not (device == "auto" and cpu_is_faster(study, stage, work, costs, gpu_costs,
-                                                                                      calls_of(spec)))
-    return {"mem_mb": int(math.ceil((1.5 * need_mb + 1000) * attempt)),
-            "runtime": int(min(MAX_RUNTIME_MIN, max(10, math.ceil(3 * secs / 60)) * attempt)),
-            "gpu": int(wants_gpu)}
+    wants_gpu = (
+        gpu
+        and device != "cpu"
+        and not (device == "auto" and cpu_is_faster(study, stage, work, costs, gpu_costs, calls_of(spec)))
+    )
+    return {
+        "mem_mb": int(math.ceil((1.5 * need_mb + 1000) * attempt)),
+        "runtime": int(min(MAX_RUNTIME_MIN, max(10, math.ceil(3 * secs / 60)) * attempt)),
+        "gpu": int(wants_gpu),
+    }
 
 
-def cpu_is_faster(study: str, stage: str, work: float, costs: dict[str, StageCost] | None = None,
-                  gpu_costs: dict[str, StageCost] | None = None, calls: float = 0.0) -> bool:
+def cpu_is_faster(
+    study: str,
+    stage: str,
+    work: float,
+    costs: dict[str, StageCost] | None = None,
+    gpu_costs: dict[str, StageCost] | None = None,
+    calls: float = 0.0,
+) -> bool:
     """Whether a job of ``work`` in ``study/stage`` is predicted slower on the GPU than on one CPU core, by the two
     calibrations (``costs.json``, ``costs_gpu.json``).  Only where the GPU calibration timed that stage at this size
     (within 10x the largest job it timed): beyond it the GPU estimate is an upper bound (a GPU's throughput grows with

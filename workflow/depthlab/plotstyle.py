@@ -35,12 +35,21 @@ def legend_below(ax: plt.Axes, ncol: int = 2) -> None:
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     if unique:
-        leg = ax.legend(unique.values(), unique.keys(), fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.18),
-                        ncol=ncol, frameon=False)
+        leg = ax.legend(
+            unique.values(),
+            unique.keys(),
+            fontsize=6,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.18),
+            ncol=ncol,
+            frameon=False,
+        )
         leg._depthlab_below = True  # finish() moves it under the axis' tick labels and label, wherever they end
 
 
-def mean_sd(ax: plt.Axes, part: pd.DataFrame, x: str, y: str, color: object, label: str, fmt: str = "-o") -> pd.DataFrame:
+def mean_sd(
+    ax: plt.Axes, part: pd.DataFrame, x: str, y: str, color: object, label: str, fmt: str = "-o"
+) -> pd.DataFrame:
     """Line through the mean of ``y`` over the rows of each ``x`` (NaN rows dropped), error bars = std (0 for one row)."""
     agg = part.groupby(x)[y].agg(["mean", "std"]).fillna({"std": 0.0}).dropna()
     ax.errorbar(agg.index, agg["mean"], yerr=agg["std"], fmt=fmt, color=color, capsize=3, ms=4, label=label)

@@ -35,7 +35,11 @@ def measure(repeats: int = 5) -> float:
 
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((100, 16)), rng.standard_normal((100, 1))
-    w0 = [rng.standard_normal((16, 100)) * 0.25, rng.standard_normal((100, 100)) * 0.1, rng.standard_normal((100, 1)) * 0.1]
+    w0 = [
+        rng.standard_normal((16, 100)) * 0.25,
+        rng.standard_normal((100, 100)) * 0.1,
+        rng.standard_normal((100, 1)) * 0.1,
+    ]
 
     def work():
         w = [m.copy() for m in w0]

@@ -63,7 +63,9 @@ def _module_path(name: str, root: Path) -> Path | None:
 def _type_checking_only(node: ast.AST) -> bool:
     """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): imports for type hints, never run."""
     t = node.test if isinstance(node, ast.If) else None
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
 
 
 def _walk(tree: ast.AST):
@@ -121,8 +123,12 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(getattr(body[0], "value", None), ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
     return tree
 
@@ -187,14 +193,21 @@ def git_version(folder: str | Path, roots: tuple = ()) -> str:
     'not a git repository' otherwise.  With ``roots``: only a repository whose top level is one of them counts; inside
     any other (a home or dotfiles repository), 'unknown (...)' with :func:`code_files_hash` of the folder."""
     try:
-        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True, text=True,
-                             check=True).stdout.strip()
+        top = subprocess.run(
+            ["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True, text=True, check=True
+        ).stdout.strip()
         if roots and Path(top).resolve() not in {Path(r).resolve() for r in roots}:
             code = PACKAGE_DIR if Path(folder).resolve() == REPO.resolve() else Path(folder)
             return f"unknown (inside the repository {top}, not its own; code sha256 {code_files_hash(code)[:16]})"
-        head = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no", "--", "."],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no", "--", "."],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown" if Path(folder) == REPO else "not a git repository"
     return head + ("+dirty" if dirty else "")

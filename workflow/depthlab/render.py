@@ -65,7 +65,12 @@ def layout_problems(fig: Any, min_px: float = 1.0) -> list[str]:
             boxes.append((t, bb))
     out = []
     for t, bb in boxes:
-        if bb.x0 < saved.x0 - min_px or bb.y0 < saved.y0 - min_px or bb.x1 > saved.x1 + min_px or bb.y1 > saved.y1 + min_px:
+        if (
+            bb.x0 < saved.x0 - min_px
+            or bb.y0 < saved.y0 - min_px
+            or bb.x1 > saved.x1 + min_px
+            or bb.y1 > saved.y1 + min_px
+        ):
             out.append(f"text outside the saved figure: {t.get_text()[:50]!r}")
     for (a, ba), (b, bb) in itertools.combinations(boxes, 2):
         dx = min(ba.x1, bb.x1) - max(ba.x0, bb.x0)
@@ -82,7 +87,9 @@ def png_with_text(png: bytes, text: dict[str, str]) -> bytes:
     chunks = b""
     for key, value in text.items():
         data = key.encode("latin-1") + b"\0\0\0" + b"\0" + b"\0" + value.encode("utf-8")  # no compression, no language
-        chunks += struct.pack(">I", len(data)) + b"iTXt" + data + struct.pack(">I", zlib.crc32(b"iTXt" + data) & 0xFFFFFFFF)
+        chunks += (
+            struct.pack(">I", len(data)) + b"iTXt" + data + struct.pack(">I", zlib.crc32(b"iTXt" + data) & 0xFFFFFFFF)
+        )
     return png[:end] + chunks + png[end:]
 
 

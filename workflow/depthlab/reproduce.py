@@ -45,14 +45,21 @@ if TYPE_CHECKING:
 # A longer trajectory may part by more: that is reported, not hidden.  Integers (a stop epoch, a count) and strings
 # must be equal.
 TOLERANCE = {"float32 training": 1e-2, "float64": 1e-9}
-FLOAT32_STAGES = {("mori_ueda", "lrsearch"), ("mori_ueda", "train"), ("mori_ueda", "ntk"), ("mori_ueda", "entk"),
-                  ("fractals", "train"), ("fractals", "cnn"), ("separation", "radial"), ("separation", "learner")}
+FLOAT32_STAGES = {
+    ("mori_ueda", "lrsearch"),
+    ("mori_ueda", "train"),
+    ("mori_ueda", "ntk"),
+    ("mori_ueda", "entk"),
+    ("fractals", "train"),
+    ("fractals", "cnn"),
+    ("separation", "radial"),
+    ("separation", "learner"),
+}
 
 
 def kind_of(rec: dict) -> str:
     """The kind of arithmetic a store's stage does, which sets its tolerance."""
     return "float32 training" if (rec.get("study"), rec.get("stage")) in FLOAT32_STAGES else "float64"
-
 
 
 def upstream(a: "Audit", rels: list[str]) -> list[str]:
@@ -137,7 +144,9 @@ def _tables(a: "Audit", figure_rel: str, substitutes: dict[str, Path]):
     make_table = study.stage(rec["stage"]).table_function()
     if make_table is None:
         return None
-    inputs = storage.figure_inputs(study, {k: str(substitutes.get(p, a.root / p)) for k, p in paths.items()})  # the figure stage's reader
+    inputs = storage.figure_inputs(
+        study, {k: str(substitutes.get(p, a.root / p)) for k, p in paths.items()}
+    )  # the figure stage's reader
     return pd.read_csv(io.StringIO(render.table_csv(make_table(study.spec_from_dict(rec["spec"]), inputs))))
 
 
@@ -169,26 +178,38 @@ def verdict_effects(a: "Audit", substitutes: dict[str, Path]) -> None:
             verdicts, _ = study.stage(rec["stage"]).function()(spec, tables)
             old = {_key(r): r for r in safeio.read_json(a.root / rel.replace(".md", ".json"), 64 * 2**20)}
         except Exception as e:
-            a.note(1, f"{rel}: its verdicts could not be re-derived with the re-run stores ({type(e).__name__}: "
-                      f"{str(e)[:200]})", strict_fails=True)
+            a.note(
+                1,
+                f"{rel}: its verdicts could not be re-derived with the re-run stores ({type(e).__name__}: "
+                f"{str(e)[:200]})",
+                strict_fails=True,
+            )
             continue
         new = {_key(v.as_dict()): v.as_dict() for v in verdicts}
         moved, shifts = [], []
         for k in sorted(set(old) | set(new)):
             o, n = old.get(k), new.get(k)
             if o is None or n is None or o.get("verdict") != n.get("verdict"):
-                moved.append(f"claim {k[0]} {k[3]} ({k[2]}): {o and o.get('verdict')} -> {n and n.get('verdict')}"
-                             + _effect_move(o, n))
+                moved.append(
+                    f"claim {k[0]} {k[3]} ({k[2]}): {o and o.get('verdict')} -> {n and n.get('verdict')}"
+                    + _effect_move(o, n)
+                )
                 continue
             e0, e1, se = o.get("effect"), n.get("effect"), o.get("stderr")
             if isinstance(e0, (int, float)) and isinstance(e1, (int, float)) and e0 != e1:
                 shifts.append((abs(e1 - e0) / se if isinstance(se, (int, float)) and se > 0 else math.inf, k, e0, e1))
-        a.say(1, f"{rel}: verdicts re-derived with the re-run stores of another environment ({len(touched)} figure "
-                 f"table(s) touched): {len(new) - len(moved)} of {len(new)} the same")
+        a.say(
+            1,
+            f"{rel}: verdicts re-derived with the re-run stores of another environment ({len(touched)} figure "
+            f"table(s) touched): {len(new) - len(moved)} of {len(new)} the same",
+        )
         if shifts:
             worst = max(shifts, key=lambda s: s[0])
-            a.say(2, f"{len(shifts)} effect(s) moved without moving a verdict; the largest: claim {worst[1][0]} "
-                     f"{worst[1][3]} {worst[2]:.4g} -> {worst[3]:.4g} ({worst[0]:.2f} of its SE)")
+            a.say(
+                2,
+                f"{len(shifts)} effect(s) moved without moving a verdict; the largest: claim {worst[1][0]} "
+                f"{worst[1][3]} {worst[2]:.4g} -> {worst[3]:.4g} ({worst[0]:.2f} of its SE)",
+            )
         for m in moved:
             a.note(2, f"{rel}: a verdict moves in another environment: {m}", strict_fails=True)
 
@@ -207,7 +228,10 @@ def reproduce(a: "Audit", n: int, named: list[str], seed: int = 0, timeout: floa
     for name in named:
         rel = storage.relpath(name, a.root) if Path(name).is_absolute() or Path(name).exists() else name
         if rel not in stores:
-            a.fail(0, f"reproduce: {name} is not a store of this lineage ({len(stores)} stores: e.g. {', '.join(stores[:3])})")
+            a.fail(
+                0,
+                f"reproduce: {name} is not a store of this lineage ({len(stores)} stores: e.g. {', '.join(stores[:3])})",
+            )
             continue
         chosen.append(rel)
     named_rels = set(chosen)
@@ -223,7 +247,9 @@ def reproduce(a: "Audit", n: int, named: list[str], seed: int = 0, timeout: floa
         named_rels |= set(upstream(a, sorted(named_rels)))  # what a named store rests on is named too
         chosen = ups + chosen
     here = machine.describe("cpu")
-    a.say(0, f"reproduce: re-running {len(chosen)} store job(s) in a temporary folder (seed {seed}): {', '.join(chosen)}")
+    a.say(
+        0, f"reproduce: re-running {len(chosen)} store job(s) in a temporary folder (seed {seed}): {', '.join(chosen)}"
+    )
     a.say(0, f"reproduce: this environment: {machine.summary(here)}")
     substitutes: dict[str, Path] = {}
     envs_said: set[str] = set()
@@ -239,17 +265,21 @@ def reproduce(a: "Audit", n: int, named: list[str], seed: int = 0, timeout: floa
             same_env, diffs = _environments(rec, rerun)
             if same_env:
                 if got != have:
-                    a.fail(1, f"{rel}: re-running its job from its recorded spec and inputs gives other arrays (content "
-                              f"hash {str(got)[:12]} against the store's {str(have)[:12]}), in the kernel environment it "
-                              "recorded: the store is not what its spec and inputs make")
+                    a.fail(
+                        1,
+                        f"{rel}: re-running its job from its recorded spec and inputs gives other arrays (content "
+                        f"hash {str(got)[:12]} against the store's {str(have)[:12]}), in the kernel environment it "
+                        "recorded: the store is not what its spec and inputs make",
+                    )
                 else:
-                    a.say(1, f"reproduced {rel}: the same content hash ({str(got)[:12]}), bitwise in its own environment")
+                    a.say(
+                        1, f"reproduced {rel}: the same content hash ({str(got)[:12]}), bitwise in its own environment"
+                    )
                 continue
             made = machine.summary(rec.get("machine"))
             if made not in envs_said:
                 envs_said.add(made)
-                a.say(1, f"another kernel environment: the store's is {made}; this one differs in "
-                         f"{'; '.join(diffs)}")
+                a.say(1, f"another kernel environment: the store's is {made}; this one differs in {'; '.join(diffs)}")
             if got == have:
                 a.say(1, f"reproduced {rel} in another environment: the same content hash ({str(got)[:12]})")
                 continue
@@ -261,8 +291,12 @@ def reproduce(a: "Audit", n: int, named: list[str], seed: int = 0, timeout: floa
                 else:
                     a.say(2, f"{name} ({dt}): relative difference {rel_d:.2g}, within {tol:g}")
             if over:
-                a.note(1, f"{rel}: re-run in another environment, its arrays part beyond the {kind} tolerance: "
-                          f"{', '.join(over)}", strict_fails=True)
+                a.note(
+                    1,
+                    f"{rel}: re-run in another environment, its arrays part beyond the {kind} tolerance: "
+                    f"{', '.join(over)}",
+                    strict_fails=True,
+                )
             else:
                 a.say(1, f"reproduced {rel} in another environment: every array within the {kind} tolerance")
             substitutes[rel] = out
@@ -280,8 +314,10 @@ def _rerun(a: "Audit", rel: str, named_rels: set[str], tmp: Path, timeout: float
     if not str(rec.get("device", "cpu")).startswith("cpu"):
         # the device is a field of the record, which a forger writes too: a store this CPU cannot re-run is unchecked,
         # and unchecked is a failure where the reviewer asked for it
-        text = (f"{rel}: its record says it was made on {rec.get('device')!r}, so this CPU cannot reproduce it: its "
-                "arrays are NOT checked (re-run it here, or audit it on that device)")
+        text = (
+            f"{rel}: its record says it was made on {rec.get('device')!r}, so this CPU cannot reproduce it: its "
+            "arrays are NOT checked (re-run it here, or audit it on that device)"
+        )
         if rel in named_rels:
             a.fail(1, text + "; named with --job")
         else:
@@ -293,16 +329,39 @@ def _rerun(a: "Audit", rel: str, named_rels: set[str], tmp: Path, timeout: float
         a.fail(1, f"{rel}: its job cannot be re-run by this checkout ({type(e).__name__}: {e})")
         return None
     if rec.get("code_fingerprint") != code:
-        a.note(1, f"{rel}: made by other code than the checkout's (fingerprint {str(rec.get('code_fingerprint'))[:12]}, "
-                  f"the checkout's {code[:12]}): a re-run would not reproduce it; not re-run", strict_fails=True)
+        a.note(
+            1,
+            f"{rel}: made by other code than the checkout's (fingerprint {str(rec.get('code_fingerprint'))[:12]}, "
+            f"the checkout's {code[:12]}): a re-run would not reproduce it; not re-run",
+            strict_fails=True,
+        )
         return None
     inputs = {k: str(a.root / v["path"]) for k, v in sorted(rec.get("inputs", {}).items())}
     out = tmp / rel
     mode = (rec.get("machine") or {}).get("cpu_kernels") if isinstance(rec.get("machine"), dict) else None
-    env = {**os.environ, "DEPTHLAB_DEVICE_BY_STUDY": "{}", machine.MODE_VAR: mode if mode in machine.MODES else "native"}
-    cmd = [sys.executable, "-m", "depthlab", "stage", "--spec", prov.canonical_json(rec["spec"]),
-           "--inputs", prov.canonical_json(inputs), "--output", str(out), "--results", str(tmp), "--device", "cpu",
-           "--threads", "1"]
+    env = {
+        **os.environ,
+        "DEPTHLAB_DEVICE_BY_STUDY": "{}",
+        machine.MODE_VAR: mode if mode in machine.MODES else "native",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "depthlab",
+        "stage",
+        "--spec",
+        prov.canonical_json(rec["spec"]),
+        "--inputs",
+        prov.canonical_json(inputs),
+        "--output",
+        str(out),
+        "--results",
+        str(tmp),
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if p.returncode != 0:
         a.fail(1, f"{rel}: re-running its job failed (exit {p.returncode}): {p.stderr.strip().splitlines()[-1:]}")

@@ -84,7 +84,7 @@ def _pattern(template: str, job_type) -> re.Pattern:
     cons = job_type.constraints()
     out, pos = "", 0
     for m in re.finditer(r"\{([a-z_]+)\}", template):
-        out += re.escape(template[pos:m.start()]) + f"(?:{cons.get(m.group(1), '[^/]+')})"
+        out += re.escape(template[pos : m.start()]) + f"(?:{cons.get(m.group(1), '[^/]+')})"
         pos = m.end()
     return re.compile(out + re.escape(template[pos:]) + r"\Z")
 
@@ -113,8 +113,9 @@ def _config_for(root: Path, config: dict | str | Path | None) -> dict | None:
         raise ResultsError(f"{path}: {e}") from None
 
 
-def find(results: str | Path, study: str, stage: str, config: dict | str | Path | None = None,
-         complete: bool = True) -> tuple[list[Found], list[str]]:
+def find(
+    results: str | Path, study: str, stage: str, config: dict | str | Path | None = None, complete: bool = True
+) -> tuple[list[Found], list[str]]:
     """The stores of one stage: [Found] sorted by path, and the job keys.
 
     With ``complete`` (the default), the stores must be exactly the stage's jobs under the run's config
@@ -135,9 +136,11 @@ def find(results: str | Path, study: str, stage: str, config: dict | str | Path 
     except KeyError as e:
         raise ResultsError(str(e.args[0])) from None
     if st.kind != "store":
-        raise ResultsError(f"{study}/{stage} is the {st.kind} stage: its output is <results>/{study}/"
-                           f"{'figures/<figure>.csv' if st.kind == 'figure' else 'claims.json'}, not stores; stages with "
-                           f"stores: {', '.join(s.name for s in st_study.store_stages())}")
+        raise ResultsError(
+            f"{study}/{stage} is the {st.kind} stage: its output is <results>/{study}/"
+            f"{'figures/<figure>.csv' if st.kind == 'figure' else 'claims.json'}, not stores; stages with "
+            f"stores: {', '.join(s.name for s in st_study.store_stages())}"
+        )
     keys = [f for f in st.job_type.__dataclass_fields__]
     folder = root / study
     if not folder.is_dir():
@@ -150,12 +153,14 @@ def find(results: str | Path, study: str, stage: str, config: dict | str | Path 
         mine = (rec.get("study"), rec.get("stage")) == (study, stage)
         if not mine:
             if pat.match(p.relative_to(folder).as_posix()):
-                raise ResultsError(f"{p}: a store of {rec.get('study')}/{rec.get('stage')} where a {study}/{stage} store "
-                                   "belongs")
+                raise ResultsError(
+                    f"{p}: a store of {rec.get('study')}/{rec.get('stage')} where a {study}/{stage} store belongs"
+                )
             continue
         if rec.get("path") != rel:
-            raise ResultsError(f"{p}: its record says it was written as <results>/{rec.get('path')} (moved or copied "
-                               "into place?)")
+            raise ResultsError(
+                f"{p}: its record says it was written as <results>/{rec.get('path')} (moved or copied into place?)"
+            )
         job = rec.get("job")
         if not isinstance(job, dict) or set(job) != set(keys):
             raise ResultsError(f"{p}: its record's job {job!r} does not have the coordinates {keys} of {study}/{stage}")
@@ -173,11 +178,15 @@ def find(results: str | Path, study: str, stage: str, config: dict | str | Path 
             missing, extra = sorted(set(want) - have), sorted(have - set(want))
             where = "the config given" if config is not None else f"{root / 'config.used.yaml'}"
             if missing:
-                raise ResultsError(f"{len(missing)} store(s) of {study}/{stage} that {where} asks for are missing, e.g. "
-                                   f"{root / missing[0]} (run the workflow, or pass complete=False to open what is there)")
+                raise ResultsError(
+                    f"{len(missing)} store(s) of {study}/{stage} that {where} asks for are missing, e.g. "
+                    f"{root / missing[0]} (run the workflow, or pass complete=False to open what is there)"
+                )
             if extra:
-                raise ResultsError(f"{len(extra)} store(s) of {study}/{stage} that {where} does not ask for, e.g. "
-                                   f"{root / extra[0]} (left from another config? pass complete=False to open them too)")
+                raise ResultsError(
+                    f"{len(extra)} store(s) of {study}/{stage} that {where} does not ask for, e.g. "
+                    f"{root / extra[0]} (left from another config? pass complete=False to open them too)"
+                )
     return found, keys
 
 
@@ -187,8 +196,16 @@ def _match(value: Any, want: Any) -> bool:
     return value == want or str(value) == str(want)
 
 
-def open_results(results: str | Path, study: str, stage: str | None = None, *, verify: bool = False, complete: bool = True,
-                 config: dict | str | Path | None = None, **select: Any):
+def open_results(
+    results: str | Path,
+    study: str,
+    stage: str | None = None,
+    *,
+    verify: bool = False,
+    complete: bool = True,
+    config: dict | str | Path | None = None,
+    **select: Any,
+):
     """One ``xarray.Dataset`` for every job of ``study``/``stage`` under the results folder ``results``; without a
     ``stage``, an ``xarray.DataTree`` of every store stage of the study that has stores there, one node per stage.
 
@@ -220,8 +237,9 @@ def open_results(results: str | Path, study: str, stage: str | None = None, *, v
                 # variable, an lr sweep's rates a dimension): one child per value of the stage's first job coordinate
                 found, keys = find(results, study, st.name, config, complete)
                 for v in sorted({f.job[keys[0]] for f in found}, key=str):
-                    nodes[f"{st.name}/{v}"] = open_results(results, study, st.name, verify=verify, complete=complete,
-                                                           config=config, **{keys[0]: v})
+                    nodes[f"{st.name}/{v}"] = open_results(
+                        results, study, st.name, verify=verify, complete=complete, config=config, **{keys[0]: v}
+                    )
         if not nodes:
             raise ResultsError(f"{Path(results) / study}: no stores of {study}")
         tree = xr.DataTree.from_dict(nodes)
@@ -257,17 +275,26 @@ def open_results(results: str | Path, study: str, stage: str | None = None, *, v
         kinds = sorted({f.job[keys[0]] for f in picked}, key=str) if keys else []
         if "has dimensions" not in str(e) or len(kinds) < 2:
             raise
-        raise ResultsError(f"{e}: {study}/{stage} holds jobs of different kinds (e.g. a depth sweep at one chosen rate "
-                           f"and an lr sweep); open one {keys[0]} at a time, e.g. open_results(results, {study!r}, "
-                           f"{stage!r}, {keys[0]}={kinds[0]!r}), or the whole study as a tree, open_results(results, "
-                           f"{study!r})") from None
-    out.attrs = {"study": study, "stage": stage, "results": str(Path(results).resolve()), "stores": len(picked),
-                 "job_coordinates": list(keys)}
+        raise ResultsError(
+            f"{e}: {study}/{stage} holds jobs of different kinds (e.g. a depth sweep at one chosen rate "
+            f"and an lr sweep); open one {keys[0]} at a time, e.g. open_results(results, {study!r}, "
+            f"{stage!r}, {keys[0]}={kinds[0]!r}), or the whole study as a tree, open_results(results, "
+            f"{study!r})"
+        ) from None
+    out.attrs = {
+        "study": study,
+        "stage": stage,
+        "results": str(Path(results).resolve()),
+        "stores": len(picked),
+        "job_coordinates": list(keys),
+    }
     if dim_sel:
         unknown = sorted(set(dim_sel) - set(out.dims) - set(out.coords))
         if unknown:
-            raise ResultsError(f"{study}/{stage}: cannot select on {unknown}; job coordinates {keys}, store dimensions "
-                               f"{sorted(set(out.dims) - set(keys))}")
+            raise ResultsError(
+                f"{study}/{stage}: cannot select on {unknown}; job coordinates {keys}, store dimensions "
+                f"{sorted(set(out.dims) - set(keys))}"
+            )
         out = out.sel(dim_sel)
     return out
 
@@ -315,7 +342,9 @@ def _combine(picked: list[Found], stores: list, keys: list[str]):
         dims = holders[0][1][name].dims
         for i, ds in holders:
             if set(ds[name].dims) != set(dims):
-                raise ResultsError(f"{picked[i].path}: its {name} has dimensions {ds[name].dims}, another store's {dims}")
+                raise ResultsError(
+                    f"{picked[i].path}: its {name} has dimensions {ds[name].dims}, another store's {dims}"
+                )
         cells = {}
         padded = len(holders) < len(picked) or len(picked) < int(np.prod(job_shape))
         for i, ds in holders:
@@ -326,8 +355,9 @@ def _combine(picked: list[Found], stores: list, keys: list[str]):
         dtype = np.result_type(*[ds[name].dtype for _, ds in holders])
         dtype, fill = _padded_dtype(dtype) if padded else (dtype, None)
         grid = _Grid(cells, job_shape, tuple(len(labels[d]) for d in dims), dtype, fill)
-        variables[name] = xr.Variable(tuple(keys) + tuple(dims), indexing.LazilyIndexedArray(grid),
-                                      attrs=dict(holders[0][1][name].attrs))
+        variables[name] = xr.Variable(
+            tuple(keys) + tuple(dims), indexing.LazilyIndexedArray(grid), attrs=dict(holders[0][1][name].attrs)
+        )
         if any(name in ds.coords for _, ds in holders):
             coord_names.add(name)
     # per job: its provenance, where its store is, and the stores' scalar attributes
@@ -336,7 +366,13 @@ def _combine(picked: list[Found], stores: list, keys: list[str]):
         per_job["record_hash"][cell[i]] = f.record.get("record_hash")
         per_job["store"][cell[i]] = f.rel
         for k, v in ds.attrs.items():
-            if k != RECORD_ATTR and isinstance(v, (int, float, str)) and not isinstance(v, bool) and k not in names and k not in keys:
+            if (
+                k != RECORD_ATTR
+                and isinstance(v, (int, float, str))
+                and not isinstance(v, bool)
+                and k not in names
+                and k not in keys
+            ):
                 per_job.setdefault(k, {})[cell[i]] = v
     coords = {k: (k, np.asarray(job_values[k])) for k in keys}
     coords.update({d: (d, np.asarray(v)) for d, v in labels.items()})
@@ -387,8 +423,11 @@ def _grid_class():
             import numpy as np
 
             idx = [np.atleast_1d(np.arange(n)[k]) for n, k in zip(self.shape, key)]
-            out = (np.full([len(i) for i in idx], self.fill, dtype=self.dtype) if self.fill is not None
-                   else np.empty([len(i) for i in idx], dtype=self.dtype))
+            out = (
+                np.full([len(i) for i in idx], self.fill, dtype=self.dtype)
+                if self.fill is not None
+                else np.empty([len(i) for i in idx], dtype=self.dtype)
+            )
             nj = len(self.job_shape)
             for at in itertools.product(*[range(len(i)) for i in idx[:nj]]):
                 found = self.cells.get(tuple(int(idx[a][p]) for a, p in enumerate(at)))
@@ -477,8 +516,11 @@ def list_results(results: str | Path) -> str:
         raise ResultsError(f"{root}: no such results folder")
     lines = [f"results folder {root.resolve()}"]
     known = set(names())
-    for other in sorted(p for p in root.iterdir() if p.is_dir() and p.name not in known and not p.name.startswith(".")
-                        and p.name not in ("logs", "benchmarks")):
+    for other in sorted(
+        p
+        for p in root.iterdir()
+        if p.is_dir() and p.name not in known and not p.name.startswith(".") and p.name not in ("logs", "benchmarks")
+    ):
         first = next(_stores(other), None)
         if first is None:
             continue
@@ -488,8 +530,10 @@ def list_results(results: str | Path) -> str:
             continue
         src = rec.get("study_source") or {}
         where = f" (its code was in {src['folder']}, {src.get('version')})" if src.get("folder") else ""
-        lines.append(f"{other.name}: stores of study {rec.get('study', other.name)!r}, whose code this checkout does not have{where}; "
-                     "set DEPTHLAB_STUDY_PATH to the folder holding it to list them")
+        lines.append(
+            f"{other.name}: stores of study {rec.get('study', other.name)!r}, whose code this checkout does not have{where}; "
+            "set DEPTHLAB_STUDY_PATH to the folder holding it to list them"
+        )
     for study_dir in sorted(p for p in root.iterdir() if p.is_dir() and p.name in known):
         study = get_study(study_dir.name)
         by_stage: dict[str, list[Found]] = {}
@@ -518,7 +562,9 @@ def list_results(results: str | Path) -> str:
                 vals = sorted({f.job.get(k) for f in got}, key=lambda v: (isinstance(v, str), v))
                 shown = ", ".join(map(str, vals[:8])) + (f", ... ({len(vals)})" if len(vals) > 8 else "")
                 coords.append(f"{k} [{shown}]")
-            lines.append(f"  {st.name:<14} {len(got):>4} store(s) {_human(size):>9}  " + ("  ".join(coords) or "(one job)"))
+            lines.append(
+                f"  {st.name:<14} {len(got):>4} store(s) {_human(size):>9}  " + ("  ".join(coords) or "(one job)")
+            )
         for where, n in sorted(machines.items()):
             lines.append(f"  made on       {n:>4} store(s): {where}")
         figs = sorted((study_dir / "figures").glob("*.provenance.json")) if (study_dir / "figures").is_dir() else []

@@ -23,8 +23,17 @@ class UnsafeFile(ValueError):
 
 
 def _kind(mode: int) -> str:
-    return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    return (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
 
 
 def read_bytes(path: str | Path, max_bytes: int = MAX_BYTES) -> bytes:
@@ -100,8 +109,17 @@ def parse_json(text: str, where: str) -> Any:
         raise UnsafeFile(f"{where}: not valid JSON ({str(e)[:160]})") from None
 
 
-RECORD_TYPES = {"job": dict, "inputs": dict, "spec": dict, "attrs": dict, "path": str, "study": str, "stage": str,
-                "content_hash": str, "record_hash": str}
+RECORD_TYPES = {
+    "job": dict,
+    "inputs": dict,
+    "spec": dict,
+    "attrs": dict,
+    "path": str,
+    "study": str,
+    "stage": str,
+    "content_hash": str,
+    "record_hash": str,
+}
 
 
 def parse_record(text: str, where: str) -> dict:

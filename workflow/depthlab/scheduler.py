@@ -46,10 +46,15 @@ def coalesce_reevaluations(scheduler: Any, version: str | None = None) -> str:
         return f"depthlab: {ENV_STOCK} is set: Snakemake's scheduler left as it is"
     version = _snakemake_version() if version is None else version
     if ".".join(version.split(".")[:2]) not in TESTED:
-        return (f"depthlab: warning: Snakemake {version} is not one the scheduler patch was tested against "
-                f"({', '.join(TESTED)}): its scheduler left as it is (job starts may cost more CPU; see depthlab.scheduler)")
-    if scheduler is None or not callable(getattr(scheduler, "_schedule_reevalutation", None)) \
-            or not hasattr(scheduler, "_open_jobs"):
+        return (
+            f"depthlab: warning: Snakemake {version} is not one the scheduler patch was tested against "
+            f"({', '.join(TESTED)}): its scheduler left as it is (job starts may cost more CPU; see depthlab.scheduler)"
+        )
+    if (
+        scheduler is None
+        or not callable(getattr(scheduler, "_schedule_reevalutation", None))
+        or not hasattr(scheduler, "_open_jobs")
+    ):
         return "depthlab: this Snakemake's scheduler has no _schedule_reevalutation/_open_jobs: left as it is"
     if getattr(scheduler, "_depthlab_coalesced", False):
         return "depthlab: scheduler re-evaluations already coalesced"

@@ -52,7 +52,9 @@ def content_hash(ds: xr.Dataset) -> str:
     for name in sorted(map(str, ds.variables)):
         v = ds.variables[name]
         arr = np.ascontiguousarray(v.values)
-        if arr.dtype.kind in "OUT":  # strings (fixed, object or numpy's StringDType, as zarr 3 reads them back): their text
+        if (
+            arr.dtype.kind in "OUT"
+        ):  # strings (fixed, object or numpy's StringDType, as zarr 3 reads them back): their text
             payload = "\x1f".join(map(str, arr.ravel())).encode()
             dt = "str"
         else:
@@ -117,8 +119,10 @@ def check_store(path: str | Path) -> list[Path]:
                     raise StoreError(f"{f}: corrupt zarr metadata ({type(e).__name__}: {str(e)[:120]})") from None
                 bad = sorted({c for c in _codec_names(meta) if _UNSAFE_CODEC.search(c)})
                 if bad:
-                    raise StoreError(f"{f}: names the codec {', '.join(bad)}, which unpickles data; depthlab never "
-                                     "unpickles, whatever the environment allows")
+                    raise StoreError(
+                        f"{f}: names the codec {', '.join(bad)}, which unpickles data; depthlab never "
+                        "unpickles, whatever the environment allows"
+                    )
     return links
 
 
@@ -216,7 +220,10 @@ def remove_stale(path: str | Path) -> list[Path]:
     pattern = re.compile(re.escape(path.name) + r"\.(?:tmp|old)-(\d+)(?:-([A-Za-z0-9]+)-([0-9a-f]+))?")
     locked = str(path.resolve()) in _OWNED
     removed = []
-    for tmp in [*path.parent.glob(f"{glob_escape(path.name)}.tmp-*"), *path.parent.glob(f"{glob_escape(path.name)}.old-*")]:
+    for tmp in [
+        *path.parent.glob(f"{glob_escape(path.name)}.tmp-*"),
+        *path.parent.glob(f"{glob_escape(path.name)}.old-*"),
+    ]:
         m = pattern.fullmatch(tmp.name)
         if m is None:
             continue
@@ -340,9 +347,22 @@ def failpoint(name: str) -> None:
     os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
-UNITS = {"epochs": "epoch", "stopped_epoch": "epoch", "check_epoch": "epoch", "epoch": "epoch", "stopped_step": "step",
-         "check_step": "step", "step": "step", "steps": "step", "to_target": "iteration", "rule_to_target": "iteration",
-         "diverged_at": "iteration", "rule_diverged_at": "iteration", "angle": "rad", "seconds": "s"}
+UNITS = {
+    "epochs": "epoch",
+    "stopped_epoch": "epoch",
+    "check_epoch": "epoch",
+    "epoch": "epoch",
+    "stopped_step": "step",
+    "check_step": "step",
+    "step": "step",
+    "steps": "step",
+    "to_target": "iteration",
+    "rule_to_target": "iteration",
+    "diverged_at": "iteration",
+    "rule_diverged_at": "iteration",
+    "angle": "rad",
+    "seconds": "s",
+}
 
 
 def units_of(name: str) -> str:
@@ -429,12 +449,16 @@ def check_output_folder(folder: str | Path, *, what: str = "--out") -> Path:
     folder = Path(folder)
     real = folder.resolve()
     if real == Path(real.anchor):
-        raise OutputRefused(f"{what} {folder}: the file system's root{f' (through a link to {real})' if real != folder else ''}; "
-                            "give it a folder of its own")
+        raise OutputRefused(
+            f"{what} {folder}: the file system's root{f' (through a link to {real})' if real != folder else ''}; "
+            "give it a folder of its own"
+        )
     inside = results_folder_of(real)
     if inside is not None:
-        raise OutputRefused(f"{what} {folder}: lies in the results folder {inside}; give it a folder of its own (a run's "
-                            "folder holds only what its run wrote)")
+        raise OutputRefused(
+            f"{what} {folder}: lies in the results folder {inside}; give it a folder of its own (a run's "
+            "folder holds only what its run wrote)"
+        )
     return folder
 
 
@@ -467,11 +491,15 @@ def check_user_file(path: str | Path, *, protect: tuple = (), what: str = "the o
     path = Path(path)
     inside = results_folder_of(path, protect)
     if inside is not None:
-        raise OutputRefused(f"{what} {path}: lies inside the results folder {inside}; write it elsewhere (a run's folder "
-                            "holds only what its run wrote, and its audit checks that)")
+        raise OutputRefused(
+            f"{what} {path}: lies inside the results folder {inside}; write it elsewhere (a run's folder "
+            "holds only what its run wrote, and its audit checks that)"
+        )
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        raise OutputRefused(f"{what} {path}: its folder {parent} does not exist (nothing is created outside a results folder)")
+        raise OutputRefused(
+            f"{what} {path}: its folder {parent} does not exist (nothing is created outside a results folder)"
+        )
     if path.is_dir():
         raise OutputRefused(f"{what} {path}: is a folder; name a file")
     return path
@@ -512,7 +540,6 @@ def png_text(png: bytes | str | Path, key: str) -> str | None:
 
     with Image.open(io.BytesIO(png) if isinstance(png, bytes) else png) as im:
         return im.text.get(key)
-
 
 
 def _pdf_literal(data: bytes, start: int) -> bytes:

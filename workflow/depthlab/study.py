@@ -78,8 +78,14 @@ def from_plain(tp: Any, value: Any, where: str = "spec") -> Any:
         unknown = sorted(set(value) - known)
         if unknown:
             raise SpecError(f"{where}: unknown field(s) {', '.join(unknown)} for {tp.__name__}")
-        missing = sorted(f.name for f in fields(tp) if f.init and f.name not in value
-                         and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        missing = sorted(
+            f.name
+            for f in fields(tp)
+            if f.init
+            and f.name not in value
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        )
         if missing:
             raise SpecError(f"{where}: missing field(s) {', '.join(missing)} of {tp.__name__}")
         return tp(**{k: from_plain(hints[k], v, f"{where}.{k}") for k, v in value.items()})
@@ -143,13 +149,18 @@ class Job:
     def from_wildcards(cls, wildcards: dict[str, str]) -> "Job":
         """Parse Snakemake's wildcard strings (``{"depth": "3"}``) into typed coordinates."""
         hints = _hints(cls)
-        return cls(**{f.name: int(wildcards[f.name]) if hints[f.name] is int else str(wildcards[f.name]) for f in fields(cls)})
+        return cls(
+            **{f.name: int(wildcards[f.name]) if hints[f.name] is int else str(wildcards[f.name]) for f in fields(cls)}
+        )
 
     @classmethod
     def constraints(cls) -> dict[str, str]:
         """Snakemake wildcard constraints: integers are digits, names match their pattern."""
         hints = _hints(cls)
-        return {f.name: "[0-9]+" if hints[f.name] is int else f.metadata.get("pattern", DEFAULT_PATTERN) for f in fields(cls)}
+        return {
+            f.name: "[0-9]+" if hints[f.name] is int else f.metadata.get("pattern", DEFAULT_PATTERN)
+            for f in fields(cls)
+        }
 
 
 @dataclass(frozen=True)
@@ -256,8 +267,11 @@ class ClaimsBase(Spec):
 
 def claims_context(config: dict, study: str) -> dict[str, Any]:
     """What :class:`ClaimsBase` carries: the master seed, the memory limit and the study's own section."""
-    return {"seed": config.get("seed", 0), "max_memory_gib": config.get("max_memory_gib"),
-            "studies": {study: config["studies"][study]}}
+    return {
+        "seed": config.get("seed", 0),
+        "max_memory_gib": config.get("max_memory_gib"),
+        "studies": {study: config["studies"][study]},
+    }
 
 
 @dataclass(frozen=True)
@@ -295,8 +309,11 @@ class Stage:
     @property
     def fingerprint_modules(self) -> list[str]:
         """The modules whose code (and what they import) decides this stage's output: a code fingerprint's roots."""
-        return [self.module] + (["depthlab.render"] if self.kind in ("figure", "claims") else []) + (
-            ["depthlab.forest"] if self.kind == "claims" else [])
+        return (
+            [self.module]
+            + (["depthlab.render"] if self.kind in ("figure", "claims") else [])
+            + (["depthlab.forest"] if self.kind == "claims" else [])
+        )
 
     @property
     def job_type(self) -> type[Job]:
@@ -336,8 +353,10 @@ class Study:
             raise ValueError(f"study {self.name}: needs exactly one figure and one claims stage")
         for s in self.stages:
             if (s.spec.STUDY, s.spec.STAGE) != (self.name, s.name):
-                raise ValueError(f"study {self.name}: stage {s.name}'s spec {s.spec.__name__} says it belongs to "
-                                 f"{s.spec.STUDY}/{s.spec.STAGE}")
+                raise ValueError(
+                    f"study {self.name}: stage {s.name}'s spec {s.spec.__name__} says it belongs to "
+                    f"{s.spec.STUDY}/{s.spec.STAGE}"
+                )
 
     @property
     def schema_path(self) -> Path:
@@ -370,8 +389,10 @@ class Study:
         if not isinstance(job, Job):
             job = st.job(job)
         if st.kind == "figure" and job.figure not in self.figures(config):
-            raise KeyError(f"study {self.name} has no figure {job.figure!r} in this config; figures: "
-                           f"{', '.join(self.figures(config))}")
+            raise KeyError(
+                f"study {self.name} has no figure {job.figure!r} in this config; figures: "
+                f"{', '.join(self.figures(config))}"
+            )
         spec = st.spec.from_config(config, job)
         if isinstance(spec, ClaimsBase) and config.get("studies", {}).get(self.name) is not None:
             spec = dataclasses.replace(spec, config=to_plain(claims_context(config, self.name)))
@@ -407,7 +428,9 @@ def load_json(text: str) -> dict[str, Any]:
     return data
 
 
-def budget_share(ds: Any, var: str, nets: int, budget: float, fixed: float = 0.0, per_unit: float = 1.0) -> float | None:
+def budget_share(
+    ds: Any, var: str, nets: int, budget: float, fixed: float = 0.0, per_unit: float = 1.0
+) -> float | None:
     """(fixed + per_unit x the sum of ``ds[var]``) / (fixed + per_unit x nets x budget): the share of a job's planned
     work done when each of its ``nets`` planned nets had a budget of ``budget`` epochs (or steps) and ``var`` records
     how many each trained (nets that a grown rate grid added count too, so the share can pass 1).  ``fixed``: planned
@@ -420,4 +443,3 @@ def budget_share(ds: Any, var: str, nets: int, budget: float, fixed: float = 0.0
     v = np.asarray(ds[var].values, dtype=float).ravel()
     v = v[np.isfinite(v) & (v >= 0)]
     return float((fixed + per_unit * v.sum()) / den)
-

@@ -101,8 +101,9 @@ def _lookup(cfg: Any, parts: list[str]) -> tuple[bool, str]:
         if not isinstance(node, dict) or part not in node:
             here = ".".join(parts[:i]) or "(top level)"
             keys = sorted(node) if isinstance(node, dict) else []
-            return False, f"{here} has no key {part!r}" + (f"; its keys: {', '.join(map(str, keys))}" if keys else
-                                                           f" ({here} is a value, not a mapping)")
+            return False, f"{here} has no key {part!r}" + (
+                f"; its keys: {', '.join(map(str, keys))}" if keys else f" ({here} is a value, not a mapping)"
+            )
         node = node[part]
     return True, ""
 
@@ -156,7 +157,11 @@ def prepare(config: str | Path, set_arg: str, out: str | Path | None = None) -> 
     if not ok:
         raise SweepError(f"--set {key}: no such key in {config} (defaults filled in): {where}")
     base_results = Path(full["results"])
-    folder = Path(out) if out else Path("results") / f"{Path(full['results']).name}-sweep-{re.sub(r'[^A-Za-z0-9]+', '-', parts[-1])}"
+    folder = (
+        Path(out)
+        if out
+        else Path("results") / f"{Path(full['results']).name}-sweep-{re.sub(r'[^A-Za-z0-9]+', '-', parts[-1])}"
+    )
     sw = Sweep(config, key, folder, base_results if (base_results / "config.used.yaml").is_file() else None)
     node = full
     for part in parts:
@@ -193,12 +198,16 @@ def check_folder(sw: Sweep) -> None:
     configs = folder / "configs"
     there = {p.name for p in configs.iterdir()} if configs.is_dir() else set()
     if not there:
-        raise SweepError(f"--out {sw.folder}: exists and is not a sweep's folder (no configs/); give the sweep an empty "
-                         "or new folder")
+        raise SweepError(
+            f"--out {sw.folder}: exists and is not a sweep's folder (no configs/); give the sweep an empty "
+            "or new folder"
+        )
     if not there <= mine:  # a sweep killed while writing its configs has some of them: its own
         other = sorted(there - mine)[:3]
-        raise SweepError(f"--out {sw.folder}: belongs to another sweep (its configs {', '.join(other) or sorted(there)[:3]} "
-                         f"are not this one's {sorted(mine)[:3]}); give --out another folder, or remove it")
+        raise SweepError(
+            f"--out {sw.folder}: belongs to another sweep (its configs {', '.join(other) or sorted(there)[:3]} "
+            f"are not this one's {sorted(mine)[:3]}); give --out another folder, or remove it"
+        )
 
 
 def write_configs(sw: Sweep) -> None:
@@ -206,11 +215,14 @@ def write_configs(sw: Sweep) -> None:
     from . import storage
 
     for v in sw.values:
-        text = (f"# depthlab sweep of {sw.config}: {sw.key} = {v.written}\n"
-                + yaml.safe_dump(v.config, sort_keys=False, default_flow_style=None))
+        text = f"# depthlab sweep of {sw.config}: {sw.key} = {v.written}\n" + yaml.safe_dump(
+            v.config, sort_keys=False, default_flow_style=None
+        )
         if v.config_path.is_file() and v.config_path.read_text() != text:
-            raise SweepError(f"{v.config_path} exists and says something else: the folder {sw.folder} belongs to another "
-                             "sweep (give --out another folder, or remove it)")
+            raise SweepError(
+                f"{v.config_path} exists and says something else: the folder {sw.folder} belongs to another "
+                "sweep (give --out another folder, or remove it)"
+            )
         if not v.config_path.is_file():
             storage.write_text(text, v.config_path)
 
@@ -224,8 +236,18 @@ def snakemake_command(config_path: Path, extra: list[str]) -> list[str]:
     if not snakefile.is_file():
         raise SweepError(f"no Snakefile at {snakefile}: depthlab sweep runs from a checkout of depthlab")
     exe = Path(sys.executable).parent / "snakemake"
-    return [str(exe), "-s", str(snakefile), "--directory", os.getcwd(), "--workflow-profile",
-            str(prov.REPO / "workflow" / "profiles" / "default"), *extra, "--configfile", str(config_path)]
+    return [
+        str(exe),
+        "-s",
+        str(snakefile),
+        "--directory",
+        os.getcwd(),
+        "--workflow-profile",
+        str(prov.REPO / "workflow" / "profiles" / "default"),
+        *extra,
+        "--configfile",
+        str(config_path),
+    ]
 
 
 def child_env() -> dict[str, str]:
@@ -305,8 +327,10 @@ def run(sw: Sweep, extra: list[str], say=print, execute: bool = True) -> None:
                 raise SweepError(f"{head}: {e}") from None
             say(f"{head}: {done.summary()}")
         else:
-            say(f"{head}: nothing to fork from ({'the value before has no folder' if i else f'{sw.config} has not run'}): "
-                "its run starts from scratch")
+            say(
+                f"{head}: nothing to fork from ({'the value before has no folder' if i else f'{sw.config} has not run'}): "
+                "its run starts from scratch"
+            )
         if execute:
             cmd = snakemake_command(v.config_path, extra)
             say(f"{head}: running {' '.join(cmd)}")
@@ -314,8 +338,10 @@ def run(sw: Sweep, extra: list[str], say=print, execute: bool = True) -> None:
             rc = run_child(cmd, child_env())
             v.seconds = time.monotonic() - t0
             if rc != 0:
-                raise SweepError(f"{head}: the run failed (exit {rc}); its log is in {v.results}/logs. Run the "
-                                 "same command again to go on from where it stopped")
+                raise SweepError(
+                    f"{head}: the run failed (exit {rc}); its log is in {v.results}/logs. Run the "
+                    "same command again to go on from where it stopped"
+                )
         before = _count(v, before)
         previous = v.results
 
@@ -339,8 +365,11 @@ def recount(sw: Sweep) -> None:
     try:
         old = read_json(sw.folder / RECORD)
         for rec in old.get("values", []) if isinstance(old, dict) else []:
-            if isinstance(rec, dict) and isinstance(rec.get("results"), str) \
-                    and isinstance(rec.get("run_seconds"), (int, float)):
+            if (
+                isinstance(rec, dict)
+                and isinstance(rec.get("results"), str)
+                and isinstance(rec.get("run_seconds"), (int, float))
+            ):
                 seconds[rec["results"]] = float(rec["run_seconds"])
     except (OSError, ValueError):  # unreadable, unsafe (safeio.UnsafeFile) or not JSON: no run times to keep
         pass
@@ -351,6 +380,7 @@ def recount(sw: Sweep) -> None:
 
 
 # ---- the table --------------------------------------------------------------------------------------------------
+
 
 def _rows(results: Path) -> dict[tuple, dict]:
     from . import compare
@@ -372,7 +402,11 @@ def _cell(r: dict | None) -> str:
     if r is None:
         return "(absent)"
     e, se = _num(r, "effect"), _num(r, "stderr")
-    return verdict(r) + (f" {e:.3g}" if e is not None else "") + (f" +- {se:.2g}" if se is not None and e is not None else "")
+    return (
+        verdict(r)
+        + (f" {e:.3g}" if e is not None else "")
+        + (f" +- {se:.2g}" if se is not None and e is not None else "")
+    )
 
 
 def table(sw: Sweep) -> tuple[list[tuple], list[dict[tuple, dict]]]:
@@ -396,23 +430,37 @@ def markdown(sw: Sweep, keys: list[tuple], per: list[dict]) -> str:
 
     varying = sum(1 for k in keys if len({verdict(p[k]) if k in p else "" for p in per}) > 1)
     base = yaml.safe_dump(sw.base_value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
-    lines = [f"# depthlab sweep: {esc(sw.key)}", "", f"Config {esc(sw.config)}, whose own value is {esc(base)}; "
-             f"{len(keys)} claim rows, {varying} of which change verdict between values (listed first). Each cell: the "
-             "verdict, then effect +- SE.", "",
-             "| value | results folder | stores | computed | shared with the value before | run (s) |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"# depthlab sweep: {esc(sw.key)}",
+        "",
+        f"Config {esc(sw.config)}, whose own value is {esc(base)}; "
+        f"{len(keys)} claim rows, {varying} of which change verdict between values (listed first). Each cell: the "
+        "verdict, then effect +- SE.",
+        "",
+        "| value | results folder | stores | computed | shared with the value before | run (s) |",
+        "|---|---|---|---|---|---|",
+    ]
 
     def named(v: Value) -> str:
         return esc(v.written) + (" (the config's own)" if v.value == sw.base_value else "")
 
     for v in sw.values:
-        lines.append(f"| {named(v)} | {esc(v.results)} | {v.stores} | {v.computed} | {v.shared} | "
-                     f"{'' if v.seconds is None else f'{v.seconds:.0f}'} |")
-    lines += ["", "| study | claim | subject (figure) | " + " | ".join(named(v) for v in sw.values) + " |",
-              "|---|---|---|" + "---|" * len(sw.values)]
+        lines.append(
+            f"| {named(v)} | {esc(v.results)} | {v.stores} | {v.computed} | {v.shared} | "
+            f"{'' if v.seconds is None else f'{v.seconds:.0f}'} |"
+        )
+    lines += [
+        "",
+        "| study | claim | subject (figure) | " + " | ".join(named(v) for v in sw.values) + " |",
+        "|---|---|---|" + "---|" * len(sw.values),
+    ]
     for k in keys:
         study, claim, statement, fig, subject = k
-        lines.append(f"| {esc(study)} | {esc(claim)}: {esc(statement)} | {esc(subject)} ({esc(fig)}) | "
-                     + " | ".join(esc(_cell(p.get(k))) for p in per) + " |")
+        lines.append(
+            f"| {esc(study)} | {esc(claim)}: {esc(statement)} | {esc(subject)} ({esc(fig)}) | "
+            + " | ".join(esc(_cell(p.get(k))) for p in per)
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -421,14 +469,39 @@ def csv_text(sw: Sweep, keys: list[tuple], per: list[dict]) -> str:
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["key", "value", "study", "claim", "statement", "figure", "subject", "verdict", "effect", "stderr",
-                "threshold", "z", "reason"])
+    w.writerow(
+        [
+            "key",
+            "value",
+            "study",
+            "claim",
+            "statement",
+            "figure",
+            "subject",
+            "verdict",
+            "effect",
+            "stderr",
+            "threshold",
+            "z",
+            "reason",
+        ]
+    )
     for k in keys:
         for v, p in zip(sw.values, per):
             r = p.get(k)
-            w.writerow([sw.key, v.written, *k, verdict(r) if r else "(absent)",
-                        *("" if _num(r, f) is None else f"{_num(r, f):.6g}" for f in ("effect", "stderr", "threshold", "z")),
-                        "" if r is None else str(r.get("reason") or "")])
+            w.writerow(
+                [
+                    sw.key,
+                    v.written,
+                    *k,
+                    verdict(r) if r else "(absent)",
+                    *(
+                        "" if _num(r, f) is None else f"{_num(r, f):.6g}"
+                        for f in ("effect", "stderr", "threshold", "z")
+                    ),
+                    "" if r is None else str(r.get("reason") or ""),
+                ]
+            )
     return buf.getvalue()
 
 
@@ -473,8 +546,12 @@ def _heatmap(plt: Any, ListedColormap: Any, Patch: Any, sw: Sweep, keys: list[tu
     ax.set_yticklabels([_short(f"{k[0]} {k[1]} {k[4]} ({k[3]})", 60) for k in shown], fontsize=6.5)
     ax.grid(False)
     left = len(keys) - len(shown)
-    ax.set_title(_short(f"{sw.key}: verdict per claim row and value (cell: effect)", 120)
-                 + (f"\n{left} further rows, the same verdict at every value, not drawn" if left else ""), fontsize=8.5, pad=18)
+    ax.set_title(
+        _short(f"{sw.key}: verdict per claim row and value (cell: effect)", 120)
+        + (f"\n{left} further rows, the same verdict at every value, not drawn" if left else ""),
+        fontsize=8.5,
+        pad=18,
+    )
     handles = [Patch(color=COLOURS[s], label=s) for s in STATES]
     handles.append(Patch(facecolor="white", edgecolor="#999999", label="a question (answered) or absent"))
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=3, fontsize=7, frameon=False)
@@ -486,15 +563,32 @@ def write_outputs(sw: Sweep) -> dict[str, Path]:
     from . import forest, storage
 
     keys, per = table(sw)
-    paths = {"md": sw.folder / "sweep.md", "csv": sw.folder / "sweep.csv", "png": sw.folder / "sweep.png",
-             "json": sw.folder / RECORD}
+    paths = {
+        "md": sw.folder / "sweep.md",
+        "csv": sw.folder / "sweep.csv",
+        "png": sw.folder / "sweep.png",
+        "json": sw.folder / RECORD,
+    }
     storage.write_text(markdown(sw, keys, per), paths["md"])
     storage.write_text(csv_text(sw, keys, per), paths["csv"])
     storage.write_bytes(forest.png(heatmap(sw, keys, per)), paths["png"])
-    record = {"config": str(sw.config), "key": sw.key, "base": None if sw.base is None else str(sw.base),
-              "values": [{"value": v.written, "config": str(v.config_path), "results": str(v.results), "stores": v.stores,
-                          "computed": v.computed, "shared_with_previous": v.shared, "run_seconds": v.seconds}
-                         for v in sw.values],
-              "rows": len(keys)}
+    record = {
+        "config": str(sw.config),
+        "key": sw.key,
+        "base": None if sw.base is None else str(sw.base),
+        "values": [
+            {
+                "value": v.written,
+                "config": str(v.config_path),
+                "results": str(v.results),
+                "stores": v.stores,
+                "computed": v.computed,
+                "shared_with_previous": v.shared,
+                "run_seconds": v.seconds,
+            }
+            for v in sw.values
+        ],
+        "rows": len(keys),
+    }
     storage.write_text(json.dumps(record, indent=1) + "\n", paths["json"])
     return paths

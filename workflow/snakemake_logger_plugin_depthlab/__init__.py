@@ -20,16 +20,21 @@ class LogHandler(LogHandlerBase):
         s = self.common_settings
         quiet = getattr(s, "quiet", None) or set()
         stream = sys.stdout if getattr(s, "stdout", False) else sys.stderr
-        loud = bool(s.verbose or s.dryrun or s.printshellcmds or getattr(s, "debug_dag", False)) \
+        loud = (
+            bool(s.verbose or s.dryrun or s.printshellcmds or getattr(s, "debug_dag", False))
             or progress.verbose_requested()
+        )
         passthrough = None
         if loud:  # Snakemake's own terminal output, as without the plugin
             passthrough = ColorizingTextHandler(nocolor=s.nocolor, stream=stream)
             passthrough.addFilter(DefaultFilter(quiet, s.debug_dag, s.verbose, s.dryrun, s.printshellcmds))
             passthrough.setFormatter(DefaultFormatter(quiet, s.show_failed_logs))
         self.terminal = progress.Terminal(
-            stream, passthrough, DefaultFormatter(set(), s.show_failed_logs),
-            DefaultFilter(set(), s.debug_dag, s.verbose, s.dryrun, s.printshellcmds))
+            stream,
+            passthrough,
+            DefaultFormatter(set(), s.show_failed_logs),
+            DefaultFilter(set(), s.debug_dag, s.verbose, s.dryrun, s.printshellcmds),
+        )
         progress.register(self.terminal)
 
     def emit(self, record: logging.LogRecord) -> None:

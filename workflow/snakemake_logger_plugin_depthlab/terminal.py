@@ -59,6 +59,8 @@ def heartbeat_s() -> float:
     if not (math.isfinite(v) and v >= 0):
         return HEARTBEAT_S
     return 0.0 if v == 0 else max(v, HEARTBEAT_MIN_S)
+
+
 MAX_WIDTH = 200
 # Snakemake's info lines a user still wants on the quiet terminal (the rest is in the log file).
 KEEP = ("Nothing to be done", "Will exit after finishing currently running jobs", "Shutting down, this might take")
@@ -77,7 +79,7 @@ def fit(text: str, cols: int) -> str:
     if len(text) <= cols:
         return text
     keep = cols - 1
-    return text[: keep // 2] + "…" + text[len(text) - (keep - keep // 2):]
+    return text[: keep // 2] + "…" + text[len(text) - (keep - keep // 2) :]
 
 
 def clip(text: str, cols: int) -> str:
@@ -97,7 +99,7 @@ def counter(done: int, total: int) -> str:
 
 def clock_in(seconds: float) -> str:
     """The wall clock ``seconds`` from now, 'HH:MM' (the ETA's time of day)."""
-    return time.strftime('%H:%M', time.localtime(time.time() + seconds))
+    return time.strftime("%H:%M", time.localtime(time.time() + seconds))
 
 
 def duration(s: float) -> str:
@@ -218,13 +220,13 @@ class Plan:
             r = max(m / p, 1e-6)
             resid = sum((mi - r * pi) ** 2 for mi, pi in jobs)
             s2 = (resid + PRIOR_JOBS * (JOB_SPREAD * r * p / n) ** 2) / (n - 1 + PRIOR_JOBS)
-            own[st] = (math.log(r), n * s2 / p ** 2 / r ** 2)
+            own[st] = (math.log(r), n * s2 / p**2 / r**2)
         if not own:
             return 1.0, {}, unplanned
         # the pooled ratio: the median of the stages' own ratios and the plan's votes, so that one stage planned far
         # off (the fractal nets planned at their whole budget) does not rescale every stage that has not started
         pooled_log = statistics.median([0.0] * PLAN_VOTES + [lr for lr, _ in own.values()])
-        tau = math.sqrt(max(STAGE_SPREAD ** 2, statistics.median((lr - pooled_log) ** 2 - v for lr, v in own.values())))
+        tau = math.sqrt(max(STAGE_SPREAD**2, statistics.median((lr - pooled_log) ** 2 - v for lr, v in own.values())))
         ratio = {st: math.exp(shrunk(lr, v, pooled_log, tau)) for st, (lr, v) in own.items()}
         return math.exp(pooled_log), ratio, unplanned
 
@@ -316,8 +318,13 @@ class Terminal:
     """What the plugin does with each record (see the module docstring).  ``stream``: the terminal (stderr);
     ``passthrough``: a handler printing Snakemake's own output (verbose and dry runs), else None."""
 
-    def __init__(self, stream: TextIO, passthrough: logging.Handler | None, file_formatter: logging.Formatter,
-                 file_filter: logging.Filter):
+    def __init__(
+        self,
+        stream: TextIO,
+        passthrough: logging.Handler | None,
+        file_formatter: logging.Formatter,
+        file_filter: logging.Filter,
+    ):
         self.stream, self.passthrough = stream, passthrough
         self.file_formatter, self.file_filter = file_formatter, file_filter
         self.plan: Plan | None = None
@@ -346,13 +353,20 @@ class Terminal:
             self.pending, self.unsaid = [], []
             if self.passthrough is None:
                 n = len(plan.jobs)
-                self.say(clip(f"depthlab: {n} job{'s' * (n != 1)} to run, planned {minutes(plan.planned)} core-min, "
-                              f"about {duration(plan.eta())} on {plan.cores} core{'s' * (plan.cores != 1)}", width()))
+                self.say(
+                    clip(
+                        f"depthlab: {n} job{'s' * (n != 1)} to run, planned {minutes(plan.planned)} core-min, "
+                        f"about {duration(plan.eta())} on {plan.cores} core{'s' * (plan.cores != 1)}",
+                        width(),
+                    )
+                )
                 if plan.log:
                     self.say(fit(f"depthlab: full log {plan.log}", MAX_WIDTH))
                 every = heartbeat_s()
                 if every > 0:
-                    threading.Thread(target=self._heartbeat, args=(every,), name="depthlab-heartbeat", daemon=True).start()
+                    threading.Thread(
+                        target=self._heartbeat, args=(every,), name="depthlab-heartbeat", daemon=True
+                    ).start()
 
     def _heartbeat(self, every: float) -> None:
         """While jobs run: after ``every`` seconds without a line, one line on the running jobs and the ETA."""
@@ -442,8 +456,11 @@ class Terminal:
         clock = clock_in(eta)
         head = counter(n, total) + "done "
         cols = width()
-        for tail in (f" | {minutes(sum(plan.done.values()))}/{minutes(plan.planned)} core-min | ETA {clock} ({duration(eta)})",
-                     f" | ETA {clock}", ""):  # the shortest that leaves the job's name 16 characters
+        for tail in (
+            f" | {minutes(sum(plan.done.values()))}/{minutes(plan.planned)} core-min | ETA {clock} ({duration(eta)})",
+            f" | ETA {clock}",
+            "",
+        ):  # the shortest that leaves the job's name 16 characters
             if len(head) + 16 + len(tail) <= cols:
                 break
         self.say(fit(head + fit(name, max(1, cols - len(head) - len(tail))) + tail, cols))
@@ -461,8 +478,10 @@ class Terminal:
                 if new:
                     f.write("jobid\tstage\tplanned_s\tstart_s\tend_s\tname\tresumed\n")
                 st = "" if start is None else f"{start - plan.t0:.3f}"
-                f.write(f"{jobid}\t{plan.stage_of(jobid)}\t{planned:.3f}\t{st}\t{end - plan.t0:.3f}\t"
-                        f"{name.replace(chr(9), ' ').replace(chr(10), ' ')}\t{int(plan.resumed_of(jobid))}\n")
+                f.write(
+                    f"{jobid}\t{plan.stage_of(jobid)}\t{planned:.3f}\t{st}\t{end - plan.t0:.3f}\t"
+                    f"{name.replace(chr(9), ' ').replace(chr(10), ' ')}\t{int(plan.resumed_of(jobid))}\n"
+                )
         except OSError:
             pass
 
@@ -471,8 +490,13 @@ class Terminal:
             return
         self.finished_line = True
         plan = self.plan
-        self.say(clip(f"depthlab: {len(plan.done)} job{'s' * (len(plan.done) != 1)} done in "
-                      f"{duration(time.monotonic() - plan.t0)} (planned {minutes(plan.planned)} core-min)", width()))
+        self.say(
+            clip(
+                f"depthlab: {len(plan.done)} job{'s' * (len(plan.done) != 1)} done in "
+                f"{duration(time.monotonic() - plan.t0)} (planned {minutes(plan.planned)} core-min)",
+                width(),
+            )
+        )
         if plan.log:
             self.say(fit(f"depthlab: full log {plan.log}", MAX_WIDTH))
 
@@ -528,14 +552,23 @@ def read_jobs_log(path: str | Path) -> list[dict]:
     rows = []
     for line in lines[1:]:
         row = dict(zip(head, line.split("\t")))
-        rows.append({"jobid": int(row["jobid"]), "stage": row["stage"], "planned_s": float(row["planned_s"]),
-                     "start_s": float(row["start_s"]) if row["start_s"] else None, "end_s": float(row["end_s"]),
-                     "name": row.get("name", ""), "resumed": row.get("resumed", "0") == "1"})
+        rows.append(
+            {
+                "jobid": int(row["jobid"]),
+                "stage": row["stage"],
+                "planned_s": float(row["planned_s"]),
+                "start_s": float(row["start_s"]) if row["start_s"] else None,
+                "end_s": float(row["end_s"]),
+                "name": row.get("name", ""),
+                "resumed": row.get("resumed", "0") == "1",
+            }
+        )
     return rows
 
 
-def replay(rows: list[dict], cores: int, at=(0.10, 0.25, 0.50, 0.75), starts: bool = True
-           ) -> dict[float, tuple[float, float]]:
+def replay(
+    rows: list[dict], cores: int, at=(0.10, 0.25, 0.50, 0.75), starts: bool = True
+) -> dict[float, tuple[float, float]]:
     """The ETA a run's terminal would have shown, replayed from its ``jobs.tsv``: {fraction of jobs done: (ETA shown,
     real time left)} at each fraction in ``at`` (at the first job that reaches it).  Only finished jobs are in the
     file, so the replay plans exactly those.  ``starts=False`` hides the job starts: the ETA of one pace
@@ -546,8 +579,13 @@ def replay(rows: list[dict], cores: int, at=(0.10, 0.25, 0.50, 0.75), starts: bo
             events.append((r["start_s"], 0, r["jobid"]))
         events.append((r["end_s"], 1, r["jobid"]))
     events.sort()
-    plan = Plan({r["jobid"]: (r["name"], r["planned_s"], r["stage"], r.get("resumed", False)) for r in rows}, cores, None, t0=0.0,
-                clock=lambda: 0.0)
+    plan = Plan(
+        {r["jobid"]: (r["name"], r["planned_s"], r["stage"], r.get("resumed", False)) for r in rows},
+        cores,
+        None,
+        t0=0.0,
+        clock=lambda: 0.0,
+    )
     end = max(r["end_s"] for r in rows)
     n, out, marks = len(rows), {}, sorted(at)
     for t, kind, jid in events:

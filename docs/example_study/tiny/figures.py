@@ -10,8 +10,10 @@ from depthlab import plotstyle as ps
 
 def make_table(spec, inputs) -> pd.DataFrame:
     """The CSV's table from the input stores; the audit re-derives it with this and compares it with the CSV."""
-    rows = [{"n": i.job.n, "mean": float(i.data["mean"]), "standard_error": 1 / np.sqrt(i.job.n)}
-            for i in sorted(inputs, key=lambda i: i.job.n)]
+    rows = [
+        {"n": i.job.n, "mean": float(i.data["mean"]), "standard_error": 1 / np.sqrt(i.job.n)}
+        for i in sorted(inputs, key=lambda i: i.job.n)
+    ]
     return pd.DataFrame(rows)
 
 

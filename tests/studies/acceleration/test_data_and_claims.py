@@ -44,27 +44,52 @@ def test_the_optimum_is_a_stationary_point_below_random_points(p):
         assert np.mean(np.abs(x @ v - y) ** p) / p > best
 
 
-COLS = ["dataset", "p", "init", "depth", "method", "lr", "seed", "fraction", "to_target", "stopped_at", "diverged",
-        "rule_to_target", "max_distance", "flow_difference"]
+COLS = [
+    "dataset",
+    "p",
+    "init",
+    "depth",
+    "method",
+    "lr",
+    "seed",
+    "fraction",
+    "to_target",
+    "stopped_at",
+    "diverged",
+    "rule_to_target",
+    "max_distance",
+    "flow_difference",
+]
 
 
 def _table(rows):
     return pd.DataFrame(rows, columns=COLS)
 
 
-def _row(depth, lr, f, it, method="gd", seed=0, p=4, div=False, rule=None, dist=0.0, flow=np.nan, stop=5000, init="balanced"):
+def _row(
+    depth, lr, f, it, method="gd", seed=0, p=4, div=False, rule=None, dist=0.0, flow=np.nan, stop=5000, init="balanced"
+):
     return ("s", p, init, depth, method, lr, seed, f, it, stop, div, it if rule is None else rule, dist, flow)
 
 
 def test_best_rates_take_the_fewest_iterations_skip_diverged_rates_and_say_where_the_choice_lies():
-    t = _table([_row(1, 0.1, 0.01, 50), _row(1, 0.3, 0.01, 20, div=True), _row(1, 0.2, 0.01, 30), _row(1, 0.2, 0.01, -1, seed=1),
-                _row(1, 0.1, 0.01, 60, seed=1)])
+    t = _table(
+        [
+            _row(1, 0.1, 0.01, 50),
+            _row(1, 0.3, 0.01, 20, div=True),
+            _row(1, 0.2, 0.01, 30),
+            _row(1, 0.2, 0.01, -1, seed=1),
+            _row(1, 0.1, 0.01, 60, seed=1),
+        ]
+    )
     b = best_rates(t).iloc[0]
     assert b.lr == 0.1 and b.iterations == 55, "0.3 diverged; 0.2 never reaches it for seed 1"
     assert b.lr_edge == "lower" or b.lr_edge == "", b.lr_edge
     edge = best_rates(_table([_row(1, 0.1, 0.01, 50), _row(1, 0.2, 0.01, 30)])).iloc[0]
     assert edge.lr == 0.2 and edge.lr_edge == "upper", "the largest rate is the best and no larger one was tried"
-    inside = best_rates(_table([_row(1, 0.1, 0.01, 50), _row(1, 0.2, 0.01, 30), _row(1, 0.4, 0.01, 9, div=True)])).iloc[0]
+    inside = best_rates(_table([_row(1, 0.1, 0.01, 50), _row(1, 0.2, 0.01, 30), _row(1, 0.4, 0.01, 9, div=True)])).iloc[
+        0
+    ]
     assert inside.lr == 0.2 and inside.lr_edge == "", "the next rate up was tried and diverged"
     never = best_rates(_table([_row(1, 0.1, 0.01, -1, stop=700)])).iloc[0]
     assert np.isnan(never.iterations) and never.reached_below == 700
@@ -76,7 +101,11 @@ def _speeds(d1, deep, p=4, fractions=(0.01,)):
     for N, its in [(1, d1)] + list(deep.items()):
         its = its if isinstance(its, tuple) else (its,)
         for f, it in zip(fractions, its):
-            rows += [_row(N, 0.01, f, 10 * it if it > 0 else -1, p=p), _row(N, 0.1, f, it, p=p), _row(N, 1.0, f, -1, p=p, div=True)]
+            rows += [
+                _row(N, 0.01, f, 10 * it if it > 0 else -1, p=p),
+                _row(N, 0.1, f, it, p=p),
+                _row(N, 1.0, f, -1, p=p, div=True),
+            ]
     return _table(rows)
 
 
@@ -87,8 +116,13 @@ def test_a1_a2_hold_and_fail_as_their_criteria_say():
     slow = best_rates(slow_t)
     bare = depth_claims(slow, 2.0)[0]  # one seed, no error bar: a failing part decided on its value alone
     assert bare.verdict == "inconclusive" and "value alone" in bare.reason
-    seeded = _table([r[:6] + (sd,) + (r[7], r[8] + sd if r[8] > 0 else r[8]) + r[9:] for r in slow_t.itertuples(index=False)
-                     for sd in (0, 1, 2)])
+    seeded = _table(
+        [
+            r[:6] + (sd,) + (r[7], r[8] + sd if r[8] > 0 else r[8]) + r[9:]
+            for r in slow_t.itertuples(index=False)
+            for sd in (0, 1, 2)
+        ]
+    )
     assert depth_claims(best_rates(seeded), 2.0, seeded)[0].holds is False, "depth 3 is slower than depth 1"
     assert depth_claims(best_rates(_speeds(100, {2: 80}, p=2)), 2.0)[0].holds is True
     assert depth_claims(best_rates(_speeds(100, {2: 30}, p=2)), 2.0)[0].holds is False, "x3.3 is not a small gain"
@@ -120,32 +154,55 @@ def test_a3_is_judged_at_the_largest_rate_in_the_flow_regime_not_at_the_best_rat
     """The old checker judged A3 at the net's best rate, where the discrete steps have left the flow the rule is derived
     for (distance 0.5 there): it failed.  At the largest rate whose curve matches the next smaller rate's within 5 %, the
     rule tracks: it holds, with the best rate's distance printed beside."""
-    rows = [_row(2, 0.3, 0.01, 30, dist=0.5, flow=0.4, rule=31), _row(2, 0.1, 0.01, 95, dist=0.12, flow=0.08, rule=96),
-            _row(2, 0.03, 0.01, 310, dist=0.02, flow=0.03, rule=312), _row(2, 0.01, 0.01, 930, dist=0.005, flow=0.01, rule=931),
-            _row(2, 3.0, 0.01, -1, div=True)]
+    rows = [
+        _row(2, 0.3, 0.01, 30, dist=0.5, flow=0.4, rule=31),
+        _row(2, 0.1, 0.01, 95, dist=0.12, flow=0.08, rule=96),
+        _row(2, 0.03, 0.01, 310, dist=0.02, flow=0.03, rule=312),
+        _row(2, 0.01, 0.01, 930, dist=0.005, flow=0.01, rule=931),
+        _row(2, 3.0, 0.01, -1, div=True),
+    ]
     t = _table(rows)
     tracks, speed = rule_claims(t, best_rates(t), 0.1, 1.25, 0.05)
     assert tracks.holds is True and speed.holds is True
-    assert "over the flow rates 0.01, 0.03" in tracks.evidence and "best rate 0.3" in tracks.evidence and "0.5" in tracks.evidence
+    assert (
+        "over the flow rates 0.01, 0.03" in tracks.evidence
+        and "best rate 0.3" in tracks.evidence
+        and "0.5" in tracks.evidence
+    )
     assert "at the largest flow rate 0.03" in speed.evidence
     # a distance that does not vanish with the rate (0.3 at 0.03 and at 0.01): the rule does not track in the limit
     drift = _table([r[:12] + (0.3,) + r[13:] if r[5] in (0.03, 0.01) else r for r in rows])
     v = rule_claims(drift, best_rates(drift), 0.1, 1.25, 0.05)[0]
-    assert v.verdict == "inconclusive" and "value alone" in v.reason and v.effect == pytest.approx(0.0)  # one seed: bare
+    assert (
+        v.verdict == "inconclusive" and "value alone" in v.reason and v.effect == pytest.approx(0.0)
+    )  # one seed: bare
     noflow = _table([r[:13] + (0.2,) for r in rows])
     v = rule_claims(noflow, best_rates(noflow), 0.1, 1.25, 0.05)[0]
     assert v.holds is None and "no rate lies in the gradient-flow regime" in v.reason
 
 
 def test_a4_fails_where_a_baseline_is_faster():
-    base = _table([_row(2, 0.1, 0.01, 30), _row(2, 1.0, 0.01, -1, div=True), _row(2, 0.01, 0.01, 300),
-                   _row(1, 0.1, 0.01, 20, method="adagrad"), _row(1, 1.0, 0.01, -1, method="adagrad", div=True),
-                   _row(1, 0.01, 0.01, 200, method="adagrad"),
-                   _row(1, 0.1, 0.01, 90, method="adadelta"), _row(1, 1.0, 0.01, -1, method="adadelta", div=True),
-                   _row(1, 0.01, 0.01, 900, method="adadelta")])
+    base = _table(
+        [
+            _row(2, 0.1, 0.01, 30),
+            _row(2, 1.0, 0.01, -1, div=True),
+            _row(2, 0.01, 0.01, 300),
+            _row(1, 0.1, 0.01, 20, method="adagrad"),
+            _row(1, 1.0, 0.01, -1, method="adagrad", div=True),
+            _row(1, 0.01, 0.01, 200, method="adagrad"),
+            _row(1, 0.1, 0.01, 90, method="adadelta"),
+            _row(1, 1.0, 0.01, -1, method="adadelta", div=True),
+            _row(1, 0.01, 0.01, 900, method="adadelta"),
+        ]
+    )
     assert "value alone" in baseline_claims(best_rates(base))[0].reason  # one seed, no table: bare
-    seeded = _table([r[:6] + (sd,) + (r[7], r[8] + sd if r[8] > 0 else r[8]) + r[9:] for r in base.itertuples(index=False)
-                     for sd in (0, 1, 2)])
+    seeded = _table(
+        [
+            r[:6] + (sd,) + (r[7], r[8] + sd if r[8] > 0 else r[8]) + r[9:]
+            for r in base.itertuples(index=False)
+            for sd in (0, 1, 2)
+        ]
+    )
     assert baseline_claims(best_rates(seeded), seeded)[0].holds is False
     faster = base.assign(to_target=np.where((base.method == "adagrad") & (base.lr == 0.1), 40, base.to_target))
     assert baseline_claims(best_rates(faster))[0].holds is True
@@ -187,13 +244,27 @@ def test_a3_is_judged_over_the_flow_rates_that_reach_a_target_not_only_where_all
         for lr in (0.001, 0.00178, 0.00316, *reach):
             it = reach.get(lr, -1)
             flow = 0.001 if lr > 0.001 else np.nan
-            rows.append(_row(2, lr, 0.01, it, seed=seed, rule=it + 2 if it > 0 else -1, dist=1.77 * lr * wobble, flow=flow,
-                             stop=1752))
+            rows.append(
+                _row(
+                    2,
+                    lr,
+                    0.01,
+                    it,
+                    seed=seed,
+                    rule=it + 2 if it > 0 else -1,
+                    dist=1.77 * lr * wobble,
+                    flow=flow,
+                    stop=1752,
+                )
+            )
     rows.append(_row(2, 0.3, 0.01, 30, dist=0.9, flow=0.4, stop=1752))
     t = _table(rows)
     tracks, speed = rule_claims(t, best_rates(t), 0.1, 1.25, 0.05)
     assert tracks.holds is True and 0.95 < tracks.effect < 1.05 and tracks.stderr > 0
-    assert "judged at f = 0.01 over the 5 that reach it (0.001, 0.00178, 0.00316 did not by iteration 1752)" in tracks.evidence
+    assert (
+        "judged at f = 0.01 over the 5 that reach it (0.001, 0.00178, 0.00316 did not by iteration 1752)"
+        in tracks.evidence
+    )
     assert speed.holds is True and "at the largest flow rate 0.0562" in speed.evidence and speed.stderr is not None
     # only the largest flow rate reaches the target: a limit needs two
     one = _table([r if r[5] in (0.0562, 0.3) else r[:8] + (-1,) + r[9:11] + (-1,) + r[12:] for r in rows])
@@ -212,13 +283,17 @@ def test_a4_carries_the_rate_grids_resolution_in_its_se():
     from depthlab.studies.acceleration.claims import _resolution
 
     lrs = 10 ** np.arange(-2, 0.01, 0.25)
+
     def rows(method, depth, best_log, base, seeds=(0, 1, 2)):
         out = []
         for lr in lrs:
-            it = base * np.exp(3.0 * (np.log10(lr) - best_log) ** 2)  # a parabola in log rate, its minimum between grid points
+            it = base * np.exp(
+                3.0 * (np.log10(lr) - best_log) ** 2
+            )  # a parabola in log rate, its minimum between grid points
             for sd in seeds:
                 out.append(_row(depth, lr, 0.001, int(round(it * (1 + 0.003 * (sd - 1)))), method=method, seed=sd))
         return out
+
     t = _table(rows("gd", 2, -1.0, 409) + rows("adagrad", 1, -1.0, 2000) + rows("adadelta", 1, -1.125, 300))
     best = best_rates(t)
     ada = best[(best.method == "adadelta") & (best.fraction == 0.001)].iloc[0]

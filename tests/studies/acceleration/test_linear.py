@@ -72,7 +72,9 @@ def test_a_balanced_start_is_balanced_and_gradient_flow_keeps_it_so():
         gained.append(float(linear.balancedness(Ws).max()))
     assert gained[0] < 5e-3 and 1.6 < gained[0] / gained[1] < 2.4, gained
     # and the check can fail: a Gaussian start is not balanced
-    assert float(linear.balancedness(linear.gaussian_init(2, 7, 5, 3, 0.3, torch.Generator().manual_seed(0))).min()) > 0.1
+    assert (
+        float(linear.balancedness(linear.gaussian_init(2, 7, 5, 3, 0.3, torch.Generator().manual_seed(0))).min()) > 0.1
+    )
 
 
 @pytest.mark.parametrize("N", [2, pytest.param(3, marks=pytest.mark.slow)])  # depth 3 in the slow set
@@ -102,8 +104,15 @@ def test_the_rule_at_depth_1_is_plain_gradient_descent():
     np.testing.assert_allclose(w, want, rtol=1e-15)
 
 
-@pytest.mark.parametrize("method,cls,kw", [("adagrad", torch.optim.Adagrad, {}), ("adadelta", torch.optim.Adadelta, {}),
-                                           ("adam", torch.optim.Adam, {}), ("momentum", torch.optim.SGD, {"momentum": 0.9})])
+@pytest.mark.parametrize(
+    "method,cls,kw",
+    [
+        ("adagrad", torch.optim.Adagrad, {}),
+        ("adadelta", torch.optim.Adadelta, {}),
+        ("adam", torch.optim.Adam, {}),
+        ("momentum", torch.optim.SGD, {"momentum": 0.9}),
+    ],
+)
 def test_the_baselines_follow_torch_optim(method, cls, kw):
     X, y = problem()
     w0 = torch.randn(2, 7, generator=torch.Generator().manual_seed(4), dtype=torch.float64)

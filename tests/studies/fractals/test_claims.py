@@ -17,15 +17,20 @@ def _table(rows):
 
 
 def test_best_averages_seeds_then_takes_the_best_lr_and_the_best_width():
-    t = _table([
-        # pdeg 0: width 50 is best (lr 0.01: mean of 0.9 and 0.7 = 0.8 beats lr 0.001's 0.6)
-        (0, 5, 50, 0.01, 0, 0.9, 0.8, 0.9), (0, 5, 50, 0.01, 1, 0.7, 0.8, 0.9),
-        (0, 5, 50, 0.001, 0, 0.6, 0.8, 0.9), (0, 5, 50, 0.001, 1, 0.6, 0.8, 0.9),
-        (0, 5, 200, 0.01, 0, 0.5, 0.8, 0.9), (0, 5, 200, 0.01, 1, 0.5, 0.8, 0.9),
-    ])
+    t = _table(
+        [
+            # pdeg 0: width 50 is best (lr 0.01: mean of 0.9 and 0.7 = 0.8 beats lr 0.001's 0.6)
+            (0, 5, 50, 0.01, 0, 0.9, 0.8, 0.9),
+            (0, 5, 50, 0.01, 1, 0.7, 0.8, 0.9),
+            (0, 5, 50, 0.001, 0, 0.6, 0.8, 0.9),
+            (0, 5, 50, 0.001, 1, 0.6, 0.8, 0.9),
+            (0, 5, 200, 0.01, 0, 0.5, 0.8, 0.9),
+            (0, 5, 200, 0.01, 1, 0.5, 0.8, 0.9),
+        ]
+    )
     per_width = best(t, ["pdeg", "width"]).set_index("width").best_accuracy
     assert per_width[50] == pytest.approx(0.8) and per_width[200] == pytest.approx(0.5)
-    assert curve_table(t).best_accuracy.iloc[0] == pytest.approx(0.8)   # not the 0.65 mean over widths
+    assert curve_table(t).best_accuracy.iloc[0] == pytest.approx(0.8)  # not the 0.65 mean over widths
 
 
 CURVES = [(0, 0.9), (12, 0.8), (11, 0.7), (5, 0.6), (9, 0.55), (10, 0.5)]  # (pdeg, P(3) = P(4) here), coarse to fine
@@ -50,6 +55,7 @@ def test_m2_a_zigzag_fails_although_its_rank_correlation_is_positive():
     v = m2(_table(zig))[0]
     assert v.holds is False and "Spearman = +0.60" in v.evidence and "permutation p" in v.evidence
     from depthlab.studies.fractals.claims import _rho, permutation_p
+
     a = np.array([0.95, 0.55, 0.90, 0.60, 0.85, 0.50])
     assert _rho(a, np.array([p3 for _, p3 in CURVES])) > 0  # what the old checker tested
     # the exact p-value, checked by hand: a perfect ranking of 6 has p = 1/720, one adjacent swap 6/720
@@ -71,11 +77,16 @@ def test_m3_fails_when_any_architecture_beats_chance():
 
 def test_best_reports_the_winning_rate_and_takes_the_best_along_the_run_first():
     """By hand: per (depth, width) the mean over seeds of each rate's best-along-the-run accuracy, then the best rate."""
-    t = _table([
-        (0, 5, 50, 0.001, 0, 0.92, 0.8, 0.9), (0, 5, 50, 0.001, 1, 0.88, 0.8, 0.9),   # mean 0.90
-        (0, 5, 50, 0.005, 0, 0.74, 0.8, 0.9), (0, 5, 50, 0.005, 1, 0.76, 0.8, 0.9),   # mean 0.75
-        (0, 1, 50, 0.001, 0, 0.60, 0.8, 0.9), (0, 1, 50, 0.005, 0, 0.64, 0.8, 0.9),
-    ])
+    t = _table(
+        [
+            (0, 5, 50, 0.001, 0, 0.92, 0.8, 0.9),
+            (0, 5, 50, 0.001, 1, 0.88, 0.8, 0.9),  # mean 0.90
+            (0, 5, 50, 0.005, 0, 0.74, 0.8, 0.9),
+            (0, 5, 50, 0.005, 1, 0.76, 0.8, 0.9),  # mean 0.75
+            (0, 1, 50, 0.001, 0, 0.60, 0.8, 0.9),
+            (0, 1, 50, 0.005, 0, 0.64, 0.8, 0.9),
+        ]
+    )
     b = best(t, ["depth", "width"]).set_index("depth")
     assert b.loc[5, "best_accuracy"] == pytest.approx(0.90) and b.loc[5, "lr"] == 0.001
     assert b.loc[1, "best_accuracy"] == pytest.approx(0.64) and b.loc[1, "lr"] == 0.005
@@ -86,8 +97,14 @@ def _cnn(rows):
 
 
 def test_m4_holds_when_depth_helps_gradually_and_fails_when_it_helps_sharply_or_not_at_all():
-    gradual = _cnn([("digits", 1, 8, 1e-3, 0, 0.95), ("digits", 1, 16, 1e-3, 0, 0.96), ("digits", 2, 16, 1e-3, 0, 0.98),
-                    ("digits", 3, 16, 3e-3, 0, 0.985)])
+    gradual = _cnn(
+        [
+            ("digits", 1, 8, 1e-3, 0, 0.95),
+            ("digits", 1, 16, 1e-3, 0, 0.96),
+            ("digits", 2, 16, 1e-3, 0, 0.98),
+            ("digits", 3, 16, 3e-3, 0, 0.985),
+        ]
+    )
     v = m4(gradual, 0.05)
     assert v.holds and "best deeper net depth 3" in v.evidence
     sharp = _cnn([("digits", 1, 8, 1e-3, 0, 0.60), ("digits", 2, 8, 1e-3, 0, 0.90), ("digits", 3, 8, 1e-3, 0, 0.97)])
@@ -108,8 +125,14 @@ def test_m4_one_layer_means_depth_1_and_without_it_the_claim_is_inconclusive():
 def test_best_survives_a_net_that_is_nan_everywhere():
     """The old best() crashed (idxmax of an all-NaN group) when a net had no accuracy at all (it diverged before its first
     check); such a net is left out, and a group with nothing else is left out too."""
-    t = _table([(0, 5, 50, 0.001, 0, np.nan, 0.8, 0.9), (0, 5, 50, 0.005, 0, np.nan, 0.8, 0.9),
-                (0, 1, 50, 0.001, 0, 0.62, 0.8, 0.9), (0, 1, 50, 0.005, 0, np.nan, 0.8, 0.9)])
+    t = _table(
+        [
+            (0, 5, 50, 0.001, 0, np.nan, 0.8, 0.9),
+            (0, 5, 50, 0.005, 0, np.nan, 0.8, 0.9),
+            (0, 1, 50, 0.001, 0, 0.62, 0.8, 0.9),
+            (0, 1, 50, 0.005, 0, np.nan, 0.8, 0.9),
+        ]
+    )
     b = best(t, ["depth", "width"])
     assert b.depth.tolist() == [1] and b.best_accuracy.iloc[0] == pytest.approx(0.62)
     assert best(t[t.depth == 5], ["depth", "width"]).empty
@@ -117,11 +140,17 @@ def test_best_survives_a_net_that_is_nan_everywhere():
 
 def _sound(rows, converged, chosen=None, flagged=False):
     t = pd.DataFrame(rows, columns=["pdeg", "depth", "width", "lr", "seed", "best_accuracy", "P3", "P4"])
-    return t.assign(converged=converged, chosen=True if chosen is None else chosen, lr_flagged=flagged, lr_edge="lower" if flagged else "")
+    return t.assign(
+        converged=converged,
+        chosen=True if chosen is None else chosen,
+        lr_flagged=flagged,
+        lr_edge="lower" if flagged else "",
+    )
 
 
 def test_m3_and_m1_read_convergence_in_the_direction_more_training_could_change():
     from depthlab.studies.fractals.claims import m1
+
     # M3 'holds' (all at chance) while a net was still improving: inconclusive; 'does not hold' (0.72 already reached):
     # more training cannot undo it, so it stands
     near = [(10, T, 100, 0.005, 0, 0.51, 0.5, 0.5) for T in (1, 3, 5)]
@@ -130,14 +159,20 @@ def test_m3_and_m1_read_convergence_in_the_direction_more_training_could_change(
     beaten = near + [(10, 3, 20, 0.005, 0, 0.72, 0.5, 0.5)]
     assert m3(_sound(beaten, [True, True, False, False]), 0.6, "fig6", "x").holds is False
     # M1 (c): a deepest net below near-perfect that was still improving: inconclusive (the old checker: does not hold)
-    rows = [(0, T, w, 0.001, 0, a, 0.8, 0.9) for T, w, a in [(1, 10, 0.6), (1, 100, 0.7), (5, 10, 0.75), (5, 100, 0.85)]]
+    rows = [
+        (0, T, w, 0.001, 0, a, 0.8, 0.9) for T, w, a in [(1, 10, 0.6), (1, 100, 0.7), (5, 10, 0.75), (5, 100, 0.85)]
+    ]
     t = _sound(rows, [True, True, True, False]).assign(n_params=[31, 301, 400, 40000])
     c = [v for v in m1(t, 0.95) if "near-perfect" in v.statement][0]
     assert c.holds is None and "did not converge" in c.reason and "would not hold" in c.reason
     t2 = t.assign(converged=True)
     assert [v for v in m1(t2, 0.95) if "near-perfect" in v.statement][0].holds is False
     # and a flagged rate makes (a) inconclusive
-    a = [v for v in m1(t2.assign(lr_flagged=[False, False, False, True], lr_edge="lower"), 0.95) if "equal width" in v.statement][0]
+    a = [
+        v
+        for v in m1(t2.assign(lr_flagged=[False, False, False, True], lr_edge="lower"), 0.95)
+        if "equal width" in v.statement
+    ][0]
     assert a.holds is None and "sits at the edge of its grid" in a.reason
 
 
@@ -158,13 +193,20 @@ def test_m1_extra_nets_give_equal_parameter_points_and_widths_one_depth_has_are_
     def verdict(nets, what):
         return [v for v in m1(table(nets), 0.95) if what in v.statement][0]
 
-    assert verdict(grid, "equal parameter").holds is None and "no overlapping" in verdict(grid, "equal parameter").reason
+    assert (
+        verdict(grid, "equal parameter").holds is None and "no overlapping" in verdict(grid, "equal parameter").reason
+    )
     v = verdict(grid + extra, "equal parameter")
     at = lambda P: 0.75 + 0.10 * np.log(P / 481) / np.log(40801 / 481)  # noqa: E731
-    assert f"at 801 params: {at(801):.3f} vs 0.720" in v.evidence and f"at 1601 params: {at(1601):.3f} vs 0.800" in v.evidence
+    assert (
+        f"at 801 params: {at(801):.3f} vs 0.720" in v.evidence
+        and f"at 1601 params: {at(1601):.3f} vs 0.800" in v.evidence
+    )
     # depth 1 at 1 601 parameters beats the interpolated depth 5; bare numbers (no test-set size): not decided
     assert at(1601) < 0.80 and v.verdict == "inconclusive" and "value alone" in v.reason
-    assert [v for v in m1(table(grid + extra), 0.95, n_test=50000) if "equal parameter" in v.statement][0].holds is False
+    assert [v for v in m1(table(grid + extra), 0.95, n_test=50000) if "equal parameter" in v.statement][
+        0
+    ].holds is False
     better = [(1, 200, 801, 0.72), (1, 400, 1601, 0.76)]
     assert verdict(grid + better, "equal parameter").holds is True
     w = verdict(grid + better, "equal width")

@@ -36,8 +36,12 @@ def authors_draw(f: D.IFS, n: int, prob_vec: np.ndarray, rng: np.random.Generato
     scale, shift = np.asarray(f.scale), np.asarray(f.shift, dtype=float)
     for cur_depth in range(n, 0, -1):
         centre, half = (lo + hi) / 2, (hi - lo) / 2
-        corners = [np.sort(np.stack([(scale[i] * -1 + shift[i]) * half + centre, (scale[i] * 1 + shift[i]) * half + centre]), 0)
-                   for i in range(f.r)]
+        corners = [
+            np.sort(
+                np.stack([(scale[i] * -1 + shift[i]) * half + centre, (scale[i] * 1 + shift[i]) * half + centre]), 0
+            )
+            for i in range(f.r)
+        ]
         if rng.binomial(1, prob_vec[cur_depth - 1]):
             if f.central:
                 return rng.uniform(lo + (hi - lo) / 3, hi - (hi - lo) / 3), -1
@@ -50,14 +54,19 @@ def authors_draw(f: D.IFS, n: int, prob_vec: np.ndarray, rng: np.random.Generato
 
 
 # every (fractal, n, pdeg) of the shipped configs
-CURVES = [("cantor", 5, p) for p in (0, 12, 11, 5, 9, 10)] + [("cantor", 3, 0), ("cantor", 3, 10), ("vicsek", 6, 10), ("vicsek", 3, 10)] \
-    + [(f, 5, p) for f in ("vicsek", "sierpinski", "pentaflake") for p in (0, 10)] + [("sierpinski", 3, 0), ("sierpinski", 3, 10),
-                                                                                        ("cantor1d", 5, 0), ("cantor1d", 3, 0)]
+CURVES = (
+    [("cantor", 5, p) for p in (0, 12, 11, 5, 9, 10)]
+    + [("cantor", 3, 0), ("cantor", 3, 10), ("vicsek", 6, 10), ("vicsek", 3, 10)]
+    + [(f, 5, p) for f in ("vicsek", "sierpinski", "pentaflake") for p in (0, 10)]
+    + [("sierpinski", 3, 0), ("sierpinski", 3, 10), ("cantor1d", 5, 0), ("cantor1d", 3, 0)]
+)
 
 
 @pytest.mark.parametrize("name,n,pdeg", CURVES)
 def test_the_analytic_curve_is_the_authors_profile(name, n, pdeg):
-    np.testing.assert_allclose(D.approximation_curve(n, pdeg), authors_profile(authors_prob_vec(n, pdeg)), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        D.approximation_curve(n, pdeg), authors_profile(authors_prob_vec(n, pdeg)), rtol=0, atol=1e-12
+    )
     np.testing.assert_allclose(D.stop_probabilities(n, pdeg), authors_prob_vec(n, pdeg)[::-1], rtol=0, atol=1e-15)
 
 
@@ -112,7 +121,9 @@ def test_samples_lie_where_the_spec_says(name, pdeg):
         neg = x[(~pos) & (level == c)]
         if not len(neg):
             continue
-        assert D.in_K(f, neg, c - 1).all() and not D.in_K(f, neg, c).any(), "a level-c negative is in K_{c-1} but not K_c"
+        assert D.in_K(f, neg, c - 1).all() and not D.in_K(f, neg, c).any(), (
+            "a level-c negative is in K_{c-1} but not K_c"
+        )
         u = neg.copy()  # map back into its level-(c-1) cell's K_0 coordinates
         for _ in range(c - 1):
             i = ((u[:, None, :] >= lo) & (u[:, None, :] <= hi)).all(2).argmax(1)

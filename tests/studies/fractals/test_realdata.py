@@ -53,11 +53,14 @@ def test_the_cifar_parser_reads_the_known_bytes(tmp_path):
     assert xtr.shape == (15, 3, 32, 32) and xte.shape == (3, 3, 32, 32) and yte.tolist() == [5, 6, 7]
 
 
-@pytest.mark.parametrize("damage,needle", [
-    (lambda f: (f / "test_batch.bin").unlink(), "test_batch.bin is missing"),
-    (lambda f: (f / "data_batch_2.bin").write_bytes(b"\x00" * 100), "not a whole number of 3073-byte records"),
-    (lambda f: (f / "data_batch_1.bin").write_bytes(bytes([42]) + b"\x00" * 3072), "a label byte is 42"),
-])
+@pytest.mark.parametrize(
+    "damage,needle",
+    [
+        (lambda f: (f / "test_batch.bin").unlink(), "test_batch.bin is missing"),
+        (lambda f: (f / "data_batch_2.bin").write_bytes(b"\x00" * 100), "not a whole number of 3073-byte records"),
+        (lambda f: (f / "data_batch_1.bin").write_bytes(bytes([42]) + b"\x00" * 3072), "a label byte is 42"),
+    ],
+)
 def test_a_broken_cifar_folder_is_a_config_error_before_any_job(tmp_path, damage, needle):
     folder = _cifar_folder(tmp_path)
     damage(folder)
@@ -114,12 +117,20 @@ def test_a_cifar_file_is_an_input_a_change_reruns_and_the_audit_names(tmp_path):
     (folder / "test_batch.bin").write_bytes(bytes(raw))
     dry = smk(tmp_path, "--configfile", str(path), "--dry-run", "--", store)
     assert "fractals_images" in dry.stdout + dry.stderr and "Nothing to be done" not in dry.stdout + dry.stderr
-    audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(tmp_path / store)], capture_output=True, text=True)
-    assert audit.returncode == 1 and f"its source file {folder / 'test_batch.bin'} has changed" in audit.stdout + audit.stderr
+    audit = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(tmp_path / store)], capture_output=True, text=True
+    )
+    assert (
+        audit.returncode == 1
+        and f"its source file {folder / 'test_batch.bin'} has changed" in audit.stdout + audit.stderr
+    )
     # a moved copy is a note, a failure only under --strict
     folder.rename(tmp_path / "moved")
-    audit = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(tmp_path / store)], capture_output=True, text=True)
+    audit = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(tmp_path / store)], capture_output=True, text=True
+    )
     assert audit.returncode == 0 and "is not there" in audit.stdout + audit.stderr, audit.stdout[-2000:]
-    strict = subprocess.run([sys.executable, "-m", "depthlab", "audit", str(tmp_path / store), "--strict"],
-                            capture_output=True, text=True)
+    strict = subprocess.run(
+        [sys.executable, "-m", "depthlab", "audit", str(tmp_path / store), "--strict"], capture_output=True, text=True
+    )
     assert strict.returncode == 1

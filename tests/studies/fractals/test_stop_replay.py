@@ -24,7 +24,11 @@ def test_replayed_with_the_runs_own_rule_every_smoke_net_stops_where_it_stopped(
     from depthlab.studies.fractals.accuracy import stop_rule
 
     study = get_study("fractals")
-    stores = [p for p in (smoke_run.results / "fractals").rglob("*.zarr") if p.name != "data.zarr" and "realdata" not in p.parts]
+    stores = [
+        p
+        for p in (smoke_run.results / "fractals").rglob("*.zarr")
+        if p.name != "data.zarr" and "realdata" not in p.parts
+    ]
     nets = 0
     for path in stores:
         spec = study.spec_from_dict(storage.read_record(path)["spec"])
@@ -32,8 +36,13 @@ def test_replayed_with_the_runs_own_rule_every_smoke_net_stops_where_it_stopped(
         for i in range(ds.sizes["lr"]):
             for s in range(ds.sizes["seed"]):
                 rec = int(ds.stopped_epoch.values[i, s])
-                e, best, known = replay_mod.replay(ds.accuracy.values[i, s], ds.check_epoch.values, stop_rule(spec.training),
-                                                   spec.training.max_epochs, rec)
+                e, best, known = replay_mod.replay(
+                    ds.accuracy.values[i, s],
+                    ds.check_epoch.values,
+                    stop_rule(spec.training),
+                    spec.training.max_epochs,
+                    rec,
+                )
                 if bool(ds.diverged.values[i, s]):
                     continue
                 assert (e, known) == (rec, True), (path, i, s)
@@ -54,5 +63,7 @@ def test_a_shorter_window_stops_a_slow_climber_early_and_the_record_bounds_a_lon
     e_grow, b_grow, known = replay_mod.replay(acc, epochs, rule(0.5), 400, 400)
     assert e_fixed < e_grow and b_fixed < b_grow and known
     cut = np.where(epochs <= 200, acc, np.nan)  # the record ends at 200 (the run stopped it): a longer rule is unknown
-    e, b, known = replay_mod.replay(cut, epochs, StopRule(patience=90, rel_tol=0.0, abs_tol=0.002, monitor="eval_error"), 400, 200)
+    e, b, known = replay_mod.replay(
+        cut, epochs, StopRule(patience=90, rel_tol=0.0, abs_tol=0.002, monitor="eval_error"), 400, 200
+    )
     assert (e, known) == (200, False) and b == pytest.approx(np.nanmax(cut))

@@ -29,7 +29,9 @@ def _rule(cfg: dict):
 
 def test_the_configs_set_the_onset_window_and_the_rule_states_it():
     rule = _rule(_fractals("config.yaml"))
-    assert (rule.patience, rule.onset_patience) == (20, 50) and rule.onset == pytest.approx(0.47)  # error: accuracy 0.53
+    assert (rule.patience, rule.onset_patience) == (20, 50) and rule.onset == pytest.approx(
+        0.47
+    )  # error: accuracy 0.53
     assert "while it has not yet fallen below 0.47, not before its 50th check" in rule.describe()
     assert _rule(_fractals("paper.yaml")).onset_patience == 25
     smoke = _rule(_fractals("smoke.yaml"))  # left out: no onset rule, as before

@@ -12,8 +12,19 @@ def table(target, k, locality, nn, ntk, seeds=(0.0,), diverged=None):
     for L in nn:
         for i, off in enumerate(seeds):
             div = bool(diverged and (L, i) in diverged)
-            rows.append({"target": target, "k": k, "locality": locality, "depth": L, "lr": 0.1, "seed": i,
-                         "nn_test_error": np.nan if div else nn[L] + off, "ntk_test_error": ntk[L], "diverged": div})
+            rows.append(
+                {
+                    "target": target,
+                    "k": k,
+                    "locality": locality,
+                    "depth": L,
+                    "lr": 0.1,
+                    "seed": i,
+                    "nn_test_error": np.nan if div else nn[L] + off,
+                    "ntk_test_error": ntk[L],
+                    "diverged": div,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -28,8 +39,12 @@ def test_claim_3_is_two_halves_and_non_monotonic_needs_more_than_the_seed_spread
     assert shallow.holds and nonmono.holds and "L=2 is worse than L=3" in nonmono.evidence
     noisy = table("1-local", 1, "local", up_down, {L: 0.2 for L in up_down}, seeds=(-0.2, 0.2))
     v = verdicts(noisy, "3")[1]
-    assert v.verdict == "inconclusive" and "inside the error bars" in v.reason, "the rise is inside its error bars: not decided"
-    rising = table("1-local", 1, "local", {1: 0.1, 2: 0.2, 3: 0.3, 4: 0.4}, {L: 0.1 for L in range(1, 5)}, seeds=(-0.01, 0.01))
+    assert v.verdict == "inconclusive" and "inside the error bars" in v.reason, (
+        "the rise is inside its error bars: not decided"
+    )
+    rising = table(
+        "1-local", 1, "local", {1: 0.1, 2: 0.2, 3: 0.3, 4: 0.4}, {L: 0.1 for L in range(1, 5)}, seeds=(-0.01, 0.01)
+    )
     assert verdicts(rising, "3")[1].holds is False  # every interior depth below every deeper one by far more than 2 SE
 
 
@@ -39,10 +54,15 @@ def test_non_monotonic_with_one_interior_depth_is_not_applicable_and_says_which_
     v = verdicts(monotone, "3")[1]
     assert v.verdict == "not applicable" and v.holds is None and "add L = 3" in v.reason
     from depthlab.claims import counts
+
     assert counts([v]) == (0, 0, 0, 1)
 
 
-THREE = (-0.005, 0.0, 0.005)  # three seeds, a small spread: trends over three depths can be decided (1 680 arrangements)
+THREE = (
+    -0.005,
+    0.0,
+    0.005,
+)  # three seeds, a small spread: trends over three depths can be decided (1 680 arrangements)
 
 
 def test_claim_4_is_a_trend_test_and_the_gap_at_the_best_depth_is_its_own_row_an_extension():
@@ -53,7 +73,13 @@ def test_claim_4_is_a_trend_test_and_the_gap_at_the_best_depth_is_its_own_row_an
     aside = verdicts(follows, "4-aside")[0]
     assert aside.scope == "extension"
     from depthlab.claims import counts
-    assert counts([aside]) == (0, 0, 0, 0) and counts([aside], "extension") == (1, 0, 0, 0)  # never counted as the paper's
+
+    assert counts([aside]) == (0, 0, 0, 0) and counts([aside], "extension") == (
+        1,
+        0,
+        0,
+        0,
+    )  # never counted as the paper's
     # opposite trends: claim 4 holds
     assert verdicts(table("2-local", 2, "local", nn, {1: 0.3, 2: 0.4, 3: 0.5}, seeds=THREE), "4")[0].holds is True
     # a flat kernel where the net is not: claim 4 holds
@@ -90,7 +116,11 @@ def test_claim_4_is_judged_only_where_the_paper_makes_it():
     sin = table("sin-local", 2, "local", {1: 0.698, 2: 0.604, 4: 0.407}, {1: 0.620, 2: 0.524, 4: 0.486}, seeds=THREE)
     sin["d"], sin["n_train"], sin["ntk_test_error_se"] = 100, 4000, 0.003
     v = [r for r in depth_claims("fig6", "generalized g", sin) if r.claim == "4"][0]
-    assert v.holds is False and "judged at d = 100, N = 4000" in v.evidence and "the paper: d = 200, N = 20000" in v.evidence
+    assert (
+        v.holds is False
+        and "judged at d = 100, N = 4000" in v.evidence
+        and "the paper: d = 200, N = 20000" in v.evidence
+    )
 
 
 def test_claim_4_on_3_global_is_judged_at_L1_and_checks_agreement_at_L2_and_above():
@@ -99,7 +129,10 @@ def test_claim_4_on_3_global_is_judged_at_L1_and_checks_agreement_at_L2_and_abov
     nn = {1: 0.60, 2: 0.65, 3: 0.70, 4: 0.75}
     t = table("3-global", 3, "global", nn, {1: 0.90, 2: 0.66, 3: 0.71, 4: 0.76}, seeds=THREE)
     t["ntk_test_error_se"] = 0.002
-    at1, follows = [v for v in verdicts(t, "4") if "L = 1" in v.statement], [v for v in verdicts(t, "4") if "follows" in v.statement]
+    at1, follows = (
+        [v for v in verdicts(t, "4") if "L = 1" in v.statement],
+        [v for v in verdicts(t, "4") if "follows" in v.statement],
+    )
     assert at1[0].holds is True and follows[0].holds is True
     # the default run: the L = 1 NTK at the target's variance (1.036 +- 0.015) is the poorer generalization claim 4
     # predicts (its degree-3 component is 4.7e-5 of degree 1's), so the row holds
@@ -138,7 +171,9 @@ def test_diverged_seeds_are_counted_in_every_row_and_make_it_inconclusive():
     v = verdicts(t, "2")[0]
     assert v.holds is None and "1 of 3 seeds diverged at L=2" in v.evidence
     assert "1 of 6 nets diverged (L=2 seed 1 at lr 0.1)" in v.reason and "would hold" in v.reason
-    assert verdicts(table("2-global", 2, "global", {1: 0.1, 2: 0.3}, {1: 0.2, 2: 0.2}, seeds=(0.0, 0.0, 0.0)), "2")[0].holds
+    assert verdicts(table("2-global", 2, "global", {1: 0.1, 2: 0.3}, {1: 0.2, 2: 0.2}, seeds=(0.0, 0.0, 0.0)), "2")[
+        0
+    ].holds
 
 
 def test_the_row_prints_the_rate_trained_and_the_cv_rate_it_was_halved_from():
@@ -167,7 +202,11 @@ def test_a_claim_resting_on_an_unconverged_net_or_a_flagged_rate_is_inconclusive
     t["converged"] = True
     t.loc[(t.depth == 3) & (t.seed == 0), "converged"] = False
     v = verdicts(t, "1")[0]
-    assert v.holds is None and v.verdict == "inconclusive" and "1 of 9 nets it rests on did not converge (still improving" in v.reason
+    assert (
+        v.holds is None
+        and v.verdict == "inconclusive"
+        and "1 of 9 nets it rests on did not converge (still improving" in v.reason
+    )
     assert "L=3 seed 0" in v.reason and "on these numbers alone it would hold" in v.reason
     t["converged"] = True
     t["lr_flagged"] = t.depth == 2
@@ -193,11 +232,29 @@ def test_fig3_best_lr_at_the_top_of_a_sweep_where_every_rate_converged_is_inconc
     from depthlab.studies.mori_ueda.claims import lr_claims
 
     def sweep(errors, converged):
-        return pd.DataFrame([{"target": "3-local", "depth": 2, "lr": lr, "seed": 0, "nn_test_error": e, "converged": c,
-                              "entk_test_error": 0.5, "ntk_test_error": 0.5} for lr, e, c in zip([0.01, 0.1, 1.0], errors, converged)])
-    best_large = [v for v in lr_claims("fig3", sweep([0.5, 0.3, 0.2], [True, True, True])) if "large-lr" in v.statement][0]
+        return pd.DataFrame(
+            [
+                {
+                    "target": "3-local",
+                    "depth": 2,
+                    "lr": lr,
+                    "seed": 0,
+                    "nn_test_error": e,
+                    "converged": c,
+                    "entk_test_error": 0.5,
+                    "ntk_test_error": 0.5,
+                }
+                for lr, e, c in zip([0.01, 0.1, 1.0], errors, converged)
+            ]
+        )
+
+    best_large = [
+        v for v in lr_claims("fig3", sweep([0.5, 0.3, 0.2], [True, True, True])) if "large-lr" in v.statement
+    ][0]
     assert best_large.holds is None and "every rate tried converged" in best_large.reason  # the old checker: holds
-    stops = [v for v in lr_claims("fig3", sweep([0.5, 0.2, np.nan], [True, True, False])) if "large-lr" in v.statement][0]
+    stops = [v for v in lr_claims("fig3", sweep([0.5, 0.2, np.nan], [True, True, False])) if "large-lr" in v.statement][
+        0
+    ]
     assert stops.holds is True, "the largest converging rate is known (1.0 did not converge): inside the grid"
     small = [v for v in lr_claims("fig3", sweep([0.1, 0.3, 0.5], [True, True, False])) if "large-lr" in v.statement][0]
     assert small.holds is None and "lower end" in small.reason
@@ -214,17 +271,35 @@ def test_claim_4_leaves_out_a_kernel_at_chance_and_noise_inside_the_error_bars_s
     assert v.holds is True  # on L = 2..4 the NTK rises while the NN falls
     old_sign = table("3-local", 3, "local", nn, {1: 1.036, 2: 0.80, 3: 0.70, 4: 0.60}, seeds=(-0.01, 0.0, 0.01))
     assert verdicts(old_sign, "4")[0].holds is False  # without the chance point the NTK falls as the NN does
-    same = table("2-local", 2, "local", {1: .30, 2: .20, 3: .25, 4: .295}, {1: .30, 2: .20, 3: .25, 4: .305},
-                 seeds=(-0.03, 0.0, 0.03))
+    same = table(
+        "2-local",
+        2,
+        "local",
+        {1: 0.30, 2: 0.20, 3: 0.25, 4: 0.295},
+        {1: 0.30, 2: 0.20, 3: 0.25, 4: 0.305},
+        seeds=(-0.03, 0.0, 0.03),
+    )
     v = verdicts(same, "4")[0]
     assert v.verdict == "inconclusive" and "inside the error bars" in v.reason
 
 
 def sweep5(errs, ntk, seeds=(0.0, 0.0), change=0.02, lrs=(0.001, 0.01, 0.1), entk=np.nan, width=200, ntk_se=None):
-    rows = [{"target": "3-global", "depth": 4, "lr": lr, "seed": i, "nn_test_error": e + off, "converged": True,
-             "entk_test_error": entk if np.isscalar(entk) else entk[i], "ntk_test_error": ntk, "width": width,
-             "ntk_change": change if np.isscalar(change) else change[i]}
-            for lr, e in zip(lrs, errs) for i, off in enumerate(seeds)]
+    rows = [
+        {
+            "target": "3-global",
+            "depth": 4,
+            "lr": lr,
+            "seed": i,
+            "nn_test_error": e + off,
+            "converged": True,
+            "entk_test_error": entk if np.isscalar(entk) else entk[i],
+            "ntk_test_error": ntk,
+            "width": width,
+            "ntk_change": change if np.isscalar(change) else change[i],
+        }
+        for lr, e in zip(lrs, errs)
+        for i, off in enumerate(seeds)
+    ]
     t = pd.DataFrame(rows)
     return t if ntk_se is None else t.assign(ntk_test_error_se=ntk_se)
 
@@ -238,8 +313,11 @@ def test_claim_5_at_chance_and_at_the_smallest_swept_rate():
     rows = [v for v in lr_claims("fig3", sweep5([1.02, 1.003, 1.01], 1.048)) if "matches" in v.statement]
     assert rows[0].verdict == "inconclusive" and "nothing learned" in rows[0].reason
     assert "at lr=0.001 (the smallest swept rate)" in rows[0].evidence
-    close = [v for v in lr_claims("fig3", sweep5([0.5609, 0.5609, 0.6], 0.7482, seeds=(-0.045, 0.045)))
-             if "matches" in v.statement][0]
+    close = [
+        v
+        for v in lr_claims("fig3", sweep5([0.5609, 0.5609, 0.6], 0.7482, seeds=(-0.045, 0.045)))
+        if "matches" in v.statement
+    ][0]
     assert close.verdict == "inconclusive" and "inside the error bars" in close.reason
     assert abs(close.effect - 0.2503) < 1e-3 and close.stderr > 0.05
 
@@ -253,7 +331,11 @@ def test_claim_5_outside_the_lazy_regime_is_inconclusive_scale_naming_the_width(
 
     moved = sweep5([0.41, 0.406, 0.395], 0.78, seeds=(-0.01, 0.01), change=(0.45, 0.5), lrs=(0.001, 0.00316, 0.01))
     for v in [v for v in lr_claims("fig3", moved) if "matches" in v.statement]:
-        assert v.verdict == "inconclusive" and v.reason.startswith("scale: at width 200") and "tangent kernel moved" in v.reason
+        assert (
+            v.verdict == "inconclusive"
+            and v.reason.startswith("scale: at width 200")
+            and "tangent kernel moved" in v.reason
+        )
     lazy = moved.assign(ntk_change=0.02)
     paper = [v for v in lr_claims("fig3", lazy) if "analytic NTK" in v.statement][0]
     assert paper.holds is False and paper.scope == "paper"  # lazy, and still 47 % away: the claim is false here
@@ -313,22 +395,34 @@ def test_claim_5_takes_the_ntks_test_point_se_into_the_relative_gap():
     the NTK's own SE of 0.05 on an error of 0.5 it is inside the error bars."""
     from depthlab.studies.mori_ueda.claims import lr_claims
 
-    seeds_only = [v for v in lr_claims("fig3", sweep5([0.7, 0.71, 0.7], 0.5, seeds=(-0.005, 0.005))) if "analytic NTK" in v.statement][0]
+    seeds_only = [
+        v
+        for v in lr_claims("fig3", sweep5([0.7, 0.71, 0.7], 0.5, seeds=(-0.005, 0.005)))
+        if "analytic NTK" in v.statement
+    ][0]
     assert seeds_only.holds is False and abs(seeds_only.effect - 0.4) < 1e-9
-    both = [v for v in lr_claims("fig3", sweep5([0.66, 0.67, 0.7], 0.5, seeds=(-0.005, 0.005), ntk_se=0.05))
-            if "analytic NTK" in v.statement][0]
+    both = [
+        v
+        for v in lr_claims("fig3", sweep5([0.66, 0.67, 0.7], 0.5, seeds=(-0.005, 0.005), ntk_se=0.05))
+        if "analytic NTK" in v.statement
+    ][0]
     assert both.verdict == "inconclusive" and "inside the error bars" in both.reason
     assert both.stderr > 0.1  # 0.66 x 0.05 / 0.25 = 0.132 from the kernel, beside 0.01 from the seeds
 
 
 def test_k1_local_and_global_alike_is_decided_by_calibrated_trend_tests():
-    """"k = 1: local and global alike" compared bare curves, then bootstrap resamples of 3 seeds (which
+    """ "k = 1: local and global alike" compared bare curves, then bootstrap resamples of 3 seeds (which
     decide 22-25 % of flat-null draws for a nominal 10 %).  Now both curves' slopes over log L must be decided with the
     same sign by the permutation test, with the same best depth; opposite decided trends, or a decided trend in their
     difference, do not hold; curves whose trends are inside the error bars are inconclusive."""
+
     def alike(loc, glo, seeds):
-        t = pd.concat([table("1-local", 1, "local", loc, {L: 0.2 for L in loc}, seeds=seeds),
-                       table("1-global", 1, "global", glo, {L: 0.2 for L in glo}, seeds=seeds[::-1])])
+        t = pd.concat(
+            [
+                table("1-local", 1, "local", loc, {L: 0.2 for L in loc}, seeds=seeds),
+                table("1-global", 1, "global", glo, {L: 0.2 for L in glo}, seeds=seeds[::-1]),
+            ]
+        )
         return [v for v in verdicts(t, "3") if v.subject == "1-local vs 1-global"][0]
 
     clear = alike({1: 0.1, 2: 0.2, 3: 0.3}, {1: 0.12, 2: 0.22, 3: 0.32}, (-0.005, 0.0, 0.005))

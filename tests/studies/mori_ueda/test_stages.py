@@ -81,13 +81,27 @@ def test_grid_max_converged_lr_matches_separate_runs():
     expected = max(lr for lr, c in zip(spec.lrs, conv) if c.all())
     assert out.max_converged_lr == expected and expected in (spec.lrs[1], spec.lrs[2])
     # independent check: train each (lr, seed) alone with a plain settings object and compare the converged flags
-    plain = TrainSettings(loss=MSE(), optimizer=SGD(), batch_size=50, check_every=10, stop=StopRule(threshold=1e-3), max_epochs=200,
-                          device="cpu")
+    plain = TrainSettings(
+        loss=MSE(),
+        optimizer=SGD(),
+        batch_size=50,
+        check_every=10,
+        stop=StopRule(threshold=1e-3),
+        max_epochs=200,
+        device="cpu",
+    )
     for i, lr in enumerate(spec.lrs):
         for j, sd in enumerate([0, 1]):
             init, order = model_seeds([sd], 2)
-            r = train(ds.x_train.values, ds.y_train.values, np.arange(200)[None], np.array([lr]),
-                      init_params(layer_sizes(5, 32, 2), init), order, plain)
+            r = train(
+                ds.x_train.values,
+                ds.y_train.values,
+                np.arange(200)[None],
+                np.array([lr]),
+                init_params(layer_sizes(5, 32, 2), init),
+                order,
+                plain,
+            )
             assert r.converged[0] == conv[i, j]
 
 
@@ -95,7 +109,9 @@ def test_same_spec_gives_identical_stores_on_cpu():
     cfg = config(fig2=fig())
     mu = cfg["studies"]["mori_ueda"]
     mu["training"].update(max_epochs=10, check_every=5, loss_threshold=1e-4)
-    mu["lrsearch"].update(folds=2, log10_lr_bounds=[-2.0, -0.5], init_points=2, rounds=1, candidates_per_round=2, max_epochs=10)
+    mu["lrsearch"].update(
+        folds=2, log10_lr_bounds=[-2.0, -0.5], init_points=2, rounds=1, candidates_per_round=2, max_epochs=10
+    )
     ls = STUDY.spec(cfg, "lrsearch", DepthJob("fig2", "t", 2))
     tr = STUDY.spec(cfg, "train", DepthJob("fig2", "t", 2))
     assert tr.lrs is None and set(tr.inputs()) == {"data", "lrsearch"}
@@ -123,8 +139,15 @@ def test_a_cv_rate_at_which_a_seed_diverges_is_halved_until_none_does():
         out = []
         for sd in tr.seeds:
             init, order = model_seeds([sd], 2)
-            r = train(ds.x_train.values, ds.y_train.values, np.arange(200)[None], np.array([lr]),
-                      init_params(layer_sizes(5, tr.shape.width, 2), init), order, plain)
+            r = train(
+                ds.x_train.values,
+                ds.y_train.values,
+                np.arange(200)[None],
+                np.array([lr]),
+                init_params(layer_sizes(5, tr.shape.width, 2), init),
+                order,
+                plain,
+            )
             out.append(bool(r.diverged[0]))
         return any(out)
 

@@ -54,8 +54,15 @@ def test_noise_and_signs():
         dl.add_label_noise(y, -0.1, 1)
 
 
-@pytest.mark.parametrize("k,d,loc,g,msg", [(3, 2, "local", "product", "exceeds"), (3, 5, "local", "sin", "exactly k = 2"),
-                                           (1, 5, "middle", "product", "locality"), (1, 5, "local", "cos", "g must")])
+@pytest.mark.parametrize(
+    "k,d,loc,g,msg",
+    [
+        (3, 2, "local", "product", "exceeds"),
+        (3, 5, "local", "sin", "exactly k = 2"),
+        (1, 5, "middle", "product", "locality"),
+        (1, 5, "local", "cos", "g must"),
+    ],
+)
 def test_bad_targets(k, d, loc, g, msg):
     with pytest.raises(ValueError, match=msg):
         dl.target(np.zeros((1, d)), k, loc, g)

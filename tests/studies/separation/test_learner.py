@@ -64,7 +64,9 @@ def test_a_symmetric_first_layer_is_alpha_times_the_norm_at_large_width(d):
     m = 200_000
     V, _, _ = L.init(1, m, 1, d, torch.Generator().manual_seed(d), dtype=torch.float64)
     X = torch.randn(12, d, generator=torch.Generator().manual_seed(100 + d), dtype=torch.float64)
-    X = X * torch.linspace(0.2, 3.0, 12, dtype=torch.float64).unsqueeze(1) / X.norm(dim=1, keepdim=True)  # several radii
+    X = (
+        X * torch.linspace(0.2, 3.0, 12, dtype=torch.float64).unsqueeze(1) / X.norm(dim=1, keepdim=True)
+    )  # several radii
     F = L.first_layer(V, X)[0]
     alpha = float(L.alpha_of(V)[0])
     assert alpha == pytest.approx(1.0, abs=6 * math.sqrt(2 / (d * m)))  # C_d E|v|^2 = 1, chi^2_d / d fluctuation

@@ -6,8 +6,16 @@ import torch
 
 from depthlab.core.mlp import init_params, predict
 from depthlab.core.shapes import layer_sizes
-from depthlab.studies.separation.sawtooth import (construction, crossing_bound, l1_bound, mse_bound, pieces, sawtooth, triangle,
-                                                  window_bound)
+from depthlab.studies.separation.sawtooth import (
+    construction,
+    crossing_bound,
+    l1_bound,
+    mse_bound,
+    pieces,
+    sawtooth,
+    triangle,
+    window_bound,
+)
 
 
 @pytest.mark.parametrize("level", range(1, 9))

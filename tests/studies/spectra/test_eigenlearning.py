@@ -16,7 +16,9 @@ def test_ridgeless_regression_on_m_equal_modes_has_error_one_minus_n_over_m(M, n
     lam = 0.3
     kappa = el.effective_ridge(np.array([lam]), np.array([M]), n, 0.0)
     assert kappa == pytest.approx(lam * (M - n) / n, rel=1e-10)
-    assert el.predicted_mse(np.array([lam]), np.array([M]), np.array([1.0]), n, 0.0) == pytest.approx(1 - n / M, rel=1e-9)
+    assert el.predicted_mse(np.array([lam]), np.array([M]), np.array([1.0]), n, 0.0) == pytest.approx(
+        1 - n / M, rel=1e-9
+    )
 
 
 def test_with_a_ridge_kappa_solves_its_equation_and_more_samples_help():
@@ -58,8 +60,11 @@ def test_the_prediction_agrees_with_measured_krr(name, depth, d, n, lam):
         x = krr.sphere(n + 1500, d, g)
         w = krr.sphere(1, d, g)[0]
         y = krr.bump(x, w, 0.7)
-        meas.append(krr.learning_curve(krr.gram(kap, x[:n], x[:n]), krr.gram(kap, x[n:], x[:n]), y[:n], y[n:], [n],
-                                       np.array([lam]))[0, 0])
+        meas.append(
+            krr.learning_curve(
+                krr.gram(kap, x[:n], x[:n]), krr.gram(kap, x[n:], x[:n]), y[:n], y[n:], [n], np.array([lam])
+            )[0, 0]
+        )
     m, se = np.mean(meas), np.std(meas) / np.sqrt(len(meas))
     assert abs(pred - m) < max(0.10 * m, 3 * se), (pred, m, se)
     # and the check can fail: another kernel's spectrum predicts another curve

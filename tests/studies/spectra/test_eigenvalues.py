@@ -8,8 +8,13 @@ import pytest
 from scipy.special import eval_gegenbauer
 
 from depthlab.studies.spectra import dotkernels as dk
-from depthlab.studies.spectra.eigenvalues import (decay_fit, funk_hecke_constant, gegenbauer, mercer_eigenvalues,
-                                                  multiplicity)
+from depthlab.studies.spectra.eigenvalues import (
+    decay_fit,
+    funk_hecke_constant,
+    gegenbauer,
+    mercer_eigenvalues,
+    multiplicity,
+)
 from depthlab.studies.spectra.krr import sphere
 
 
@@ -49,13 +54,27 @@ def _mp_mu(d, k, layers):
     lam = mp.mpf(d - 2) / 2
 
     def f(th):
-        return _mp_kappa_ntk(mp.cos(th), layers) * mp.gegenbauer(k, lam, mp.cos(th)) / mp.gegenbauer(k, lam, 1) * mp.sin(th) ** (d - 2)
+        return (
+            _mp_kappa_ntk(mp.cos(th), layers)
+            * mp.gegenbauer(k, lam, mp.cos(th))
+            / mp.gegenbauer(k, lam, 1)
+            * mp.sin(th) ** (d - 2)
+        )
 
     return float(mp.mpf(funk_hecke_constant(d)) * mp.quad(f, [mp.pi * i / (2 * k + 4) for i in range(2 * k + 5)]))
 
 
-@pytest.mark.parametrize("d,k", [(3, 0), (3, 9), pytest.param(3, 40, marks=pytest.mark.slow), (4, 25), (8, 2),
-                                 pytest.param(8, 30, marks=pytest.mark.slow)])  # the two slowest in the slow set
+@pytest.mark.parametrize(
+    "d,k",
+    [
+        (3, 0),
+        (3, 9),
+        pytest.param(3, 40, marks=pytest.mark.slow),
+        (4, 25),
+        (8, 2),
+        pytest.param(8, 30, marks=pytest.mark.slow),
+    ],
+)  # the two slowest in the slow set
 def test_both_quadratures_match_a_30_digit_reference(d, k):
     s = mercer_eigenvalues(dk.kernel("ntk", 2), d, 40, 60, 1e-8)
     ref = _mp_mu(d, k, 3)

@@ -25,8 +25,8 @@ def test_eigendecomposition_path_matches_direct_solves():
 
 def test_rate_is_the_log_log_slope():
     ns = np.array([10, 100, 1000, 10000])
-    assert abs(krr.rate(ns, 3.0 * ns ** -0.4, 100) + 0.4) < 1e-12
-    assert np.isnan(krr.rate(ns, ns ** -0.4, 5000))
+    assert abs(krr.rate(ns, 3.0 * ns**-0.4, 100) + 0.4) < 1e-12
+    assert np.isnan(krr.rate(ns, ns**-0.4, 5000))
 
 
 @pytest.mark.parametrize("d,t", [(4, 0.7), (3, 0.2), (8, 0.5)])

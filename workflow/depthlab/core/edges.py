@@ -90,8 +90,16 @@ class Searched:
     grown: list[float] = field(default_factory=list)  # the rates added by growth, in the order they were tried
 
 
-def search(lrs: np.ndarray, train: Callable[[np.ndarray, int], list[Any]], score: Callable[[Any], tuple[float, bool]],
-           *, step: float, limits: tuple[float, float], rounds: int, tol: float = 0.0) -> Searched:
+def search(
+    lrs: np.ndarray,
+    train: Callable[[np.ndarray, int], list[Any]],
+    score: Callable[[Any], tuple[float, bool]],
+    *,
+    step: float,
+    limits: tuple[float, float],
+    rounds: int,
+    tol: float = 0.0,
+) -> Searched:
     """Train ``lrs``, choose, and while the choice is at an edge and ``rounds`` remain, train the rate :func:`grow` gives.
 
     ``train(rates, round)`` -> one result per rate (round 0: the grid; 1, 2, ...: each growth);

@@ -37,10 +37,20 @@ _PI_4 = math.pi / 4
 _INV_PI = 1.0 / math.pi
 _MOREBITS = 6.123233995736765886130e-17  # pi/2 - float(pi/2)
 _T3P8 = 2.41421356237309504880  # tan(3 pi / 8)
-_P = (-8.750608600031904122785e-1, -1.615753718733365076637e1, -7.500855792314704667340e1,
-      -1.228866684490136173410e2, -6.485021904942025371773e1)
-_Q = (2.485846490142306297962e1, 1.650270098316988542046e2, 4.328810604912902668951e2,
-      4.853903996359136964868e2, 1.945506571482613964425e2)
+_P = (
+    -8.750608600031904122785e-1,
+    -1.615753718733365076637e1,
+    -7.500855792314704667340e1,
+    -1.228866684490136173410e2,
+    -6.485021904942025371773e1,
+)
+_Q = (
+    2.485846490142306297962e1,
+    1.650270098316988542046e2,
+    4.328810604912902668951e2,
+    4.853903996359136964868e2,
+    1.945506571482613964425e2,
+)
 
 _JIT = dict(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
 _PAR = dict(_JIT, parallel=True)
@@ -103,8 +113,15 @@ def step_row(s: np.ndarray, th: np.ndarray, q2: np.ndarray, qa: float, b: float,
 
 
 @numba.njit(**_JIT)
-def recursion(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float, want: np.ndarray,
-              out_sigma: np.ndarray, out_theta: np.ndarray) -> None:
+def recursion(
+    sig0: np.ndarray,
+    q1: np.ndarray,
+    q2: np.ndarray,
+    beta2: float,
+    want: np.ndarray,
+    out_sigma: np.ndarray,
+    out_theta: np.ndarray,
+) -> None:
     """Sigma^(L), Theta^(L) of every pair, for each L with want[L], from Sigma^(0) [n1, n2].
 
     q1 [n1], q2 [n2]: |x|^2 / d of the rows and columns (Sigma^(l-1)(x, x) = q + l beta^2);
@@ -176,10 +193,22 @@ def advance(A: np.ndarray, q: np.ndarray, beta2: float, ell: int, tile: int = 64
 
 
 @numba.njit(**_PAR)
-def predict_rows(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float, want: np.ndarray,
-                 alpha_sigma: np.ndarray, alpha_theta: np.ndarray, out_sigma: np.ndarray, out_theta: np.ndarray,
-                 need_sigma: bool = True, need_theta: bool = True, chunk: int = 512, divide: float = 1.0,
-                 shift: float = 0.0) -> None:
+def predict_rows(
+    sig0: np.ndarray,
+    q1: np.ndarray,
+    q2: np.ndarray,
+    beta2: float,
+    want: np.ndarray,
+    alpha_sigma: np.ndarray,
+    alpha_theta: np.ndarray,
+    out_sigma: np.ndarray,
+    out_theta: np.ndarray,
+    need_sigma: bool = True,
+    need_theta: bool = True,
+    chunk: int = 512,
+    divide: float = 1.0,
+    shift: float = 0.0,
+) -> None:
     """Kernel-regression predictions of test rows: out[k, i] = sum_j K^(L_k)(x_i, x_j) alpha[k, j].
 
     sig0 [n1, n2]: Sigma^(0) between the test rows and the training points, as ``sig0 / divide + shift``
@@ -203,13 +232,55 @@ def predict_rows(sig0: np.ndarray, q1: np.ndarray, q2: np.ndarray, beta2: float,
         acc_s = np.zeros(D)
         acc_t = np.zeros(D)
         for i in range(blk * rows_per_block, min(n1, (blk + 1) * rows_per_block)):
-            _predict_row(i, sig0, q1, q2, beta2, want, alpha_sigma, alpha_theta, out_sigma, out_theta, need_sigma,
-                         need_theta, chunk, divide, shift, max_depth, D, s, th, acc_s, acc_t)
+            _predict_row(
+                i,
+                sig0,
+                q1,
+                q2,
+                beta2,
+                want,
+                alpha_sigma,
+                alpha_theta,
+                out_sigma,
+                out_theta,
+                need_sigma,
+                need_theta,
+                chunk,
+                divide,
+                shift,
+                max_depth,
+                D,
+                s,
+                th,
+                acc_s,
+                acc_t,
+            )
 
 
 @numba.njit(inline="always", **_JIT)
-def _predict_row(i, sig0, q1, q2, beta2, want, alpha_sigma, alpha_theta, out_sigma, out_theta, need_sigma, need_theta,
-                 chunk, divide, shift, max_depth, D, s, th, acc_s, acc_t) -> None:
+def _predict_row(
+    i,
+    sig0,
+    q1,
+    q2,
+    beta2,
+    want,
+    alpha_sigma,
+    alpha_theta,
+    out_sigma,
+    out_theta,
+    need_sigma,
+    need_theta,
+    chunk,
+    divide,
+    shift,
+    max_depth,
+    D,
+    s,
+    th,
+    acc_s,
+    acc_t,
+) -> None:
     """Row i of :func:`predict_rows`, with the caller's scratch s, th [chunk] and acc_s, acc_t [D]."""
     n2 = sig0.shape[1]
     acc_s[:] = 0.0

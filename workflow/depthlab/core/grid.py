@@ -22,10 +22,23 @@ def concat(parts: list[TrainResult]) -> TrainResult:
     import torch
 
     first = parts[0]
-    cat = {f: np.concatenate([getattr(p, f) for p in parts]) for f in
-           ("train_loss", "train_accuracy", "epochs", "converged", "diverged", "stop_reason", "history", "eval_history")}
-    params = [(torch.cat([p.params[i][0] for p in parts]), torch.cat([p.params[i][1] for p in parts]))
-              for i in range(len(first.params))]
+    cat = {
+        f: np.concatenate([getattr(p, f) for p in parts])
+        for f in (
+            "train_loss",
+            "train_accuracy",
+            "epochs",
+            "converged",
+            "diverged",
+            "stop_reason",
+            "history",
+            "eval_history",
+        )
+    }
+    params = [
+        (torch.cat([p.params[i][0] for p in parts]), torch.cat([p.params[i][1] for p in parts]))
+        for i in range(len(first.params))
+    ]
     return TrainResult(**cat, check_epochs=first.check_epochs, params=params, seconds=sum(p.seconds for p in parts))
 
 
@@ -70,14 +83,39 @@ def train_grid(
     lrs = np.asarray(lrs, dtype=np.float64)
     order_seeds = np.asarray(order_seeds)
     C, S = len(lrs), len(order_seeds)
-    if stack_lrs and stack_lrs < C and prune is None:  # too many for one stack: in parts of whole rates (all their seeds)
-        parts = [train_grid(x, y, lrs[a : a + stack_lrs], init, order_seeds, settings, rows=rows, eval_set=eval_set,
-                            progress=progress, checkpoint=checkpoint.child(f"part{a // stack_lrs}") if checkpoint is not None else None)
-                 for a in range(0, C, stack_lrs)]
+    if (
+        stack_lrs and stack_lrs < C and prune is None
+    ):  # too many for one stack: in parts of whole rates (all their seeds)
+        parts = [
+            train_grid(
+                x,
+                y,
+                lrs[a : a + stack_lrs],
+                init,
+                order_seeds,
+                settings,
+                rows=rows,
+                eval_set=eval_set,
+                progress=progress,
+                checkpoint=checkpoint.child(f"part{a // stack_lrs}") if checkpoint is not None else None,
+            )
+            for a in range(0, C, stack_lrs)
+        ]
         return GridResult(lrs=lrs, seeds=S, result=concat([p.result for p in parts]))
     if init[0][0].shape[0] != S:
         raise ValueError(f"init holds {init[0][0].shape[0]} models for {S} seeds")
     rows = np.tile(np.arange(len(y)), (S, 1)) if rows is None else np.asarray(rows)
-    res = train(x, y, np.tile(rows, (C, 1)), np.repeat(lrs, S), [(W.repeat(C, 1, 1), b.repeat(C, 1, 1)) for W, b in init],
-                np.tile(order_seeds, C), settings, eval_set=eval_set, progress=progress, checkpoint=checkpoint, prune=prune)
+    res = train(
+        x,
+        y,
+        np.tile(rows, (C, 1)),
+        np.repeat(lrs, S),
+        [(W.repeat(C, 1, 1), b.repeat(C, 1, 1)) for W, b in init],
+        np.tile(order_seeds, C),
+        settings,
+        eval_set=eval_set,
+        progress=progress,
+        checkpoint=checkpoint,
+        prune=prune,
+    )
     return GridResult(lrs=lrs, seeds=S, result=res)

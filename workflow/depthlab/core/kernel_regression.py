@@ -44,7 +44,9 @@ def gram_states(x: torch.Tensor, max_depth: int, beta: float, block: int):
     q = (x * x).sum(1) / d  # |x|^2/d
     S = torch.empty(n, n, dtype=torch.float64, device=x.device)
     for s in range(0, n, block):  # Sigma^(0), Eq. 13, tile by tile as appendix_a forms it
-        S[s : s + block] = torch.addmm(torch.full((), b2, dtype=x.dtype, device=x.device), x[s : s + block], x.T, alpha=1.0 / d)
+        S[s : s + block] = torch.addmm(
+            torch.full((), b2, dtype=x.dtype, device=x.device), x[s : s + block], x.T, alpha=1.0 / d
+        )
     Th = S.clone()
     rows = min(block, n)
     buf = torch.empty(rows, n, dtype=torch.float64, device=x.device)
@@ -94,8 +96,15 @@ def kernel_regression(
         raise ValueError(f"depths must be >= 1, got {depths}")
     dev = resolve_device(device)
     if dev.type == "cpu":
-        return _regression_cpu(np.asarray(x_train, np.float64), np.asarray(y_train, np.float64),
-                               np.asarray(x_test, np.float64), depths, beta, block, kinds)
+        return _regression_cpu(
+            np.asarray(x_train, np.float64),
+            np.asarray(y_train, np.float64),
+            np.asarray(x_test, np.float64),
+            depths,
+            beta,
+            block,
+            kinds,
+        )
     return _regression_torch(x_train, y_train, x_test, depths, beta, block, dev, kinds)
 
 
@@ -106,8 +115,9 @@ def _touched(shape: tuple[int, int], order: str = "C") -> np.ndarray:
     return a
 
 
-def _regression_cpu(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[int], beta: float, block: int,
-                    kinds: tuple[str, ...]) -> KernelFit:
+def _regression_cpu(
+    X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[int], beta: float, block: int, kinds: tuple[str, ...]
+) -> KernelFit:
     """The fused CPU path on the job's threads: torch's thread count (``depthlab stage --threads``, 1 by default) is
     given to numba's loops and to the BLAS (the Choleskys) for the call, and restored after it."""
     import contextlib
@@ -164,8 +174,9 @@ def _potrf(F: np.ndarray, lower: bool):
             c.set_num_threads(n)
 
 
-def _regression_cpu_threads(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[int], beta: float, block: int,
-                            kinds: tuple[str, ...]) -> KernelFit:
+def _regression_cpu_threads(
+    X: np.ndarray, y: np.ndarray, T: np.ndarray, depths: list[int], beta: float, block: int, kinds: tuple[str, ...]
+) -> KernelFit:
     from scipy.linalg import blas, lapack
 
     from . import fused
@@ -198,7 +209,9 @@ def _regression_cpu_threads(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths:
                 if info == 0:
                     break
             else:
-                raise np.linalg.LinAlgError(f"{kind} Gram matrix at depth {L} is not positive definite even with jitter 1e-2 * mean diag")
+                raise np.linalg.LinAlgError(
+                    f"{kind} Gram matrix at depth {L} is not positive definite even with jitter 1e-2 * mean diag"
+                )
             alphas[i, col[L]], _ = lapack.dpotrs(c, y, lower=lower)
             A.flat[:: n + 1] = diag  # A.T's lower (lower=True) or upper triangle is this kernel, with its diagonal
             train_pred[i, col[L]] = blas.dsymv(1.0, A.T, alphas[i, col[L]], lower=lower)
@@ -216,14 +229,30 @@ def _regression_cpu_threads(X: np.ndarray, y: np.ndarray, T: np.ndarray, depths:
     for s in range(0, len(T), rows):
         sig0 = buf[: len(T[s : s + rows])]
         np.matmul(T[s : s + rows], X.T, out=sig0)  # x.x'; predict_rows forms Sigma^(0) = x.x'/d + beta^2 as it reads it
-        fused.predict_rows(sig0, qt[s : s + rows], q, b2, want, a_sig, a_th, out_s[:, s : s + rows], out_t[:, s : s + rows],
-                           "nngp" in kinds, "ntk" in kinds, divide=float(d), shift=b2)
+        fused.predict_rows(
+            sig0,
+            qt[s : s + rows],
+            q,
+            b2,
+            want,
+            a_sig,
+            a_th,
+            out_s[:, s : s + rows],
+            out_t[:, s : s + rows],
+            "nngp" in kinds,
+            "ntk" in kinds,
+            divide=float(d),
+            shift=b2,
+        )
     pred = np.stack([out_t if k == "ntk" else out_s for k in kinds])
-    return KernelFit(kinds=kinds, depths=np.asarray(depths), prediction=pred, train_prediction=train_pred, jitter=jitter)
+    return KernelFit(
+        kinds=kinds, depths=np.asarray(depths), prediction=pred, train_prediction=train_pred, jitter=jitter
+    )
 
 
-def _regression_torch(x_train, y_train, x_test, depths: list[int], beta: float, block: int, dev: torch.device,
-                      kinds: tuple[str, ...]) -> KernelFit:
+def _regression_torch(
+    x_train, y_train, x_test, depths: list[int], beta: float, block: int, dev: torch.device, kinds: tuple[str, ...]
+) -> KernelFit:
     """The same regression as torch tile operations of ``block`` rows (the CUDA path; on the CPU the fused one is faster).
     The training Grams are carried from depth to depth (:func:`gram_states`), so all depths cost max(depths) layer
     passes; the peak is about 4 N^2 float64 (Sigma, Theta, one Gram and its factor)."""
@@ -253,5 +282,9 @@ def _regression_torch(x_train, y_train, x_test, depths: list[int], beta: float, 
         for ell, sig, th in appendix_a(T[s : s + block], X, depths[-1], beta, copy=False):
             if ell in col:
                 for i, kind in enumerate(kinds):
-                    pred[i, col[ell], s : s + block] = ((th if kind == "ntk" else sig) @ alphas[i, col[ell]]).cpu().numpy()
-    return KernelFit(kinds=kinds, depths=np.asarray(depths), prediction=pred, train_prediction=train_pred, jitter=jitter)
+                    pred[i, col[ell], s : s + block] = (
+                        ((th if kind == "ntk" else sig) @ alphas[i, col[ell]]).cpu().numpy()
+                    )
+    return KernelFit(
+        kinds=kinds, depths=np.asarray(depths), prediction=pred, train_prediction=train_pred, jitter=jitter
+    )

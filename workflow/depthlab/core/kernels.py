@@ -33,8 +33,9 @@ import numpy as np
 import torch
 
 
-def relu_layer_(sig: torch.Tensor, q1: torch.Tensor, q2: torch.Tensor, beta2: float,
-                buf: torch.Tensor, dot: torch.Tensor) -> torch.Tensor:
+def relu_layer_(
+    sig: torch.Tensor, q1: torch.Tensor, q2: torch.Tensor, beta2: float, buf: torch.Tensor, dot: torch.Tensor
+) -> torch.Tensor:
     """One ReLU layer, Eqs. (16)-(17), in place: ``sig`` <- Sigma^(l); returns ``dot`` filled with Sigmadot^(l).
 
     sig: Sigma^(l-1)(x, x') [n1, n2]; q1 [n1, 1] and q2 [1, n2]: Sigma^(l-1)(x, x) and
@@ -103,8 +104,9 @@ def kappa1(u: np.ndarray) -> np.ndarray:
 # ---- Appendix A: Sigma^(L) and Theta^(L) on inputs in R^d ---------------------------------
 
 
-def appendix_a(x1: torch.Tensor, x2: torch.Tensor, max_depth: int, beta: float = 0.1,
-               copy: bool = True) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+def appendix_a(
+    x1: torch.Tensor, x2: torch.Tensor, max_depth: int, beta: float = 0.1, copy: bool = True
+) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
     """Yield (L, Sigma^(L), Theta^(L)) of (x1, x2) for L = 1..max_depth in one pass.  x1: [n1, d], x2: [n2, d] float64.
 
     With ``copy=False`` the yielded [n1, n2] tensors are updated in place by the next
@@ -115,7 +117,9 @@ def appendix_a(x1: torch.Tensor, x2: torch.Tensor, max_depth: int, beta: float =
     b2 = beta * beta
     q1 = ((x1 * x1).sum(1) / d).unsqueeze(1)  # |x|^2/d, [n1, 1]
     q2 = ((x2 * x2).sum(1) / d).unsqueeze(0)  # [1, n2]
-    sig = torch.addmm(torch.full((), b2, dtype=x1.dtype, device=x1.device), x1, x2.T, alpha=1.0 / d)  # Sigma^(0), Eq. 13
+    sig = torch.addmm(
+        torch.full((), b2, dtype=x1.dtype, device=x1.device), x1, x2.T, alpha=1.0 / d
+    )  # Sigma^(0), Eq. 13
     theta = sig.clone()
     buf, dot = torch.empty_like(sig), torch.empty_like(sig)
     for ell in range(1, max_depth + 1):
@@ -137,7 +141,9 @@ def kernel(x1: np.ndarray, x2: np.ndarray, depth: int, beta: float = 0.1, kind: 
     raise AssertionError("unreachable")
 
 
-def kernel_diagonal(x: np.ndarray | torch.Tensor, depth: int, beta: float = 0.1, kind: str = "ntk") -> np.ndarray | torch.Tensor:
+def kernel_diagonal(
+    x: np.ndarray | torch.Tensor, depth: int, beta: float = 0.1, kind: str = "ntk"
+) -> np.ndarray | torch.Tensor:
     """Closed forms on the diagonal (Sigmadot = 1 there).  x: [n, d] -> [n] (numpy or torch, as given).
 
     nngp: Sigma^(L)(x, x) = |x|^2/d + (L+1) beta^2;

@@ -199,9 +199,19 @@ class Halving:
 
 
 def validation_errors(
-    x: np.ndarray, y: np.ndarray, lrs: np.ndarray, sizes: list[int], init_scheme: str,
-    tr: np.ndarray, va: np.ndarray, settings: TrainSettings, search_seed: int, diverged_error: float,
-    progress: Callable[[str], None] | None = None, checkpoint: Checkpoint | None = None, halving: tuple[int, int] = (0, 0),
+    x: np.ndarray,
+    y: np.ndarray,
+    lrs: np.ndarray,
+    sizes: list[int],
+    init_scheme: str,
+    tr: np.ndarray,
+    va: np.ndarray,
+    settings: TrainSettings,
+    search_seed: int,
+    diverged_error: float,
+    progress: Callable[[str], None] | None = None,
+    checkpoint: Checkpoint | None = None,
+    halving: tuple[int, int] = (0, 0),
     rungs: tuple[int, ...] | None = None,
 ) -> dict[str, np.ndarray]:
     """Train len(lrs) x K models as one batch; return per-(lr, fold) validation error etc., each [C, K].  ``halving``
@@ -213,15 +223,26 @@ def validation_errors(
     prune = Halving(epochs, halving[0], x, y, va, C, loss, diverged_error) if epochs and C > 1 else None
     # common random numbers across candidates: fold k always starts from the same init and data order
     fold_init = init_params(sizes, seeds(search_seed, "init", K), init_scheme)
-    res = train_grid(x, y, lrs, fold_init, seeds(search_seed, "order", K), settings, rows=tr, progress=progress,
-                     checkpoint=checkpoint, prune=prune).result  # model m = (candidate m // K, fold m % K)
+    res = train_grid(
+        x,
+        y,
+        lrs,
+        fold_init,
+        seeds(search_seed, "order", K),
+        settings,
+        rows=tr,
+        progress=progress,
+        checkpoint=checkpoint,
+        prune=prune,
+    ).result  # model m = (candidate m // K, fold m % K)
     if prune is not None and progress is not None:
         progress("successive halving: " + "; ".join(f"epoch {e}: kept {k} of {n}" for e, n, k in prune.log))
     return _errors(res, x, y, va, C, loss, diverged_error)
 
 
-def screen_keep(err: np.ndarray, diverged: np.ndarray, eta: int, points: np.ndarray | None = None,
-                z: float = 0.0) -> tuple[np.ndarray, int]:
+def screen_keep(
+    err: np.ndarray, diverged: np.ndarray, eta: int, points: np.ndarray | None = None, z: float = 0.0
+) -> tuple[np.ndarray, int]:
     """The candidates a one-fold screen keeps: the best ceil(C / eta) by ``err`` [C] (ties in order), and with ``z`` > 0
     also every other candidate that the screen cannot tell from its best: one whose validation errors, point by point
     on the same screened rows (``points`` [C, n]: squared error or 0/1 misclassification), exceed the best's by a mean
@@ -261,7 +282,9 @@ def _point_errors(res, x: np.ndarray, y: np.ndarray, va: np.ndarray, C: int, los
     return out.reshape(C, K * nv)
 
 
-def _errors(res, x: np.ndarray, y: np.ndarray, va: np.ndarray, C: int, loss, diverged_error: float) -> dict[str, np.ndarray]:
+def _errors(
+    res, x: np.ndarray, y: np.ndarray, va: np.ndarray, C: int, loss, diverged_error: float
+) -> dict[str, np.ndarray]:
     """[C, K] validation error, diverged, converged, epochs and pruned of a stack's result, model m = (m // K, m % K)."""
     from .stopping import PRUNED
 
@@ -273,16 +296,31 @@ def _errors(res, x: np.ndarray, y: np.ndarray, va: np.ndarray, C: int, loss, div
         e = float(loss.error(out, y[va_m[m]]))
         err[m] = e if np.isfinite(e) else diverged_error
     shape = (C, K)
-    return {"val_error": err.reshape(shape), "diverged": res.diverged.reshape(shape),
-            "converged": res.converged.reshape(shape), "epochs": res.epochs.reshape(shape),
-            "pruned": (res.stop_reason == PRUNED).reshape(shape)}
+    return {
+        "val_error": err.reshape(shape),
+        "diverged": res.diverged.reshape(shape),
+        "converged": res.converged.reshape(shape),
+        "epochs": res.epochs.reshape(shape),
+        "pruned": (res.stop_reason == PRUNED).reshape(shape),
+    }
 
 
 def _screened(
-    x: np.ndarray, y: np.ndarray, lrs: np.ndarray, sizes: list[int], init_scheme: str,
-    tr: np.ndarray, va: np.ndarray, settings: TrainSettings, search_seed: int, diverged_error: float,
-    progress: Callable[[str], None] | None = None, checkpoint: Checkpoint | None = None, halving: tuple[int, int] = (0, 0),
-    screen_folds: int = 0, screen_se: float = 0.0,
+    x: np.ndarray,
+    y: np.ndarray,
+    lrs: np.ndarray,
+    sizes: list[int],
+    init_scheme: str,
+    tr: np.ndarray,
+    va: np.ndarray,
+    settings: TrainSettings,
+    search_seed: int,
+    diverged_error: float,
+    progress: Callable[[str], None] | None = None,
+    checkpoint: Checkpoint | None = None,
+    halving: tuple[int, int] = (0, 0),
+    screen_folds: int = 0,
+    screen_se: float = 0.0,
 ) -> dict[str, np.ndarray]:
     """Successive halving whose first rung trains only the first ``screen_folds`` folds (at the default's
     scale the first rung, every candidate x every fold, was 79 % of the search's epochs); :func:`validation_errors`
@@ -303,8 +341,9 @@ def _screened(
     eta = halving[0]
     first = rung_epochs(settings.max_epochs, settings.check_every, *halving)
     if not 0 < screen_folds < K or not first or C <= 1:
-        return validation_errors(x, y, lrs, sizes, init_scheme, tr, va, settings, search_seed, diverged_error, progress,
-                                 checkpoint, halving)
+        return validation_errors(
+            x, y, lrs, sizes, init_scheme, tr, va, settings, search_seed, diverged_error, progress, checkpoint, halving
+        )
     from .trainer import merge_states, train
 
     f, loss = screen_folds, settings.loss
@@ -314,9 +353,17 @@ def _screened(
     def stack(cands: np.ndarray, folds: np.ndarray, **kw):
         """cands x folds models, model m = (cands[m // F], folds[m % F]), each fold with its own rows, init and order."""
         F = len(folds)
-        return train(x, y, np.tile(tr[folds], (len(cands), 1)), np.repeat(lrs[cands], F),
-                     [(W[folds].repeat(len(cands), 1, 1), b[folds].repeat(len(cands), 1, 1)) for W, b in fold_init],
-                     np.tile(order[folds], len(cands)), settings, progress=progress, **kw)
+        return train(
+            x,
+            y,
+            np.tile(tr[folds], (len(cands), 1)),
+            np.repeat(lrs[cands], F),
+            [(W[folds].repeat(len(cands), 1, 1), b[folds].repeat(len(cands), 1, 1)) for W, b in fold_init],
+            np.tile(order[folds], len(cands)),
+            settings,
+            progress=progress,
+            **kw,
+        )
 
     def child(name: str):
         return checkpoint.child(name) if checkpoint is not None else None
@@ -329,9 +376,12 @@ def _screened(
     keep, near = screen_keep(err, got["diverged"].any(1), eta, points, screen_se)
     n = len(keep)
     if progress is not None:
-        progress(f"successive halving: epoch {first[0]} on {f} of {K} folds: kept {n} of {C} "
-                 f"(lr = {', '.join(f'{v:.3g}' for v in lrs[keep])}"
-                 + (f"; {near} more within {screen_se:g} SE of the best" if near else "") + ")")
+        progress(
+            f"successive halving: epoch {first[0]} on {f} of {K} folds: kept {n} of {C} "
+            f"(lr = {', '.join(f'{v:.3g}' for v in lrs[keep])}"
+            + (f"; {near} more within {screen_se:g} SE of the best" if near else "")
+            + ")"
+        )
     others = stack(keep, rest, pause_at=first[0], checkpoint=child("rest"))
     # the joined stack: model j * K + k = (kept candidate j, fold k)
     to_screen = np.full(C * f, -1)
@@ -344,8 +394,13 @@ def _screened(
     if prune is not None and progress is not None:
         progress("successive halving: " + "; ".join(f"epoch {e}: kept {k} of {c}" for e, c, k in prune.log))
     kept = _errors(res, x, y, va, n, loss, diverged_error)
-    out = {"val_error": np.full((C, K), np.nan), "diverged": np.zeros((C, K), bool), "converged": np.zeros((C, K), bool),
-           "epochs": np.zeros((C, K), np.int64), "pruned": np.zeros((C, K), bool)}
+    out = {
+        "val_error": np.full((C, K), np.nan),
+        "diverged": np.zeros((C, K), bool),
+        "converged": np.zeros((C, K), bool),
+        "epochs": np.zeros((C, K), np.int64),
+        "pruned": np.zeros((C, K), bool),
+    }
     for k in ("val_error", "diverged", "converged", "epochs"):
         out[k][:, :f] = got[k]
     out["pruned"][:] = ~got["diverged"].any(1, keepdims=True)
@@ -384,8 +439,14 @@ def _optimiser(search: SearchSettings, r: int, history_u: np.ndarray, history_sc
     lo, hi = search.log10_lr_bounds
     span = hi - lo
     acq = acquisition.ConstantLiar(acquisition.UpperConfidenceBound(kappa=search.kappa), strategy="min")
-    opt = BayesianOptimization(f=None, pbounds={"log10_lr": (lo, hi)}, acquisition_function=acq,
-                               random_state=seed(search.seed, "search", r) % (2**32), verbose=0, allow_duplicate_points=True)
+    opt = BayesianOptimization(
+        f=None,
+        pbounds={"log10_lr": (lo, hi)},
+        acquisition_function=acq,
+        random_state=seed(search.seed, "search", r) % (2**32),
+        verbose=0,
+        allow_duplicate_points=True,
+    )
     # Bound the GP length scale (in decades of lr): with the package's default bounds the
     # marginal likelihood on a handful of points picks length_scale -> 1e-5, a flat GP,
     # and every proposal lands back on an evaluated point.
@@ -451,25 +512,54 @@ def search_lr(
         else:
             if r == 0:
                 # evenly spaced initial design (deterministic, covers the box)
-                u = np.linspace(lo, hi, search.init_points + 2)[1:-1] if search.init_points > 1 else np.array([(lo + hi) / 2])
+                u = (
+                    np.linspace(lo, hi, search.init_points + 2)[1:-1]
+                    if search.init_points > 1
+                    else np.array([(lo + hi) / 2])
+                )
             elif r <= search.rounds:
                 seen = np.concatenate(us)
                 score = -np.log10(np.nanmean(np.concatenate([o["val_error"] for o in rows]), 1))
                 u = propose(_optimiser(search, r, seen, score), seen, search.candidates_per_round, lo, hi)
             lrs = 10.0**u
-            what = f"round {r}/{search.rounds}" if r <= search.rounds else f"growth {r - search.rounds} ({choice.edge} edge)"
-            say(f"lr search depth {depth} {what}: training {len(lrs)} lr x {used} folds, lr = " + ", ".join(f"{v:.3g}" for v in lrs))
+            what = (
+                f"round {r}/{search.rounds}"
+                if r <= search.rounds
+                else f"growth {r - search.rounds} ({choice.edge} edge)"
+            )
+            say(
+                f"lr search depth {depth} {what}: training {len(lrs)} lr x {used} folds, lr = "
+                + ", ".join(f"{v:.3g}" for v in lrs)
+            )
             sub = checkpoint.child(f"round{r}") if checkpoint is not None else None
             step = search.max_candidates or len(lrs)
-            parts = [_screened(x, y, lrs[a : a + step], sizes, init_scheme, tr, va, settings, search.seed, diverged_error,
-                               progress, sub if step >= len(lrs) or sub is None else sub.child(f"part{a // step}"),
-                               halving=halving, screen_folds=search.first_rung_folds,
-                               screen_se=search.first_rung_se)
-                     for a in range(0, len(lrs), step)]
+            parts = [
+                _screened(
+                    x,
+                    y,
+                    lrs[a : a + step],
+                    sizes,
+                    init_scheme,
+                    tr,
+                    va,
+                    settings,
+                    search.seed,
+                    diverged_error,
+                    progress,
+                    sub if step >= len(lrs) or sub is None else sub.child(f"part{a // step}"),
+                    halving=halving,
+                    screen_folds=search.first_rung_folds,
+                    screen_se=search.first_rung_se,
+                )
+                for a in range(0, len(lrs), step)
+            ]
             out = {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]}
             if checkpoint is not None:
                 done.append({"u": u, **out})
-                checkpoint.save(key, {f"{i}/{k}": torch.as_tensor(np.asarray(v)) for i, row in enumerate(done) for k, v in row.items()})
+                checkpoint.save(
+                    key,
+                    {f"{i}/{k}": torch.as_tensor(np.asarray(v)) for i, row in enumerate(done) for k, v in row.items()},
+                )
         rows.append(out)
         us.append(u)
         r += 1
@@ -478,17 +568,32 @@ def search_lr(
     lr_all = 10.0 ** np.concatenate(us)
     best = choice.index
     if best < 0:  # choose() found no usable rate: index -1 is only the last rate evaluated, not a choice
-        say(f"lr search depth {depth}: every one of the {len(lr_all)} rates evaluated diverged or scored no error: no "
-            f"usable rate (best_lr records the last evaluated, {lr_all[best]:.4g}, flagged)")
+        say(
+            f"lr search depth {depth}: every one of the {len(lr_all)} rates evaluated diverged or scored no error: no "
+            f"usable rate (best_lr records the last evaluated, {lr_all[best]:.4g}, flagged)"
+        )
     else:
-        say(f"lr search depth {depth}: best lr {lr_all[best]:.4g} (mean val error {val[best].mean():.4g})"
-            + (f", at the {choice.edge} edge of the rates evaluated" + (" (flagged: could grow no further)" if choice.at_edge
-                                                                        else "") if choice.at_edge else ""))
+        say(
+            f"lr search depth {depth}: best lr {lr_all[best]:.4g} (mean val error {val[best].mean():.4g})"
+            + (
+                f", at the {choice.edge} edge of the rates evaluated"
+                + (" (flagged: could grow no further)" if choice.at_edge else "")
+                if choice.at_edge
+                else ""
+            )
+        )
     return SearchResult(
-        lr=lr_all, round=np.concatenate([np.full(len(u), r) for r, u in enumerate(us)]), val_error=val,
-        diverged=np.concatenate([o["diverged"] for o in rows]), converged=np.concatenate([o["converged"] for o in rows]),
-        epochs=np.concatenate([o["epochs"] for o in rows]), score=score, best_lr=float(lr_all[best]), fold_of=fold_of,
-        edge=choice.edge, flagged=choice.at_edge,
+        lr=lr_all,
+        round=np.concatenate([np.full(len(u), r) for r, u in enumerate(us)]),
+        val_error=val,
+        diverged=np.concatenate([o["diverged"] for o in rows]),
+        converged=np.concatenate([o["converged"] for o in rows]),
+        epochs=np.concatenate([o["epochs"] for o in rows]),
+        score=score,
+        best_lr=float(lr_all[best]),
+        fold_of=fold_of,
+        edge=choice.edge,
+        flagged=choice.at_edge,
         pruned=np.concatenate([o["pruned"] for o in rows]) if search.halving_eta > 1 else None,
     )
 

@@ -31,14 +31,18 @@ Params = list[tuple[torch.Tensor, torch.Tensor]]
 Init = Callable[[int, int, torch.Generator, torch.dtype], tuple[torch.Tensor, torch.Tensor]]
 
 
-def _glorot_uniform(fan_in: int, fan_out: int, g: torch.Generator, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def _glorot_uniform(
+    fan_in: int, fan_out: int, g: torch.Generator, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Glorot (Xavier) uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)); zero biases (Mori & Ueda)."""
     a = math.sqrt(6.0 / (fan_in + fan_out))
     W = (torch.rand(fan_out, fan_in, generator=g, dtype=dtype) * 2 - 1).mul_(a).T
     return W, torch.zeros(fan_out, dtype=dtype)
 
 
-def _truncated_normal(fan_in: int, fan_out: int, g: torch.Generator, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def _truncated_normal(
+    fan_in: int, fan_out: int, g: torch.Generator, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Normal with std 1/sqrt(fan_in), redrawn beyond 2 std (TF1 truncated_normal); biases 0.1 (Malach & Shalev-Shwartz's code)."""
     std = 1.0 / math.sqrt(fan_in)
     W = torch.empty(fan_out, fan_in, dtype=dtype)
@@ -46,7 +50,9 @@ def _truncated_normal(fan_in: int, fan_out: int, g: torch.Generator, dtype: torc
     return W.T, torch.full((fan_out,), 0.1, dtype=dtype)
 
 
-def _torch_default(fan_in: int, fan_out: int, g: torch.Generator, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def _torch_default(
+    fan_in: int, fan_out: int, g: torch.Generator, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
     """nn.Linear's default: weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 
     Random biases spread the kinks of a 1-D net over the input interval (zero biases
@@ -65,7 +71,9 @@ INITS: dict[str, Init] = {
 }
 
 
-def init_params(sizes: list[int], seeds: np.ndarray, scheme: str = "glorot_uniform", dtype: torch.dtype = torch.float32) -> Params:
+def init_params(
+    sizes: list[int], seeds: np.ndarray, scheme: str = "glorot_uniform", dtype: torch.dtype = torch.float32
+) -> Params:
     """Stacked CPU parameters of M = len(seeds) nets with layer sizes ``sizes``; model m uses generator seeds[m]."""
     if scheme not in INITS:
         raise ValueError(f"init scheme must be one of {sorted(INITS)}, got {scheme!r}")
@@ -89,7 +97,9 @@ def select(params: Params, rows: np.ndarray | list[int]) -> Params:
 
 
 def to(params: Params, device: torch.device | str, dtype: torch.dtype | None = None) -> Params:
-    return [(W.to(device=device, dtype=dtype or W.dtype), b.to(device=device, dtype=dtype or b.dtype)) for W, b in params]
+    return [
+        (W.to(device=device, dtype=dtype or W.dtype), b.to(device=device, dtype=dtype or b.dtype)) for W, b in params
+    ]
 
 
 def forward(params: Params, x: torch.Tensor) -> torch.Tensor:

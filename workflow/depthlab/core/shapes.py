@@ -54,8 +54,12 @@ def width_for_hidden_weights(*, d: int, depth: int, budget: float) -> int:
 def width_for_params(*, d: int, depth: int, budget: int) -> int:
     """The width h >= 1 whose exact parameter count :func:`n_params` (d, h, depth) is closest to ``budget``."""
     if n_params(d, 1, depth) > budget:
-        raise ValueError(f"budget {budget} is below the smallest net (width 1: {n_params(d, 1, depth)} parameters) "
-                         f"at d = {d}, depth {depth}")
+        raise ValueError(
+            f"budget {budget} is below the smallest net (width 1: {n_params(d, 1, depth)} parameters) "
+            f"at d = {d}, depth {depth}"
+        )
     a, b = depth - 1, d + 2 + (depth - 1)  # n_params = a h^2 + b h + 1
     root = (budget - 1) / b if a == 0 else (-b + math.sqrt(b * b + 4 * a * (budget - 1))) / (2 * a)
-    return min((max(1, math.floor(root)), max(1, math.ceil(root))), key=lambda w: (abs(n_params(d, w, depth) - budget), w))
+    return min(
+        (max(1, math.floor(root)), max(1, math.ceil(root))), key=lambda w: (abs(n_params(d, w, depth) - budget), w)
+    )

@@ -236,20 +236,33 @@ def _z_trend(x: np.ndarray, groups: list, means: np.ndarray, sem: list, rho: flo
     """The slope of the group means with SE carried from each mean's own SE; normal law (see :func:`trend_test`)."""
     from scipy.stats import norm
 
-    v = np.array([g.std(ddof=1) ** 2 / len(g) if len(g) >= 2 else (sem[i] if sem[i] is not None else float("nan")) ** 2
-                  for i, g in enumerate(groups)])
+    v = np.array(
+        [
+            g.std(ddof=1) ** 2 / len(g) if len(g) >= 2 else (sem[i] if sem[i] is not None else float("nan")) ** 2
+            for i, g in enumerate(groups)
+        ]
+    )
     dx = x - x.mean()
     sxx = float(dx @ dx)
     b = float(dx @ means) / sxx
-    se = math.sqrt(float((dx ** 2 * v).sum())) / sxx if np.isfinite(v).all() else float("nan")
+    se = math.sqrt(float((dx**2 * v).sum())) / sxx if np.isfinite(v).all() else float("nan")
     if not (math.isfinite(se) and se > 0):
         return TrendTest(b, se, 1.0, 1.0, rho, float("nan"), "z (no SE: undecided)", len(groups))
-    return TrendTest(b, se, float(norm.sf(b / se)), float(norm.cdf(b / se)), rho, float("nan"), "z (each mean's own SE)",
-                     sum(len(g) for g in groups))
+    return TrendTest(
+        b,
+        se,
+        float(norm.sf(b / se)),
+        float(norm.cdf(b / se)),
+        rho,
+        float("nan"),
+        "z (each mean's own SE)",
+        sum(len(g) for g in groups),
+    )
 
 
-def trend_sign(x, samples: list, resamples: int = 2000, seed: int = 0,
-               sem: list | None = None) -> tuple[float, float, float, float]:
+def trend_sign(
+    x, samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None
+) -> tuple[float, float, float, float]:
     """(rho, confidence that y rises with x, confidence that it falls, SD of rho under the null) for the trend of y
     against x: :func:`trend_test`, its one-sided p-values turned into confidences 1 - p.  A checker decides a sign at
     confidence >= 0.95, i.e. p <= 0.05 one-sided, so under a flat null either sign is decided in at most 10 % of draws
@@ -299,8 +312,8 @@ def slope(lx, ly, how: str = "slope", point_se=None) -> Estimate:
     A = np.vstack([lx, np.ones_like(lx)]).T
     coef, *_ = np.linalg.lstsq(A, ly, rcond=None)
     dx = lx - lx.mean()
-    sxx = float((dx ** 2).sum())
-    carried = float(math.sqrt(float((dx ** 2 * pse ** 2).sum())) / sxx) if point_se is not None else float("nan")
+    sxx = float((dx**2).sum())
+    carried = float(math.sqrt(float((dx**2 * pse**2).sum())) / sxx) if point_se is not None else float("nan")
     if len(lx) == 2:
         return Estimate(float(coef[0]), carried, 2, how)
     resid = ly - A @ coef

@@ -46,8 +46,12 @@ class StopRule:
     abs_tol: float = 0.0
     monitor: str = "train_loss"  # train_loss | eval_error (the error on the trainer's evaluation set)
     onset: float | None = None  # a model has started once its best value is below this (a test error: chance - margin)
-    onset_patience: int | None = None  # until it has started, no plateau stop before this many checks; None: no onset rule
-    grow: float = 0.0  # the plateau window is max(patience, ceil(grow x checks so far)); 0: a fixed window of patience checks
+    onset_patience: int | None = (
+        None  # until it has started, no plateau stop before this many checks; None: no onset rule
+    )
+    grow: float = (
+        0.0  # the plateau window is max(patience, ceil(grow x checks so far)); 0: a fixed window of patience checks
+    )
     min_checks: int = 0  # no plateau stop before this many checks
 
     def __post_init__(self) -> None:
@@ -64,13 +68,22 @@ class StopRule:
         if self.min_checks < 0:
             raise ValueError(f"min_checks must be >= 0, got {self.min_checks}")
         if self.onset_patience is not None and (self.patience is None or self.onset_patience < self.patience):
-            raise ValueError(f"onset_patience ({self.onset_patience}) needs a plateau rule and must be >= patience ({self.patience})")
+            raise ValueError(
+                f"onset_patience ({self.onset_patience}) needs a plateau rule and must be >= patience ({self.patience})"
+            )
 
     def start(self, M: int) -> "StopState":
-        return StopState(best=np.full(M, np.inf), since=np.zeros(M, dtype=np.int64), reason=np.zeros(M, dtype=np.int64),
-                         stopped_at=np.full(M, -1, dtype=np.int64), checks=np.zeros(M, dtype=np.int64))
+        return StopState(
+            best=np.full(M, np.inf),
+            since=np.zeros(M, dtype=np.int64),
+            reason=np.zeros(M, dtype=np.int64),
+            stopped_at=np.full(M, -1, dtype=np.int64),
+            checks=np.zeros(M, dtype=np.int64),
+        )
 
-    def update(self, state: "StopState", ids: np.ndarray, value: np.ndarray, reached: np.ndarray, at: int) -> np.ndarray:
+    def update(
+        self, state: "StopState", ids: np.ndarray, value: np.ndarray, reached: np.ndarray, at: int
+    ) -> np.ndarray:
         """One check of models ``ids`` (still running): their monitored values [n] and whether their loss's target is met
         [n] (the loss decides, from :attr:`threshold`: ``Loss.converged``).
         Records the stop reason and ``at`` (the check's epoch, step or iteration) of those that stop; returns the stop
@@ -125,14 +138,28 @@ class StopRule:
         if self.threshold is not None:
             parts.append(f"the loss's target ({self.threshold:g}) is met")
         if self.patience is not None:
-            tol = " + ".join(t for t in (f"{self.rel_tol:g} relative" if self.rel_tol else "",
-                                          f"{self.abs_tol:g} absolute" if self.abs_tol else "") if t) or "0"
-            onset = (f" (and, while it has not yet fallen below {self.onset:g}, not before its {self.onset_patience}th {unit})"
-                     if self.onset is not None else "")
+            tol = (
+                " + ".join(
+                    t
+                    for t in (
+                        f"{self.rel_tol:g} relative" if self.rel_tol else "",
+                        f"{self.abs_tol:g} absolute" if self.abs_tol else "",
+                    )
+                    if t
+                )
+                or "0"
+            )
+            onset = (
+                f" (and, while it has not yet fallen below {self.onset:g}, not before its {self.onset_patience}th {unit})"
+                if self.onset is not None
+                else ""
+            )
             window = f"max({self.patience}, {self.grow:g} x the {unit}s so far)" if self.grow else str(self.patience)
             least = f", and not before its {self.min_checks}th {unit}" if self.min_checks else ""
-            parts.append(f"the {self.monitor.replace('_', ' ')} has not improved on its best by more than {tol} "
-                         f"for {window} {unit}s in a row{onset}{least}")
+            parts.append(
+                f"the {self.monitor.replace('_', ' ')} has not improved on its best by more than {tol} "
+                f"for {window} {unit}s in a row{onset}{least}"
+            )
         parts.append(f"the budget{(' (' + budget + ')') if budget else ''} runs out (not converged)")
         return "stops when " + ", or ".join(parts)
 

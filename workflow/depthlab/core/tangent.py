@@ -8,7 +8,9 @@ import torch
 from .linalg import cholesky_with_jitter
 
 
-def _features(params_m: list[tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+def _features(
+    params_m: list[tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor
+) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
     """Per layer l: the layer's input a_{l-1} [n, n_{l-1}] and the output's gradient w.r.t. its pre-activation
     delta_l [n, n_l], for one model (W [in, out], b [out]); and the output f [n]."""
     acts, masks = [x], []
@@ -24,8 +26,9 @@ def _features(params_m: list[tuple[torch.Tensor, torch.Tensor]], x: torch.Tensor
     return acts, deltas[::-1], f
 
 
-def empirical_ntk(params: list[tuple[torch.Tensor, torch.Tensor]], x1: np.ndarray, x2: np.ndarray, m: int = 0,
-                  block: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def empirical_ntk(
+    params: list[tuple[torch.Tensor, torch.Tensor]], x1: np.ndarray, x2: np.ndarray, m: int = 0, block: int = 4096
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The tangent kernel J(x1) J(x2)^T of model m of a stack, over all its parameters, in float64.
 
     For a ReLU MLP, d f / d W_l = a_{l-1} delta_l^T and d f / d b_l = delta_l, so
@@ -49,8 +52,14 @@ def empirical_ntk(params: list[tuple[torch.Tensor, torch.Tensor]], x1: np.ndarra
     return out, f1, f2.numpy()
 
 
-def empirical_ntk_apply(params: list[tuple[torch.Tensor, torch.Tensor]], x1: np.ndarray, x2: np.ndarray,
-                        v: np.ndarray, m: int = 0, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+def empirical_ntk_apply(
+    params: list[tuple[torch.Tensor, torch.Tensor]],
+    x1: np.ndarray,
+    x2: np.ndarray,
+    v: np.ndarray,
+    m: int = 0,
+    block: int = 4096,
+) -> tuple[np.ndarray, np.ndarray]:
     """(Theta_hat(x1, x2) @ v [n1], f(x1) [n1]) of model m, in row blocks of x1: the n1 x n2 kernel is never held whole
     (at the paper's 1e5 test points and N = 2e4, 16 GB).  The same sums as :func:`empirical_ntk`, per block."""
     p = [(W[m].double(), b[m, 0].double()) for W, b in params]
@@ -68,8 +77,14 @@ def empirical_ntk_apply(params: list[tuple[torch.Tensor, torch.Tensor]], x1: np.
     return out, f1
 
 
-def linearized_prediction(params: list[tuple[torch.Tensor, torch.Tensor]], x_train: np.ndarray, y_train: np.ndarray,
-                          x_test: np.ndarray, m: int = 0, block: int = 4096) -> tuple[np.ndarray, float]:
+def linearized_prediction(
+    params: list[tuple[torch.Tensor, torch.Tensor]],
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_test: np.ndarray,
+    m: int = 0,
+    block: int = 4096,
+) -> tuple[np.ndarray, float]:
     """The lazy limit of training model m to zero MSE: f0(x) + Theta_hat(x, X) Theta_hat(X, X)^{-1} (y - f0(X)).
 
     (Gradient flow on the model linearised at init converges to this interpolant.)  Returns the
@@ -85,8 +100,12 @@ def linearized_prediction(params: list[tuple[torch.Tensor, torch.Tensor]], x_tra
     return f0_test + kt_alpha, jit
 
 
-def kernel_change(init: list[tuple[torch.Tensor, torch.Tensor]], final: list[tuple[torch.Tensor, torch.Tensor]],
-                  x: np.ndarray, seeds: int) -> np.ndarray:
+def kernel_change(
+    init: list[tuple[torch.Tensor, torch.Tensor]],
+    final: list[tuple[torch.Tensor, torch.Tensor]],
+    x: np.ndarray,
+    seeds: int,
+) -> np.ndarray:
     """How far each trained net's tangent kernel moved from its init: |Theta_hat_T - Theta_hat_0|_F / |Theta_hat_0|_F on
     the points ``x`` [n, d], for every model m of the ``final`` stack [M, ...] (CPU), whose init is model m % ``seeds`` of
     ``init`` (the grid's order: model m = (lr m // S, seed m % S)).  Small in the lazy regime (Chizat, Oyallon & Bach),

@@ -45,8 +45,15 @@ class Optimizer(Protocol):
 
     def init_state(self, params: Params) -> dict[str, torch.Tensor]: ...
 
-    def step(self, params: Params, state: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-             lr: torch.Tensor, loss: Loss) -> torch.Tensor: ...
+    def step(
+        self,
+        params: Params,
+        state: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        lr: torch.Tensor,
+        loss: Loss,
+    ) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,7 +103,9 @@ class Pruner(Protocol):
 
     epochs: tuple[int, ...]
 
-    def __call__(self, epoch: int, active: np.ndarray, params: Params, final: Params, reason: np.ndarray) -> np.ndarray: ...
+    def __call__(
+        self, epoch: int, active: np.ndarray, params: Params, final: Params, reason: np.ndarray
+    ) -> np.ndarray: ...
 
     def resume(self, reason: np.ndarray, stopped_at: np.ndarray, epoch: int) -> None:
         """Rebuild what the rungs up to ``epoch`` decided from a restored state (a resumed or continued run)."""
@@ -213,8 +222,9 @@ def _chunk(params: Params, chunk: int) -> int:
     return max(1, min(chunk, EVAL_ELEMENTS // (params[0][0].shape[0] * widest)))
 
 
-def _full_pass(params: Params, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, loss: Loss,
-               chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _full_pass(
+    params: Params, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, loss: Loss, chunk: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean loss [M] and accuracy of sign f [M] of every model on its own rows idx [M, n]."""
     M, n = idx.shape
     chunk = _chunk(params, chunk)
@@ -270,8 +280,16 @@ def models_per_step(params: Params, state: dict[str, torch.Tensor]) -> int:
     return int(max(2, min(M, STEP_CHUNK_BYTES // max(per_model, 1))))
 
 
-def step_in_groups(opt: Optimizer, params: Params, state: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-                   lr: torch.Tensor, loss: Loss, per: int) -> torch.Tensor:
+def step_in_groups(
+    opt: Optimizer,
+    params: Params,
+    state: dict[str, torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    lr: torch.Tensor,
+    loss: Loss,
+    per: int,
+) -> torch.Tensor:
     """One optimiser step of every model, ``per`` models at a time (views: the update lands in place); a last group of
     one joins the group before it.  State shared by all models (Adam's step counter) steps once."""
     M = params[0][0].shape[0]
@@ -350,10 +368,19 @@ def train(
     key = ""
     saved = None
     if checkpoint is not None:
-        key = fingerprint(x, y, train_idx, lr, *[t for layer in init for t in layer], order_seeds, repr(s),
-                          None if eval_set is None else eval_set[0], None if eval_set is None else eval_set[1],
-                          *(() if prune is None else (repr(prune),)),
-                          *(() if start is None else ("start", start["epoch"], start["active"])))
+        key = fingerprint(
+            x,
+            y,
+            train_idx,
+            lr,
+            *[t for layer in init for t in layer],
+            order_seeds,
+            repr(s),
+            None if eval_set is None else eval_set[0],
+            None if eval_set is None else eval_set[1],
+            *(() if prune is None else (repr(prune),)),
+            *(() if start is None else ("start", start["epoch"], start["active"])),
+        )
         saved = checkpoint.load(key)
     resumed = saved is not None
     if saved is None and start is not None:
@@ -362,18 +389,29 @@ def train(
         st = TrainState.from_tensors(saved, dev)
         if len(st.epochs) != M:
             raise ValueError(f"the state to start from holds {len(st.epochs)} models, not M = {M}")
-        say(f"{'resumed from checkpoint' if resumed else 'going on'} at epoch {st.epoch}: {len(st.active)} of {M} "
-            "models still training")
+        say(
+            f"{'resumed from checkpoint' if resumed else 'going on'} at epoch {st.epoch}: {len(st.active)} of {M} "
+            "models still training"
+        )
         if prune is not None:  # the rungs already passed are in the stop reasons, not in a fresh pruner
             prune.resume(st.stopping.reason, st.stopping.stopped_at, st.epoch)
     else:
         params = [(W.to(dev).clone(), b.to(dev).clone()) for W, b in init]
         st = TrainState(
-            params=params, opt=opt.init_state(params), lr=torch.as_tensor(lr, dtype=dtype, device=dev),
-            active=np.arange(M), final=[(W.clone(), b.clone()) for W, b in init], epoch=0, check_i=0,
-            history=np.full((M, len(checks)), np.nan), eval_history=np.full((M, len(checks)), np.nan),
-            train_loss=np.full(M, np.nan), train_acc=np.full(M, np.nan), epochs=np.zeros(M, dtype=np.int64),
-            diverged=np.zeros(M, dtype=bool), stopping=rule.start(M),
+            params=params,
+            opt=opt.init_state(params),
+            lr=torch.as_tensor(lr, dtype=dtype, device=dev),
+            active=np.arange(M),
+            final=[(W.clone(), b.clone()) for W, b in init],
+            epoch=0,
+            check_i=0,
+            history=np.full((M, len(checks)), np.nan),
+            eval_history=np.full((M, len(checks)), np.nan),
+            train_loss=np.full(M, np.nan),
+            train_acc=np.full(M, np.nan),
+            epochs=np.zeros(M, dtype=np.int64),
+            diverged=np.zeros(M, dtype=bool),
+            stopping=rule.start(M),
         )
 
     B = s.batch_size
@@ -401,10 +439,20 @@ def train(
                 st.history[st.active, st.check_i] = np.where(bad, np.inf, L)
                 st.train_loss[st.active], st.train_acc[st.active] = L, acc
                 if Xe is not None:
-                    st.eval_history[st.active, st.check_i] = np.where(bad, np.nan, _eval_error(st.params, Xe, Ye, loss, s.eval_chunk))
+                    st.eval_history[st.active, st.check_i] = np.where(
+                        bad, np.nan, _eval_error(st.params, Xe, Ye, loss, s.eval_chunk)
+                    )
                 value = L if rule.monitor == "train_loss" else st.eval_history[st.active, st.check_i]
-                done = rule.update(st.stopping, st.active, np.where(bad, np.inf, value),
-                                   loss.converged(L, acc, rule.threshold) & ~bad, st.epoch) & ~bad
+                done = (
+                    rule.update(
+                        st.stopping,
+                        st.active,
+                        np.where(bad, np.inf, value),
+                        loss.converged(L, acc, rule.threshold) & ~bad,
+                        st.epoch,
+                    )
+                    & ~bad
+                )
                 st.check_i += 1
             st.train_loss[st.active[bad]] = np.inf
             st.diverged[st.active[bad]] = True
@@ -421,9 +469,11 @@ def train(
                     st.retire(cut)
             if is_check:
                 finite = st.train_loss[np.isfinite(st.train_loss)]
-                say(f"epoch {st.epoch}/{s.max_epochs}: {len(st.active)} of {M} models still training, "
+                say(
+                    f"epoch {st.epoch}/{s.max_epochs}: {len(st.active)} of {M} models still training, "
                     f"{int(st.stopping.converged.sum())} converged, {int(st.diverged.sum())} diverged, "
-                    f"lowest train loss {finite.min() if finite.size else float('nan'):.3g}, {time.perf_counter() - t0:.1f}s")
+                    f"lowest train loss {finite.min() if finite.size else float('nan'):.3g}, {time.perf_counter() - t0:.1f}s"
+                )
                 if checkpoint is not None and len(st.active):
                     checkpoint.save(key, st.to_tensors())
 
@@ -433,9 +483,18 @@ def train(
         if len(st.active):
             st.retire(np.arange(len(st.active)))
     return TrainResult(
-        train_loss=st.train_loss, train_accuracy=st.train_acc, epochs=st.epochs, converged=st.stopping.converged,
-        diverged=st.diverged, stop_reason=st.stopping.reason.copy(), check_epochs=checks, history=st.history, eval_history=st.eval_history,
-        params=st.final, seconds=time.perf_counter() - t0, state=state,
+        train_loss=st.train_loss,
+        train_accuracy=st.train_acc,
+        epochs=st.epochs,
+        converged=st.stopping.converged,
+        diverged=st.diverged,
+        stop_reason=st.stopping.reason.copy(),
+        check_epochs=checks,
+        history=st.history,
+        eval_history=st.eval_history,
+        params=st.final,
+        seconds=time.perf_counter() - t0,
+        state=state,
     )
 
 
@@ -451,8 +510,11 @@ def merge_states(parts: list[tuple[dict[str, torch.Tensor], np.ndarray]], M: int
     head = live[0][0] if live else max((s for s, _ in parts), key=lambda s: int(s["epoch"]))
     out: dict[str, torch.Tensor] = {"epoch": head["epoch"].clone(), "check_i": head["check_i"].clone()}
     per_model = [k for k in parts[0][0] if k == "lr" or k[:1] in "Wb" and k[1:].isdigit()]  # the active models'
-    full = [k for k in parts[0][0] if k not in per_model and k not in ("epoch", "check_i", "active")
-            and not k.startswith("opt/")]  # every model's, by id
+    full = [
+        k
+        for k in parts[0][0]
+        if k not in per_model and k not in ("epoch", "check_i", "active") and not k.startswith("opt/")
+    ]  # every model's, by id
     for k in full:
         v = parts[0][0][k]
         out[k] = torch.zeros((M, *v.shape[1:]), dtype=v.dtype)
@@ -487,4 +549,3 @@ def merge_states(parts: list[tuple[dict[str, torch.Tensor], np.ndarray]], M: int
         if r:
             out[k] = torch.cat(r).index_select(0, order)
     return out
-

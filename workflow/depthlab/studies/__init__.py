@@ -19,6 +19,8 @@ from pathlib import Path
 from depthlab.study import NAME, Study, bind
 
 BUILTIN = Path(__file__).resolve().parent
+
+
 # extra folders holding study packages (a namespace-style search path for this package)
 def _search_path() -> list[str]:
     """This package's folder, then each folder on $DEPTHLAB_STUDY_PATH once (a folder named twice, or the built-in one
@@ -55,8 +57,10 @@ def names() -> tuple[str, ...]:
                 continue
             if info.name in seen:
                 where = "a built-in study" if seen[info.name].resolve() == BUILTIN else f"a study in {seen[info.name]}"
-                raise StudyPathError(f"$DEPTHLAB_STUDY_PATH: the study folder {folder / info.name} has the name of {where}; "
-                                     f"rename the folder (a study from the path never replaces another)")
+                raise StudyPathError(
+                    f"$DEPTHLAB_STUDY_PATH: the study folder {folder / info.name} has the name of {where}; "
+                    f"rename the folder (a study from the path never replaces another)"
+                )
             if (folder / info.name / "schema.yaml").is_file():
                 seen[info.name] = folder
     return tuple(sorted(seen))

@@ -36,8 +36,15 @@ class Adam:
         t = float(step)
         return 1.0 - self.beta1**t, (1.0 - self.beta2**t) ** 0.5
 
-    def step(self, params: Params, state: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-             lr: torch.Tensor, loss: Loss) -> torch.Tensor:
+    def step(
+        self,
+        params: Params,
+        state: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        lr: torch.Tensor,
+        loss: Loss,
+    ) -> torch.Tensor:
         """One step of every model, in place.  lr: [M].  Returns the minibatch loss [M].
 
         The backward pass only records each layer's gradient (the gradient sent down to layer l-1 never reads W_l's

@@ -22,8 +22,15 @@ class SGD:
     def init_state(self, params: Params) -> dict[str, torch.Tensor]:
         return {}
 
-    def step(self, params: Params, state: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-             lr: torch.Tensor, loss: Loss) -> torch.Tensor:
+    def step(
+        self,
+        params: Params,
+        state: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        lr: torch.Tensor,
+        loss: Loss,
+    ) -> torch.Tensor:
         """One step on every model, in place. lr: [M].  Returns the minibatch loss [M]."""
         lr3 = lr.view(-1, 1, 1)
 

@@ -15,7 +15,13 @@ STUDY = Study(
     stages=(
         Stage("data", S.DataSpec, ".data:make_data", path="{dataset}/data.zarr"),
         Stage("train", S.TrainSpec, ".train:run_train", path="{dataset}/p{p}/{init}/depth{depth}.zarr", gpu=True),
-        Stage("baseline", S.BaselineSpec, ".baselines:run_baseline", path="{dataset}/p{p}/baselines/{method}.zarr", gpu=True),
+        Stage(
+            "baseline",
+            S.BaselineSpec,
+            ".baselines:run_baseline",
+            path="{dataset}/p{p}/baselines/{method}.zarr",
+            gpu=True,
+        ),
         Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),
         Stage("claims", S.ClaimsSpec, ".claims:check", kind="claims"),
     ),

@@ -43,13 +43,22 @@ def run_baseline(spec: "BaselineSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     return xr.Dataset(
         {
             "loss": (("lr", "seed", "step"), r.loss.reshape(C, S, -1)),
-            "to_target": (("lr", "seed", "fraction"), r.to_target.reshape(C, S, -1),
-                          {"description": "iterations to each target loss (-1: not reached before the batch stopped)"}),
+            "to_target": (
+                ("lr", "seed", "fraction"),
+                r.to_target.reshape(C, S, -1),
+                {"description": "iterations to each target loss (-1: not reached before the batch stopped)"},
+            ),
             "diverged_at": (("lr", "seed"), r.diverged_at.reshape(C, S)),
             "target_loss": (("fraction",), targets),
         },
         coords={"lr": lrs, "seed": list(spec.seeds), "step": r.steps, "fraction": data.fraction.values},
-        attrs={"dataset": spec.job.dataset, "p": p, "method": method, "optimum_loss": float(data.optimum_loss.sel(p=p)),
-               "initial_loss": float(data.initial_loss.sel(p=p)), "stopped_at": int(r.stopped_at),
-               "max_iterations": spec.budget.max_iterations},
+        attrs={
+            "dataset": spec.job.dataset,
+            "p": p,
+            "method": method,
+            "optimum_loss": float(data.optimum_loss.sel(p=p)),
+            "initial_loss": float(data.initial_loss.sel(p=p)),
+            "stopped_at": int(r.stopped_at),
+            "max_iterations": spec.budget.max_iterations,
+        },
     )

@@ -52,8 +52,10 @@ if TYPE_CHECKING:
     from depthlab import decide
     from .specs import ClaimsSpec
 
-NOTES = ["Criteria: see the docstring of `depthlab/studies/acceleration/claims.py`.",
-         "Depth N counts the factors of w_e = W_N ... W_1 (N = 1: the plain linear model)."]
+NOTES = [
+    "Criteria: see the docstring of `depthlab/studies/acceleration/claims.py`.",
+    "Depth N counts the factors of w_e = W_N ... W_1 (N = 1: the plain linear model).",
+]
 
 
 def _it(v: float, below: float = np.nan) -> str:
@@ -68,9 +70,14 @@ def _judged(rows: pd.DataFrame) -> tuple[float | None, str]:
     """The tightest target fraction that every method of ``rows`` (best-rate rows, several fractions) reaches, and the
     iterations per method and target for the evidence."""
     reached = [f for f, g in rows.groupby("fraction") if g.iterations.notna().all()]
-    shown = "; ".join(f"f = {f:g}: " + ", ".join(f"{_name(r)} {_it(r.iterations, r.reached_below)} (lr {r.lr:.3g})"
-                                                  for r in rows[rows.fraction == f].sort_values(["method", "depth"]).itertuples())
-                      for f in sorted(rows.fraction.unique(), reverse=True))
+    shown = "; ".join(
+        f"f = {f:g}: "
+        + ", ".join(
+            f"{_name(r)} {_it(r.iterations, r.reached_below)} (lr {r.lr:.3g})"
+            for r in rows[rows.fraction == f].sort_values(["method", "depth"]).itertuples()
+        )
+        for f in sorted(rows.fraction.unique(), reverse=True)
+    )
     return (min(reached) if reached else None), shown
 
 
@@ -78,14 +85,22 @@ def _edges(rows: pd.DataFrame) -> str:
     at = rows[rows.lr_edge != ""]
     if not len(at):
         return ""
-    return ("the best rate of " + ", ".join(f"{_name(r)} ({r.lr:.3g}, {r.lr_edge} end)" for r in at.itertuples())
-            + " sits at the edge of the rate grid, which does not grow here")
+    return (
+        "the best rate of "
+        + ", ".join(f"{_name(r)} ({r.lr:.3g}, {r.lr_edge} end)" for r in at.itertuples())
+        + " sits at the edge of the rate grid, which does not grow here"
+    )
 
 
 def _budget(rows: pd.DataFrame) -> str:
-    return ("budget: no target is reached by every method compared within its budget (the runs went on for "
-            + ", ".join(f"{_name(r)} {int(r.reached_below)}" for r in rows[rows.iterations.isna()].drop_duplicates(["method", "depth"]).itertuples())
-            + " iterations without reaching the tightest)")
+    return (
+        "budget: no target is reached by every method compared within its budget (the runs went on for "
+        + ", ".join(
+            f"{_name(r)} {int(r.reached_below)}"
+            for r in rows[rows.iterations.isna()].drop_duplicates(["method", "depth"]).itertuples()
+        )
+        + " iterations without reaching the tightest)"
+    )
 
 
 MIN_SLOPE = 0.8  # A3: the distance must vanish at least this fast in eta (first order: slope 1)
@@ -96,8 +111,15 @@ def _iters(table: pd.DataFrame | None, r) -> stats.Estimate:
     rows); without the table, its mean alone (no SE)."""
     if table is None:
         return stats.Estimate(float(r.iterations), float("nan"))
-    sel = table[(table.dataset == r.dataset) & (table.p == r.p) & (table.init == r.init) & (table.depth == r.depth)
-                & (table.method == r.method) & np.isclose(table.lr, r.lr) & np.isclose(table.fraction, r.fraction)]
+    sel = table[
+        (table.dataset == r.dataset)
+        & (table.p == r.p)
+        & (table.init == r.init)
+        & (table.depth == r.depth)
+        & (table.method == r.method)
+        & np.isclose(table.lr, r.lr)
+        & np.isclose(table.fraction, r.fraction)
+    ]
     v = sel.to_target.where(sel.to_target >= 0, np.inf).values.astype(float)
     if not len(v) or not np.isfinite(v).all():
         return stats.Estimate(float(r.iterations), float("nan"))
@@ -113,10 +135,20 @@ def _resolution(table: pd.DataFrame | None, r) -> float:
     stability, where what a finer grid gains is not estimated here; the evidence says which rows these are)."""
     if table is None:
         return 0.0
-    sel = table[(table.dataset == r.dataset) & (table.p == r.p) & (table.init == r.init) & (table.depth == r.depth)
-                & (table.method == r.method) & np.isclose(table.fraction, r.fraction)]
-    per = sel.assign(it=sel.to_target.where(sel.to_target >= 0, np.nan)).groupby("lr").it.agg(
-        lambda v: v.mean() if v.notna().all() else np.nan).sort_index()
+    sel = table[
+        (table.dataset == r.dataset)
+        & (table.p == r.p)
+        & (table.init == r.init)
+        & (table.depth == r.depth)
+        & (table.method == r.method)
+        & np.isclose(table.fraction, r.fraction)
+    ]
+    per = (
+        sel.assign(it=sel.to_target.where(sel.to_target >= 0, np.nan))
+        .groupby("lr")
+        .it.agg(lambda v: v.mean() if v.notna().all() else np.nan)
+        .sort_index()
+    )
     lrs = per.index.values
     i = int(np.argmin(np.abs(np.log(lrs) - np.log(r.lr)))) if len(lrs) else -1
     if i < 0 or not np.isfinite(per.iloc[i]):
@@ -159,7 +191,17 @@ def depth_claims(best: pd.DataFrame, small_gain: float, table: pd.DataFrame | No
         else:
             continue
         if f is None:
-            out.append(judge(claim, statement, "iterations", subject, None, f"iterations to the targets: {shown}", why_none=_budget(g)))
+            out.append(
+                judge(
+                    claim,
+                    statement,
+                    "iterations",
+                    subject,
+                    None,
+                    f"iterations to the targets: {shown}",
+                    why_none=_budget(g),
+                )
+            )
             continue
         at = g[g.fraction == f]
         one = at[at.depth == 1].iloc[0]
@@ -167,10 +209,19 @@ def depth_claims(best: pd.DataFrame, small_gain: float, table: pd.DataFrame | No
         deep = at[at.depth > 1]
         budget = []
         if claim == "A1":
-            t = all_of(*[exceeds(stats.difference(e1, _iters(table, r)), 0.0, what=f"depth 1 - depth {int(r.depth)} iterations")
-                         for r in deep.itertuples()])
-            verdict = (f"judged at f = {f:g}: depth 1 {int(base)}, depths >= 2 " + ", ".join(f"{int(v)}" for v in deep.iterations)
-                       + f"; the nearest: {t.text('.4g')}")
+            t = all_of(
+                *[
+                    exceeds(
+                        stats.difference(e1, _iters(table, r)), 0.0, what=f"depth 1 - depth {int(r.depth)} iterations"
+                    )
+                    for r in deep.itertuples()
+                ]
+            )
+            verdict = (
+                f"judged at f = {f:g}: depth 1 {int(base)}, depths >= 2 "
+                + ", ".join(f"{int(v)}" for v in deep.iterations)
+                + f"; the nearest: {t.text('.4g')}"
+            )
         else:
             fast = deep.loc[deep.iterations.idxmin()]
             gain = base / float(fast.iterations)
@@ -178,10 +229,21 @@ def depth_claims(best: pd.DataFrame, small_gain: float, table: pd.DataFrame | No
             verdict = f"judged at f = {f:g}: the best depth >= 2 is x{gain:.2f} faster than depth 1 ({t.text('.3g')})"
             tightest = float(g.fraction.min())
             if f > tightest:
-                budget = [f"budget: judged at the loose target f = {f:g}, since not every depth reaches the tightest, f = "
-                          f"{tightest:g}, within its budget (a loose target measures the well-conditioned phase; grow the budget)"]
-        out.append(judge(claim, statement, "iterations", subject, t, f"{verdict}; iterations to the targets: {shown}",
-                         [_edges(at)] + budget))
+                budget = [
+                    f"budget: judged at the loose target f = {f:g}, since not every depth reaches the tightest, f = "
+                    f"{tightest:g}, within its budget (a loose target measures the well-conditioned phase; grow the budget)"
+                ]
+        out.append(
+            judge(
+                claim,
+                statement,
+                "iterations",
+                subject,
+                t,
+                f"{verdict}; iterations to the targets: {shown}",
+                [_edges(at)] + budget,
+            )
+        )
     return out
 
 
@@ -195,37 +257,59 @@ def _flow_set(g: pd.DataFrame, tol: float) -> list[float]:
     return sorted(flow)
 
 
-def rule_claims(table: pd.DataFrame, best: pd.DataFrame, tracking: float, same_speed: float, tol: float) -> list[Verdict]:
+def rule_claims(
+    table: pd.DataFrame, best: pd.DataFrame, tracking: float, same_speed: float, tol: float
+) -> list[Verdict]:
     out = []
     nets = table[(table.method == "gd") & (table.init == "balanced") & (table.depth > 1)]
     col = "late_distance" if "late_distance" in table else "max_distance"
     for (d, p, N), g in nets.groupby(["dataset", "p", "depth"]):
         subject = f"{d}, l_{p}, depth {N}"
         flow = _flow_set(g, tol)
-        b = best[(best.dataset == d) & (best.p == p) & (best.init == "balanced") & (best.depth == N) & (best.method == "gd")
-                 & np.isfinite(best.lr)].sort_values("fraction")
+        b = best[
+            (best.dataset == d)
+            & (best.p == p)
+            & (best.init == "balanced")
+            & (best.depth == N)
+            & (best.method == "gd")
+            & np.isfinite(best.lr)
+        ].sort_values("fraction")
         beside = ""
         if len(b):
             at_best = g[np.isclose(g.lr, b.lr.iloc[0]) & np.isclose(g.fraction, b.fraction.iloc[0])]
-            beside = (f"; beside, not judged: at the best rate {b.lr.iloc[0]:.3g} (f = {b.fraction.iloc[0]:g}) the distance reaches "
-                      f"{at_best[col].max():.3g}")
+            beside = (
+                f"; beside, not judged: at the best rate {b.lr.iloc[0]:.3g} (f = {b.fraction.iloc[0]:g}) the distance reaches "
+                f"{at_best[col].max():.3g}"
+            )
         per_rate = g.groupby("lr").flow_difference.first()
         flows = ", ".join(f"{lr:.3g}: {v:.3g}" for lr, v in per_rate.items() if np.isfinite(v))
-        statement_a = (f"the end-to-end rule tracks the depth-N net in the flow limit (distance vanishing as eta^{MIN_SLOPE:g} or "
-                       f"faster, <= {tracking:g} at the smallest rate)")
-        statement_b = f"the end-to-end rule accelerates as the net does in the flow regime (iterations within x{same_speed:g})"
+        statement_a = (
+            f"the end-to-end rule tracks the depth-N net in the flow limit (distance vanishing as eta^{MIN_SLOPE:g} or "
+            f"faster, <= {tracking:g} at the smallest rate)"
+        )
+        statement_b = (
+            f"the end-to-end rule accelerates as the net does in the flow regime (iterations within x{same_speed:g})"
+        )
         if not flow:
             why = f"no rate lies in the gradient-flow regime (flow difference < {tol:g}; per rate: {flows or 'none computable'})"
-            out += [judge("A3", s, fig, subject, None, "", why_none=why) for s, fig in ((statement_a, "distance"), (statement_b, "iterations"))]
+            out += [
+                judge("A3", s, fig, subject, None, "", why_none=why)
+                for s, fig in ((statement_a, "distance"), (statement_b, "iterations"))
+            ]
             continue
         at = g[g.lr.apply(lambda lr: any(np.isclose(lr, f) for f in flow))]  # noqa: B023 (applied here, in the loop)
         per = at.groupby(["fraction", "lr"]).agg(net=("to_target", "min"), rule=("rule_to_target", "min")).reset_index()
         reached = per[(per.net >= 0) & (per.rule >= 0)]
         ok = reached.groupby("fraction").lr.nunique()
         if ok.empty:
-            why = (f"budget: at the flow rates {', '.join(f'{r:.3g}' for r in flow)} the net and its rule reach no target "
-                   f"before the batch stopped (iteration {int(at.stopped_at.max())})")
-            out += [judge("A3", s, fig, subject, None, "", why_none=why) for s, fig in ((statement_a, "distance"), (statement_b, "iterations"))]
+            why = (
+                f"budget: at the flow rates {', '.join(f'{r:.3g}' for r in flow)} the net and its rule reach no target "
+                f"before the batch stopped (iteration {int(at.stopped_at.max())})"
+            )
+            out += [
+                judge("A3", s, fig, subject, None, "", why_none=why)
+                for s, fig in ((statement_a, "distance"), (statement_b, "iterations"))
+            ]
             continue
         # the target that the most flow rates reach (net and rule, every seed), the tightest among equals: a small rate
         # needs ~1/eta iterations, so the smallest flow rates may not reach any target within the batch's budget
@@ -234,42 +318,99 @@ def rule_claims(table: pd.DataFrame, best: pd.DataFrame, tracking: float, same_s
         missing = [r for r in flow if not any(np.isclose(r, j) for j in judged)]
         rows = at[np.isclose(at.fraction, f) & at.lr.apply(lambda lr: any(np.isclose(lr, j) for j in judged))]  # noqa: B023 (applied here)
         # per judged rate, the distance's mean and SE over the seeds (a seed whose excess loss never fell by half: NaN, left out)
-        seeds = {float(lr): e for lr, h in rows.groupby("lr") if np.isfinite((e := stats.over_seeds(h[col].values)).value)}
+        seeds = {
+            float(lr): e for lr, h in rows.groupby("lr") if np.isfinite((e := stats.over_seeds(h[col].values)).value)
+        }
         dist = pd.Series({lr: e.value for lr, e in seeds.items()}, dtype=float).sort_index()
-        where = (f"over the flow rates {', '.join(f'{r:.3g}' for r in flow)} (flow difference < {tol:g}; per rate: {flows}), "
-                 f"judged at f = {f:g} over the {len(judged)} that reach it"
-                 + (f" ({', '.join(f'{r:.3g}' for r in missing)} did not by iteration {int(at.stopped_at.max())})" if missing else ""))
+        where = (
+            f"over the flow rates {', '.join(f'{r:.3g}' for r in flow)} (flow difference < {tol:g}; per rate: {flows}), "
+            f"judged at f = {f:g} over the {len(judged)} that reach it"
+            + (
+                f" ({', '.join(f'{r:.3g}' for r in missing)} did not by iteration {int(at.stopped_at.max())})"
+                if missing
+                else ""
+            )
+        )
         if dist.empty:
-            out += [judge("A3", s, fig, subject, None, where, why_none="no distance could be measured at the flow rates that "
-                          "reach the target (the excess loss never fell by half)") for s, fig in ((statement_a, "distance"), (statement_b, "iterations"))]
+            out += [
+                judge(
+                    "A3",
+                    s,
+                    fig,
+                    subject,
+                    None,
+                    where,
+                    why_none="no distance could be measured at the flow rates that "
+                    "reach the target (the excess loss never fell by half)",
+                )
+                for s, fig in ((statement_a, "distance"), (statement_b, "iterations"))
+            ]
             continue
         if len(dist) >= 2:
             # the slope's SE: its residuals', or the larger one the seeds' spread carries (log of a mean: se / mean)
-            slope = stats.slope(np.log(dist.index.values), np.log(dist.values), how="loglog",
-                                point_se=[seeds[lr].se / v for lr, v in dist.items()])
-            t = all_of(exceeds(slope, MIN_SLOPE, what="the slope of log distance against log eta"),
-                       exceeds(seeds[dist.index[0]], tracking, below=True, what="the distance at the smallest flow rate"))
-            ev = (f"{where}: distance per rate " + ", ".join(f"{lr:.3g}: {v:.3g}" for lr, v in dist.items())
-                  + f"; slope {slope} (need >= {MIN_SLOPE:g}); at the smallest rate {dist.iloc[0]:.3g} (need <= {tracking:g}){beside}")
+            slope = stats.slope(
+                np.log(dist.index.values),
+                np.log(dist.values),
+                how="loglog",
+                point_se=[seeds[lr].se / v for lr, v in dist.items()],
+            )
+            t = all_of(
+                exceeds(slope, MIN_SLOPE, what="the slope of log distance against log eta"),
+                exceeds(seeds[dist.index[0]], tracking, below=True, what="the distance at the smallest flow rate"),
+            )
+            ev = (
+                f"{where}: distance per rate "
+                + ", ".join(f"{lr:.3g}: {v:.3g}" for lr, v in dist.items())
+                + f"; slope {slope} (need >= {MIN_SLOPE:g}); at the smallest rate {dist.iloc[0]:.3g} (need <= {tracking:g}){beside}"
+            )
             out.append(judge("A3", statement_a, "distance", subject, t, ev))
         else:
-            out.append(judge("A3", statement_a, "distance", subject, None,
-                             f"{where}: distance at {dist.index[0]:.3g}: {dist.iloc[0]:.3g}{beside}",
-                             why_none="a limit needs at least two rates in the flow regime " + (
-                                 "(add a smaller rate to the grid)" if len(flow) < 2 else
-                                 "that reach a target: only one does within the budget (raise max_iterations)")))
+            out.append(
+                judge(
+                    "A3",
+                    statement_a,
+                    "distance",
+                    subject,
+                    None,
+                    f"{where}: distance at {dist.index[0]:.3g}: {dist.iloc[0]:.3g}{beside}",
+                    why_none="a limit needs at least two rates in the flow regime "
+                    + (
+                        "(add a smaller rate to the grid)"
+                        if len(flow) < 2
+                        else "that reach a target: only one does within the budget (raise max_iterations)"
+                    ),
+                )
+            )
         top = rows[np.isclose(rows.lr, max(judged))]
         net_it = top.to_target.where(top.to_target >= 0, np.inf).mean()
         rule_it = top.rule_to_target.where(top.rule_to_target >= 0, np.inf).mean()
         ratio = rule_it / net_it if np.isfinite(net_it) and np.isfinite(rule_it) else np.nan
         # per seed, net and rule start from the same point: the log ratio per seed, its mean and SE over the seeds
-        logr = stats.over_seeds(np.log(top.rule_to_target.values / top.to_target.values)) if np.isfinite(ratio) else None
-        t = (exceeds(stats.Estimate(abs(logr.value), logr.se, logr.n, "seeds"), float(np.log(same_speed)), below=True,
-                     what="|log(rule / net iterations)|") if logr is not None else None)
-        out.append(judge("A3", statement_b, "iterations", subject, t,
-                         f"at the largest flow rate {max(judged):.3g}, f = {f:g}: net {net_it:.1f}, rule {rule_it:.1f} iterations "
-                         f"(ratio {ratio:.3f}; |log ratio| over seeds {t.text('.3g') if t is not None else 'n/a'})",
-                         why_none="a seed of the net or its rule did not reach the target"))
+        logr = (
+            stats.over_seeds(np.log(top.rule_to_target.values / top.to_target.values)) if np.isfinite(ratio) else None
+        )
+        t = (
+            exceeds(
+                stats.Estimate(abs(logr.value), logr.se, logr.n, "seeds"),
+                float(np.log(same_speed)),
+                below=True,
+                what="|log(rule / net iterations)|",
+            )
+            if logr is not None
+            else None
+        )
+        out.append(
+            judge(
+                "A3",
+                statement_b,
+                "iterations",
+                subject,
+                t,
+                f"at the largest flow rate {max(judged):.3g}, f = {f:g}: net {net_it:.1f}, rule {rule_it:.1f} iterations "
+                f"(ratio {ratio:.3f}; |log ratio| over seeds {t.text('.3g') if t is not None else 'n/a'})",
+                why_none="a seed of the net or its rule did not reach the target",
+            )
+        )
     return out
 
 
@@ -282,7 +423,9 @@ def baseline_claims(best: pd.DataFrame, table: pd.DataFrame | None = None) -> li
             continue
         compared = pd.concat([deep, judged])
         f, shown = _judged(compared)
-        _, beside = _judged(g[g.method.isin(["adam", "momentum"])]) if g.method.isin(["adam", "momentum"]).any() else (None, "")
+        _, beside = (
+            _judged(g[g.method.isin(["adam", "momentum"])]) if g.method.isin(["adam", "momentum"]).any() else (None, "")
+        )
         statement = "l_4 regression: depth beats AdaGrad and AdaDelta at their best rates"
         ev = f"iterations to the targets: {shown}" + (f"; beside, not judged: {beside}" if beside else "")
         if f is None:
@@ -292,22 +435,43 @@ def baseline_claims(best: pd.DataFrame, table: pd.DataFrame | None = None) -> li
         fast = at[at.method == "gd"].loc[at[at.method == "gd"].iterations.idxmin()]
         fastest = float(fast.iterations)
         others = at[at.method != "gd"]
-        t = all_of(*[exceeds(stats.difference(_with_resolution(table, r), _with_resolution(table, fast)), 0.0,
-                             what=f"{r.method} - depth {int(fast.depth)} iterations") for r in others.itertuples()])
+        t = all_of(
+            *[
+                exceeds(
+                    stats.difference(_with_resolution(table, r), _with_resolution(table, fast)),
+                    0.0,
+                    what=f"{r.method} - depth {int(fast.depth)} iterations",
+                )
+                for r in others.itertuples()
+            ]
+        )
         res = {_name(r): _resolution(table, r) for r in [fast, *others.itertuples()]}
-        out.append(judge("A4", statement, "iterations", d, t,
-                         f"judged at f = {f:g}: fastest depth >= 2 (balanced) {int(fastest)}, " + ", ".join(
-                             f"{r.method} {int(r.iterations)}" for r in others.itertuples())
-                         + "; the rate grid's resolution (iterations a finer grid could save, in the SE as res / sqrt 3): "
-                         + ", ".join(f"{k} {v:.3g}" for k, v in res.items()) + f"; {ev}", [_edges(at)]))
+        out.append(
+            judge(
+                "A4",
+                statement,
+                "iterations",
+                d,
+                t,
+                f"judged at f = {f:g}: fastest depth >= 2 (balanced) {int(fastest)}, "
+                + ", ".join(f"{r.method} {int(r.iterations)}" for r in others.itertuples())
+                + "; the rate grid's resolution (iterations a finer grid could save, in the SE as res / sqrt 3): "
+                + ", ".join(f"{k} {v:.3g}" for k, v in res.items())
+                + f"; {ev}",
+                [_edges(at)],
+            )
+        )
     return out
 
 
 def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
     table = tables["iterations"]
     best = best_rates(table)
-    verdicts = (depth_claims(best, spec.small_gain, table)
-                + rule_claims(table, best, spec.tracking, spec.same_speed, spec.flow_tolerance) + baseline_claims(best, table))
+    verdicts = (
+        depth_claims(best, spec.small_gain, table)
+        + rule_claims(table, best, spec.tracking, spec.same_speed, spec.flow_tolerance)
+        + baseline_claims(best, table)
+    )
     return verdicts, [spec.scale_note, *NOTES]
 
 
@@ -320,8 +484,10 @@ def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
     root = "studies.acceleration"
     if v.claim == "A3" or "budget" in v.reason or "max_iterations" in v.reason:
         its = decide.get(cfg, f"{root}.max_iterations")
-        return decide.Suggestion(f"max_iterations {10 * its} with patience_factor 30",
-                                 [(f"{root}.max_iterations", 10 * its), (f"{root}.patience_factor", 30)])
+        return decide.Suggestion(
+            f"max_iterations {10 * its} with patience_factor 30",
+            [(f"{root}.max_iterations", 10 * its), (f"{root}.patience_factor", 30)],
+        )
     more = decide.generic(v, cfg, seeds=lambda v: (f"{root}.seeds", "every task"))
     if more is not None:  # the patience rule needs a factor of at least the number of seeds (the schema's rule)
         n = max(len(val) for k, val in more.changes if k == f"{root}.seeds")
@@ -333,6 +499,10 @@ def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
         n = decide.get(cfg, f"{root}.lr_points")
         per = (n - 1) / (hi - lo) if hi > lo and n > 1 else 4.0
         new = [lo - 1.0 if "lower end" in v.reason else lo, hi + 1.0 if "upper end" in v.reason else hi]
-        parts.append(decide.Suggestion(f"log10_lr_range {new}", [(f"{root}.log10_lr_range", new),
-                                                                 (f"{root}.lr_points", n + round(per * (new[1] - new[0] - hi + lo)))]))
+        parts.append(
+            decide.Suggestion(
+                f"log10_lr_range {new}",
+                [(f"{root}.log10_lr_range", new), (f"{root}.lr_points", n + round(per * (new[1] - new[0] - hi + lo)))],
+            )
+        )
     return decide.combine(*parts)

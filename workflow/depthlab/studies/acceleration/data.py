@@ -40,6 +40,9 @@ def make_data(spec: "DataSpec", inputs: dict, ctx=None) -> xr.Dataset:
             "covariance_eigenvalues": (("feature",), eig[::-1].copy()),
         },
         coords={"p": ps, "fraction": fractions},
-        attrs={"dataset": name, "condition_number": float(eig[-1] / max(eig[0], 1e-300)),
-               "covariance_decay": spec.synthetic.decay if spec.synthetic is not None else "n/a"},
+        attrs={
+            "dataset": name,
+            "condition_number": float(eig[-1] / max(eig[0], 1e-300)),
+            "covariance_decay": spec.synthetic.decay if spec.synthetic is not None else "n/a",
+        },
     )

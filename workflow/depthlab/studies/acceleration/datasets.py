@@ -52,7 +52,9 @@ def uci_files(path: str | Path) -> list[Path]:
             raise DataError(f"{p} holds no batch*.dat file (the UCI Gas Sensor Array Drift data set's batches)")
         return files
     if not p.is_file():
-        raise DataError(f"{p} does not exist (give a batch*.dat file of the UCI Gas Sensor Array Drift data set, or their folder)")
+        raise DataError(
+            f"{p} does not exist (give a batch*.dat file of the UCI Gas Sensor Array Drift data set, or their folder)"
+        )
     return [p]
 
 
@@ -76,7 +78,9 @@ def read_uci(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
                 if len(feats) != UCI_FEATURES:
                     raise ValueError(f"{len(feats)} features, expected {UCI_FEATURES}")
             except (ValueError, IndexError) as e:
-                raise DataError(f"{f}, line {i}: not '<class>;<concentration> 1:v ... {UCI_FEATURES}:v' ({e})") from None
+                raise DataError(
+                    f"{f}, line {i}: not '<class>;<concentration> 1:v ... {UCI_FEATURES}:v' ({e})"
+                ) from None
             xs.append(row)
             ys.append(float(conc))
     if len(ys) < 2:

@@ -84,18 +84,32 @@ def iterations_table(inputs: list[StoreInput]) -> pd.DataFrame:
                 final = final[np.isfinite(final)]
                 for k, f in enumerate(fracs):
                     it = int(ds.to_target.values[i, s, k])
-                    row = {"dataset": a["dataset"], "p": int(a["p"]), "init": a["init"] if net else "balanced",
-                           "depth": int(a["depth"]) if net else 1, "method": "gd" if net else a["method"], "lr": float(lr),
-                           "seed": int(sd), "fraction": float(f), "to_target": it, "stopped_at": int(a["stopped_at"]),
-                           "diverged": bool(ds.diverged_at.values[i, s] >= 0), "final_loss": float(final[-1]) if len(final) else np.nan,
-                           "optimum_loss": float(a["optimum_loss"]), "target_loss": float(ds.target_loss.values[k])}
+                    row = {
+                        "dataset": a["dataset"],
+                        "p": int(a["p"]),
+                        "init": a["init"] if net else "balanced",
+                        "depth": int(a["depth"]) if net else 1,
+                        "method": "gd" if net else a["method"],
+                        "lr": float(lr),
+                        "seed": int(sd),
+                        "fraction": float(f),
+                        "to_target": it,
+                        "stopped_at": int(a["stopped_at"]),
+                        "diverged": bool(ds.diverged_at.values[i, s] >= 0),
+                        "final_loss": float(final[-1]) if len(final) else np.nan,
+                        "optimum_loss": float(a["optimum_loss"]),
+                        "target_loss": float(ds.target_loss.values[k]),
+                    }
                     if net:
                         upto = np.searchsorted(ds.step.values, it if it >= 0 else ds.step.values[-1], side="right")
                         dist = ds.distance.values[i, s, :upto]
                         late = dist[_fallen(ds.loss.values[i, s, :upto], float(a["optimum_loss"]))]
-                        row.update(rule_to_target=int(ds.rule_to_target.values[i, s, k]),
-                                   max_distance=float(np.nanmax(dist)) if np.isfinite(dist).any() else np.nan,
-                                   late_distance=float(np.nanmax(late)) if np.isfinite(late).any() else np.nan, flow_difference=flow)
+                        row.update(
+                            rule_to_target=int(ds.rule_to_target.values[i, s, k]),
+                            max_distance=float(np.nanmax(dist)) if np.isfinite(dist).any() else np.nan,
+                            late_distance=float(np.nanmax(late)) if np.isfinite(late).any() else np.nan,
+                            flow_difference=flow,
+                        )
                     rows.append(row)
     return pd.DataFrame(rows)
 
@@ -107,16 +121,29 @@ def best_rates(table: pd.DataFrame) -> pd.DataFrame:
     edge), and ``reached_below``: where nothing reached it, the iterations every run went on without reaching it (a lower
     bound on the iterations it needs)."""
     t = table.assign(iters=np.where(table.to_target >= 0, table.to_target, np.inf))
-    per = t.groupby(GROUP + ["fraction", "lr"]).agg(iters=("iters", "mean"), diverged=("diverged", "any"),
-                                                    stopped=("stopped_at", "max")).reset_index()
+    per = (
+        t.groupby(GROUP + ["fraction", "lr"])
+        .agg(iters=("iters", "mean"), diverged=("diverged", "any"), stopped=("stopped_at", "max"))
+        .reset_index()
+    )
     out = []
     for key, g in per.groupby(GROUP + ["fraction"]):
         g = g.sort_values("lr")
         c = choose(g.lr.values, g.iters.where(np.isfinite(g.iters), np.nan).values, g.diverged.values)
-        row = {**dict(zip(GROUP + ["fraction"], key)), "lr": np.nan, "iterations": np.nan, "lr_edge": "",
-               "reached_below": float(g.stopped.max())}
+        row = {
+            **dict(zip(GROUP + ["fraction"], key)),
+            "lr": np.nan,
+            "iterations": np.nan,
+            "lr_edge": "",
+            "reached_below": float(g.stopped.max()),
+        }
         if c.index >= 0:
-            row.update(lr=float(g.lr.iloc[c.index]), iterations=float(g.iters.iloc[c.index]), lr_edge=c.edge, reached_below=np.nan)
+            row.update(
+                lr=float(g.lr.iloc[c.index]),
+                iterations=float(g.iters.iloc[c.index]),
+                lr_edge=c.edge,
+                reached_below=np.nan,
+            )
         out.append(row)
     return pd.DataFrame(out)
 
@@ -129,7 +156,9 @@ def flow_rates(table: pd.DataFrame, tol: float) -> pd.DataFrame:
     out = []
     for key, g in per.groupby(["dataset", "p", "init", "depth"]):
         ok = g[g.flow_difference < tol]
-        out.append({**dict(zip(["dataset", "p", "init", "depth"], key)), "flow_lr": float(ok.lr.max()) if len(ok) else np.nan})
+        out.append(
+            {**dict(zip(["dataset", "p", "init", "depth"], key)), "flow_lr": float(ok.lr.max()) if len(ok) else np.nan}
+        )
     return pd.DataFrame(out)
 
 
@@ -141,10 +170,18 @@ def curves_table(inputs: list[StoreInput], best: pd.DataFrame, flow: pd.DataFram
         if inp.stage != "train":
             continue
         ds, a = inp.data, inp.data.attrs
-        key = (best.dataset == a["dataset"]) & (best.p == a["p"]) & (best.init == a["init"]) & (best.depth == a["depth"]) & (best.method == "gd")
+        key = (
+            (best.dataset == a["dataset"])
+            & (best.p == a["p"])
+            & (best.init == a["init"])
+            & (best.depth == a["depth"])
+            & (best.method == "gd")
+        )
         b = best[key & np.isfinite(best.lr)].sort_values("fraction")
         chosen = [("best", float(b.lr.iloc[0]))] if len(b) else []
-        f = flow[(flow.dataset == a["dataset"]) & (flow.p == a["p"]) & (flow.init == a["init"]) & (flow.depth == a["depth"])]
+        f = flow[
+            (flow.dataset == a["dataset"]) & (flow.p == a["p"]) & (flow.init == a["init"]) & (flow.depth == a["depth"])
+        ]
         if len(f) and np.isfinite(f.flow_lr.iloc[0]):
             chosen.append(("flow", float(f.flow_lr.iloc[0])))
         for which, lr in chosen:
@@ -153,11 +190,22 @@ def curves_table(inputs: list[StoreInput], best: pd.DataFrame, flow: pd.DataFram
                 loss = ds.loss.values[i, :, k]
                 if not np.isfinite(loss).any():
                     continue
-                rows.append({"dataset": a["dataset"], "p": int(a["p"]), "init": a["init"], "depth": int(a["depth"]), "which": which,
-                             "lr": float(ds.lr.values[i]), "step": int(step), "loss": float(seed_mean(loss)),
-                             "rule_loss": float(seed_mean(ds.rule_loss.values[i, :, k])),
-                             "distance": float(seed_mean(ds.distance.values[i, :, k])),
-                             "optimum_loss": float(a["optimum_loss"]), "target_loss": float(ds.target_loss.values[-1])})
+                rows.append(
+                    {
+                        "dataset": a["dataset"],
+                        "p": int(a["p"]),
+                        "init": a["init"],
+                        "depth": int(a["depth"]),
+                        "which": which,
+                        "lr": float(ds.lr.values[i]),
+                        "step": int(step),
+                        "loss": float(seed_mean(loss)),
+                        "rule_loss": float(seed_mean(ds.rule_loss.values[i, :, k])),
+                        "distance": float(seed_mean(ds.distance.values[i, :, k])),
+                        "optimum_loss": float(a["optimum_loss"]),
+                        "target_loss": float(ds.target_loss.values[-1]),
+                    }
+                )
     return pd.DataFrame(rows)
 
 

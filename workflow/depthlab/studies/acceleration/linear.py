@@ -122,7 +122,9 @@ def rule_step(w: torch.Tensor, g: torch.Tensor, lr: torch.Tensor, N: int, weight
     w.sub_(lr2 * step)
 
 
-def balanced_init(M: int, d: int, h: int, N: int, scale: float, gen: torch.Generator, dtype=torch.float64) -> list[torch.Tensor]:
+def balanced_init(
+    M: int, d: int, h: int, N: int, scale: float, gen: torch.Generator, dtype=torch.float64
+) -> list[torch.Tensor]:
     """Balanced near-zero factors with |w_e| = scale: W_1 = s a_1 r^T, W_j = s a_j a_{j-1}^T, W_N = s a_{N-1}^T
     (r, a_j random unit vectors, s = scale^(1/N)), so W_{j+1}^T W_{j+1} = s^2 a_j a_j^T = W_j W_j^T exactly."""
     s = scale ** (1.0 / N)
@@ -138,7 +140,9 @@ def balanced_init(M: int, d: int, h: int, N: int, scale: float, gen: torch.Gener
     return Ws
 
 
-def gaussian_init(M: int, d: int, h: int, N: int, scale: float, gen: torch.Generator, dtype=torch.float64) -> list[torch.Tensor]:
+def gaussian_init(
+    M: int, d: int, h: int, N: int, scale: float, gen: torch.Generator, dtype=torch.float64
+) -> list[torch.Tensor]:
     """Independent Gaussian factors (not balanced), scaled together so that |w_e| = scale: every entry N(0, 1), then
     every factor times (scale / |W_N ... W_1|)^(1/N).  The same |w_e(0)| as the balanced start, so a depth-N run and the
     depth-1 run from this kind of start begin equally far from zero (a fixed entry std would put w_e of depth 1 at
@@ -181,5 +185,7 @@ def starts(init: str, seeds, d: int, h: int, N: int, scale: float, reps: int, de
     per_seed = []
     for s in seeds:
         gen = torch.Generator().manual_seed(seed(s, "accel_init"))
-        per_seed.append(balanced_init(1, d, h, N, scale, gen) if init == "balanced" else gaussian_init(1, d, h, N, scale, gen))
+        per_seed.append(
+            balanced_init(1, d, h, N, scale, gen) if init == "balanced" else gaussian_init(1, d, h, N, scale, gen)
+        )
     return [torch.cat([f[j] for f in per_seed] * reps).to(device) for j in range(len(per_seed[0]))]

@@ -14,11 +14,18 @@ METHODS = ("gd", "momentum", "adagrad", "adadelta", "adam")
 
 def init_state(method: str, w: torch.Tensor) -> dict[str, torch.Tensor]:
     z = torch.zeros_like(w)
-    return {"gd": {}, "momentum": {"buf": z.clone()}, "adagrad": {"sum": z.clone()}, "adadelta": {"v": z.clone(), "u": z.clone()},
-            "adam": {"m": z.clone(), "v": z.clone()}}[method]
+    return {
+        "gd": {},
+        "momentum": {"buf": z.clone()},
+        "adagrad": {"sum": z.clone()},
+        "adadelta": {"v": z.clone(), "u": z.clone()},
+        "adam": {"m": z.clone(), "v": z.clone()},
+    }[method]
 
 
-def step(method: str, w: torch.Tensor, g: torch.Tensor, lr: torch.Tensor, state: dict[str, torch.Tensor], t: int) -> None:
+def step(
+    method: str, w: torch.Tensor, g: torch.Tensor, lr: torch.Tensor, state: dict[str, torch.Tensor], t: int
+) -> None:
     """One in-place step of ``method`` at iteration t = 1, 2, ...: w, g [M, d], lr [M]."""
     lr = lr.view(-1, 1)
     if method == "gd":

@@ -29,15 +29,19 @@ def check(sec: dict, config: dict) -> None:
         from .datasets import DataError, uci_files
 
         if not sec.get("uci_file"):
-            raise ConfigError(f"config error at {where}.uci_file: dataset uci needs the path of your copy of the UCI Gas Sensor "
-                              "Array Drift data (a batch*.dat file or their folder); nothing is downloaded")
+            raise ConfigError(
+                f"config error at {where}.uci_file: dataset uci needs the path of your copy of the UCI Gas Sensor "
+                "Array Drift data (a batch*.dat file or their folder); nothing is downloaded"
+            )
         try:
             uci_files(sec["uci_file"])
         except DataError as e:
             raise ConfigError(f"config error at {where}.uci_file: {e}") from None
     if sec["patience_factor"] < len(sec["seeds"]):
-        raise ConfigError(f"config error at {where}.patience_factor: {sec['patience_factor']:g} is below the number of seeds "
-                          f"({len(sec['seeds'])}); a batch stopped then could miss a rate whose mean over seeds is the best")
+        raise ConfigError(
+            f"config error at {where}.patience_factor: {sec['patience_factor']:g} is below the number of seeds "
+            f"({len(sec['seeds'])}); a batch stopped then could miss a rate whose mean over seeds is the best"
+        )
     lo, hi = sec["log10_lr_range"]
     if not lo < hi:
         raise ConfigError(f"config error at {where}.log10_lr_range: need low < high, got [{lo}, {hi}]")
@@ -112,9 +116,14 @@ class DataSpec(Spec):
         s = section(config)
         syn = s["synthetic"]
         decay = float(job.dataset.removeprefix("synthetic-j")) if job.dataset.startswith("synthetic-j") else None
-        return cls(job=job, synthetic=Synthetic(syn["n"], syn["d"], decay, float(syn["noise"])) if decay is not None else None,
-                   uci_file=str(s["uci_file"]) if job.dataset == "uci" else None, ps=tuple(sorted(s["ps"])),
-                   target_fractions=tuple(sorted((float(f) for f in s["target_fractions"]), reverse=True)), seed=config["seed"])
+        return cls(
+            job=job,
+            synthetic=Synthetic(syn["n"], syn["d"], decay, float(syn["noise"])) if decay is not None else None,
+            uci_file=str(s["uci_file"]) if job.dataset == "uci" else None,
+            ps=tuple(sorted(s["ps"])),
+            target_fractions=tuple(sorted((float(f) for f in s["target_fractions"]), reverse=True)),
+            seed=config["seed"],
+        )
 
     def shape(self) -> tuple[int, int]:
         """(examples, features): the synthetic task's, diabetes' 442 x 10, the UCI ethanol subset's at most 3000 x 128."""
@@ -129,9 +138,13 @@ class DataSpec(Spec):
 
 def _run_fields(config: dict) -> dict:
     s = section(config)
-    return {"log10_lr_range": tuple(float(v) for v in s["log10_lr_range"]), "lr_points": s["lr_points"],
-            "budget": Budget(s["max_iterations"], s["min_iterations"], float(s["patience_factor"])), "seeds": tuple(s["seeds"]),
-            "init_scale": float(s["init_scale"])}
+    return {
+        "log10_lr_range": tuple(float(v) for v in s["log10_lr_range"]),
+        "lr_points": s["lr_points"],
+        "budget": Budget(s["max_iterations"], s["min_iterations"], float(s["patience_factor"])),
+        "seeds": tuple(s["seeds"]),
+        "init_scale": float(s["init_scale"]),
+    }
 
 
 @dataclass(frozen=True)
@@ -161,14 +174,25 @@ class TrainSpec(Spec):
     @classmethod
     def jobs(cls, config: dict) -> list[TrainJob]:
         s = section(config)
-        return [TrainJob(ds, p, init, N) for ds in datasets(config) for p in sorted(s["ps"]) for init in s["inits"]
-                for N in sorted(s["depths"])]
+        return [
+            TrainJob(ds, p, init, N)
+            for ds in datasets(config)
+            for p in sorted(s["ps"])
+            for init in s["inits"]
+            for N in sorted(s["depths"])
+        ]
 
     @classmethod
     def from_config(cls, config: dict, job: TrainJob) -> "TrainSpec":
         s = section(config)
-        return cls(job=job, data=DataSpec.from_config(config, DataJob(job.dataset)), init=job.init, width=s["width"],
-                   weight_decay=float(s["weight_decay"]), **_run_fields(config))
+        return cls(
+            job=job,
+            data=DataSpec.from_config(config, DataJob(job.dataset)),
+            init=job.init,
+            width=s["width"],
+            weight_decay=float(s["weight_decay"]),
+            **_run_fields(config),
+        )
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("data", DataJob(self.job.dataset))}
@@ -177,7 +201,9 @@ class TrainSpec(Spec):
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         n, d = self.data.shape()
         per_step = n * d + self.job.depth * self.width**2 + self.width * d  # the loss gradient, then the factors
-        return 2.0 * 2 * per_step * self.budget.max_iterations * self.lr_points * len(self.seeds)  # the net and the rule beside it
+        return (
+            2.0 * 2 * per_step * self.budget.max_iterations * self.lr_points * len(self.seeds)
+        )  # the net and the rule beside it
 
     def calls(self) -> float:
         """Full-batch iterations at the budget (rates x seeds stacked), times the factors, for the net and the rule
@@ -236,8 +262,12 @@ class FigureSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: FigureJob) -> "FigureSpec":
         base = tuple(BaselineSpec.jobs(config)) if job.figure == "iterations" else ()
-        return cls(job=job, nets=tuple(TrainSpec.jobs(config)), baselines=base,
-                   flow_tolerance=float(section(config)["flow_tolerance"]))
+        return cls(
+            job=job,
+            nets=tuple(TrainSpec.jobs(config)),
+            baselines=base,
+            flow_tolerance=float(section(config)["flow_tolerance"]),
+        )
 
     def inputs(self) -> dict[str, Ref]:
         refs = [Ref("train", j) for j in self.nets] + [Ref("baseline", j) for j in self.baselines]
@@ -252,21 +282,32 @@ class ClaimsSpec(ClaimsBase):
     small_gain: float  # A2: a speed-up below this factor is "small or absent"
     tracking: float  # A3: the net's w_e within this relative distance of the rule's while the loss falls
     same_speed: float  # A3: the rule's iterations to target within this factor of the net's
-    flow_tolerance: float  # A3: the flow regime (halving the rate changes the loss curve in flow time by less than this)
+    flow_tolerance: (
+        float  # A3: the flow regime (halving the rate changes the loss curve in flow time by less than this)
+    )
     scale_note: str
 
     @classmethod
     def from_config(cls, config: dict, job: ClaimsJob) -> "ClaimsSpec":
         s = section(config)
         syn = s["synthetic"]
-        note = (f"Scale: data {', '.join(datasets(config))} (synthetic: {syn['n']} x {syn['d']}, covariance eigenvalues ~ j^-decay for "
-                f"decay {', '.join(f'{v:g}' for v in syn['decays'])}, noise {syn['noise']:g}), standardised; l_p losses p = "
-                f"{sorted(s['ps'])}; depths {sorted(s['depths'])}, hidden width {s['width']}; starts {', '.join(s['inits'])}, every "
-                f"one at |w_e(0)| = {s['init_scale']:g} (Gaussian: independent Gaussian factors scaled together to that norm); weight "
-                f"decay {s['weight_decay']:g}; full-batch, a budget of {s['max_iterations']} iterations (a batch stops once every run "
-                f"is at the tightest target, or at {s['patience_factor']:g} times the iterations its fastest rate needed, and not "
-                f"before {s['min_iterations']}); {s['lr_points']} rates 10^{s['log10_lr_range'][0]:g} ... "
-                f"10^{s['log10_lr_range'][1]:g} per method and depth, each method at its own best per target (fewest mean "
-                f"iterations, no seed diverged); seeds {list(s['seeds'])}; targets: L* + f (L(0) - L*) for f = "
-                f"{', '.join(f'{f:g}' for f in sorted(s['target_fractions'], reverse=True))}, L* the optimum.")
-        return cls(job=job, small_gain=2.0, tracking=0.1, same_speed=1.25, flow_tolerance=float(s["flow_tolerance"]), scale_note=note)
+        note = (
+            f"Scale: data {', '.join(datasets(config))} (synthetic: {syn['n']} x {syn['d']}, covariance eigenvalues ~ j^-decay for "
+            f"decay {', '.join(f'{v:g}' for v in syn['decays'])}, noise {syn['noise']:g}), standardised; l_p losses p = "
+            f"{sorted(s['ps'])}; depths {sorted(s['depths'])}, hidden width {s['width']}; starts {', '.join(s['inits'])}, every "
+            f"one at |w_e(0)| = {s['init_scale']:g} (Gaussian: independent Gaussian factors scaled together to that norm); weight "
+            f"decay {s['weight_decay']:g}; full-batch, a budget of {s['max_iterations']} iterations (a batch stops once every run "
+            f"is at the tightest target, or at {s['patience_factor']:g} times the iterations its fastest rate needed, and not "
+            f"before {s['min_iterations']}); {s['lr_points']} rates 10^{s['log10_lr_range'][0]:g} ... "
+            f"10^{s['log10_lr_range'][1]:g} per method and depth, each method at its own best per target (fewest mean "
+            f"iterations, no seed diverged); seeds {list(s['seeds'])}; targets: L* + f (L(0) - L*) for f = "
+            f"{', '.join(f'{f:g}' for f in sorted(s['target_fractions'], reverse=True))}, L* the optimum."
+        )
+        return cls(
+            job=job,
+            small_gain=2.0,
+            tracking=0.1,
+            same_speed=1.25,
+            flow_tolerance=float(s["flow_tolerance"]),
+            scale_note=note,
+        )

@@ -35,8 +35,12 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     prob = linear.Problem(X, y, p)
 
     def loss_now(active):
-        return torch.cat([linear.on_rows(prob.loss, linear.end_to_end(Ws), None if active is None else active[:M]),
-                          linear.on_rows(prob.loss, w_rule, None if active is None else active[M:])])
+        return torch.cat(
+            [
+                linear.on_rows(prob.loss, linear.end_to_end(Ws), None if active is None else active[:M]),
+                linear.on_rows(prob.loss, w_rule, None if active is None else active[M:]),
+            ]
+        )
 
     def step(active, t):
         g = linear.on_rows(lambda w: prob.grad(w)[1], linear.end_to_end(Ws), active[:M])
@@ -53,9 +57,25 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
         b = linear.balancedness(Ws)
         return torch.cat([b, b])
 
-    both = run(loss_now, step, spec.budget, targets, S, judged=M, track={"distance": distance, "balancedness": balance},
-               progress=ctx.progress, label=f"{spec.job.dataset} p={p} {spec.init} depth {N} (net and end-to-end rule)")
-    net = Runs(both.steps, both.loss[:M], {k: v[:M] for k, v in both.extra.items()}, both.to_target[:M], both.diverged_at[:M], both.stopped_at)
+    both = run(
+        loss_now,
+        step,
+        spec.budget,
+        targets,
+        S,
+        judged=M,
+        track={"distance": distance, "balancedness": balance},
+        progress=ctx.progress,
+        label=f"{spec.job.dataset} p={p} {spec.init} depth {N} (net and end-to-end rule)",
+    )
+    net = Runs(
+        both.steps,
+        both.loss[:M],
+        {k: v[:M] for k, v in both.extra.items()},
+        both.to_target[:M],
+        both.diverged_at[:M],
+        both.stopped_at,
+    )
     rule = Runs(both.steps, both.loss[M:], {}, both.to_target[M:], both.diverged_at[M:], both.stopped_at)
     C = len(lrs)
 
@@ -65,20 +85,46 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     return xr.Dataset(
         {
             "loss": (("lr", "seed", "step"), grid(net.loss), {"description": "training loss of the depth-N net"}),
-            "rule_loss": (("lr", "seed", "step"), grid(rule.loss), {"description": "training loss of the end-to-end rule"}),
-            "distance": (("lr", "seed", "step"), grid(net.extra["distance"]),
-                         {"description": "|w_e(net) - w(rule)| / |w(rule)|: the net against its end-to-end rule"}),
-            "balancedness": (("lr", "seed", "step"), grid(net.extra["balancedness"]),
-                             {"description": "max_j |W_{j+1}^T W_{j+1} - W_j W_j^T| / |W_j W_j^T|"}),
-            "to_target": (("lr", "seed", "fraction"), grid(net.to_target),
-                          {"description": "iterations to each target loss (-1: not reached before the batch stopped)"}),
+            "rule_loss": (
+                ("lr", "seed", "step"),
+                grid(rule.loss),
+                {"description": "training loss of the end-to-end rule"},
+            ),
+            "distance": (
+                ("lr", "seed", "step"),
+                grid(net.extra["distance"]),
+                {"description": "|w_e(net) - w(rule)| / |w(rule)|: the net against its end-to-end rule"},
+            ),
+            "balancedness": (
+                ("lr", "seed", "step"),
+                grid(net.extra["balancedness"]),
+                {"description": "max_j |W_{j+1}^T W_{j+1} - W_j W_j^T| / |W_j W_j^T|"},
+            ),
+            "to_target": (
+                ("lr", "seed", "fraction"),
+                grid(net.to_target),
+                {"description": "iterations to each target loss (-1: not reached before the batch stopped)"},
+            ),
             "rule_to_target": (("lr", "seed", "fraction"), grid(rule.to_target)),
-            "diverged_at": (("lr", "seed"), grid(net.diverged_at), {"description": "iteration of divergence (-1: none)"}),
+            "diverged_at": (
+                ("lr", "seed"),
+                grid(net.diverged_at),
+                {"description": "iteration of divergence (-1: none)"},
+            ),
             "rule_diverged_at": (("lr", "seed"), grid(rule.diverged_at)),
             "target_loss": (("fraction",), targets),
         },
         coords={"lr": lrs, "seed": list(spec.seeds), "step": net.steps, "fraction": data.fraction.values},
-        attrs={"dataset": spec.job.dataset, "p": p, "depth": N, "init": spec.init, "width": spec.width,
-               "optimum_loss": float(data.optimum_loss.sel(p=p)), "initial_loss": float(data.initial_loss.sel(p=p)),
-               "weight_decay": wd, "stopped_at": int(both.stopped_at), "max_iterations": spec.budget.max_iterations},
+        attrs={
+            "dataset": spec.job.dataset,
+            "p": p,
+            "depth": N,
+            "init": spec.init,
+            "width": spec.width,
+            "optimum_loss": float(data.optimum_loss.sel(p=p)),
+            "initial_loss": float(data.initial_loss.sel(p=p)),
+            "weight_decay": wd,
+            "stopped_at": int(both.stopped_at),
+            "max_iterations": spec.budget.max_iterations,
+        },
     )

@@ -34,9 +34,17 @@ class Runs:
     stopped_at: int  # the iteration at which the batch stopped
 
 
-def run(loss_now: Callable[[torch.Tensor], torch.Tensor], step: Callable[[torch.Tensor, int], None], budget, targets: np.ndarray,
-        seeds: int, judged: int | None = None, track: dict[str, Callable[[], torch.Tensor]] | None = None,
-        progress: Callable[[str], None] | None = None, label: str = "") -> Runs:
+def run(
+    loss_now: Callable[[torch.Tensor], torch.Tensor],
+    step: Callable[[torch.Tensor, int], None],
+    budget,
+    targets: np.ndarray,
+    seeds: int,
+    judged: int | None = None,
+    track: dict[str, Callable[[], torch.Tensor]] | None = None,
+    progress: Callable[[str], None] | None = None,
+    label: str = "",
+) -> Runs:
     """``loss_now(active)`` -> the current loss [M] (only the rows where active [M] is True are read); ``step(active, t)``
     takes step t = 1..T of the models where active is True.  A model leaves the batch (active False) when it diverges or
     reaches the tightest target: its record is complete, and it costs nothing more.
@@ -86,13 +94,19 @@ def run(loss_now: Callable[[torch.Tensor], torch.Tensor], step: Callable[[torch.
             per_rate = ((to_target[:J, -1] >= 0) & (div_at[:J] < 0)).reshape(-1, seeds).all(1)
             first = t if per_rate.any() else None
         if progress and t and t % max(1, budget.max_iterations // 8) == 0:
-            progress(f"{label} iteration {t}/{budget.max_iterations}: {int((to_target[:J, -1] >= 0).sum())} of {J} at the tightest "
-                     f"target, {int((div_at >= 0).sum())} diverged, {time.perf_counter() - t0:.1f}s")
+            progress(
+                f"{label} iteration {t}/{budget.max_iterations}: {int((to_target[:J, -1] >= 0).sum())} of {J} at the tightest "
+                f"target, {int((div_at >= 0).sum())} diverged, {time.perf_counter() - t0:.1f}s"
+            )
         if not bool(active.any()):
             break
-        if t >= budget.min_iterations and (done.all() or (first is not None and t >= budget.patience_factor * max(first, 1))):
+        if t >= budget.min_iterations and (
+            done.all() or (first is not None and t >= budget.patience_factor * max(first, 1))
+        ):
             break
     if progress:
-        progress(f"{label}: stopped at iteration {t} ({'every run done' if done.all() else 'patience' if first is not None else 'budget'}), "
-                 f"{time.perf_counter() - t0:.1f}s")
+        progress(
+            f"{label}: stopped at iteration {t} ({'every run done' if done.all() else 'patience' if first is not None else 'budget'}), "
+            f"{time.perf_counter() - t0:.1f}s"
+        )
     return Runs(steps=np.asarray(keep), loss=loss, extra=extra, to_target=to_target, diverged_at=div_at, stopped_at=t)

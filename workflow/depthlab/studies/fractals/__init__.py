@@ -15,7 +15,13 @@ STUDY = Study(
     title="Malach & Shalev-Shwartz (2019): fractal distributions",
     stages=(
         Stage("data", S.DataSpec, ".data:make_data", path="{fractal}/n{n}/pdeg{pdeg}/data.zarr"),
-        Stage("train", S.TrainSpec, ".training:run_train", path="{fractal}/n{n}/pdeg{pdeg}/depth{depth}/w{width}.zarr", gpu=True),
+        Stage(
+            "train",
+            S.TrainSpec,
+            ".training:run_train",
+            path="{fractal}/n{n}/pdeg{pdeg}/depth{depth}/w{width}.zarr",
+            gpu=True,
+        ),
         Stage("images", S.ImagesSpec, ".realdata:make_images", path="realdata/{dataset}/data.zarr"),
         Stage("cnn", S.CnnSpec, ".cnn_train:run_cnn", path="realdata/{dataset}/depth{depth}/w{width}.zarr", gpu=True),
         Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),

@@ -28,8 +28,15 @@ def stop_rule(t: StopSettings) -> StopRule:
     above chance + ``onset_margin`` (a slow start: the pdeg-12 net at rate 1e-5 sits at 0.50-0.51 for 100 epochs, then
     climbs) is not stopped before that many checks.  The CNNs' Training has none (onset_checks None).  The window grows
     with the run (``plateau_growth``): a net that has run long is not stopped by a window short against its run."""
-    return StopRule(patience=t.patience, rel_tol=0.0, abs_tol=t.abs_tol, monitor="eval_error", grow=t.plateau_growth,
-                    onset=None if t.onset_checks is None else 1.0 - CHANCE - t.onset_margin, onset_patience=t.onset_checks)
+    return StopRule(
+        patience=t.patience,
+        rel_tol=0.0,
+        abs_tol=t.abs_tol,
+        monitor="eval_error",
+        grow=t.plateau_growth,
+        onset=None if t.onset_checks is None else 1.0 - CHANCE - t.onset_margin,
+        onset_patience=t.onset_checks,
+    )
 
 
 def best_along(acc: np.ndarray) -> np.ndarray:

@@ -46,9 +46,11 @@ if TYPE_CHECKING:
 from .chance import CHANCE
 from .plots import best, curve_table
 
-NOTES = ["Criteria: see the docstring of `depthlab/studies/fractals/claims.py`.",
-         "Depth counts hidden layers (the authors' T); accuracy: best along the run, mean over seeds, at each net's chosen rate "
-         "(every rate's row is in the figure tables; the chosen rate is printed beside each number)."]
+NOTES = [
+    "Criteria: see the docstring of `depthlab/studies/fractals/claims.py`.",
+    "Depth counts hidden layers (the authors' T); accuracy: best along the run, mean over seeds, at each net's chosen rate "
+    "(every rate's row is in the figure tables; the chosen rate is printed beside each number).",
+]
 M2_RHO, M2_P = 0.8, 0.05
 PAPER_STEPS = 1_000_000  # the paper trains every net 1e6 steps
 
@@ -95,8 +97,14 @@ def _unsound(rows: pd.DataFrame) -> list[str]:
 
 def _at_chance(rows: pd.DataFrame, near_chance: float) -> str:
     top = rows.best_accuracy.max() if len(rows) else np.nan
-    return (f"every net is at chance (best {top:.3f} <= {near_chance}): nothing was learned, so no ordering of the nets means "
-            "anything") if np.isfinite(top) and top <= near_chance else ""
+    return (
+        (
+            f"every net is at chance (best {top:.3f} <= {near_chance}): nothing was learned, so no ordering of the nets means "
+            "anything"
+        )
+        if np.isfinite(top) and top <= near_chance
+        else ""
+    )
 
 
 def permutation_p(x: np.ndarray, y: np.ndarray) -> float:
@@ -128,13 +136,26 @@ def m1(table: pd.DataFrame, near_perfect: float, near_chance: float = 0.6, n_tes
             continue
         g = g.sort_values("depth")
         lo, hi = g.iloc[0], g.iloc[-1]
-        t = exceeds(stats.difference(est[(hi.depth, w)], est[(lo.depth, w)]), 0.0,
-                    what=f"depth {int(hi.depth)} - depth {int(lo.depth)} at width {int(w)}")
-        per_width.append((w, t, ", ".join(f"{int(r.depth)}: {est[(r.depth, w)]} (lr {r.lr:g})" for r in g.itertuples())))
-    out.append(judge("M1", "coarse curve: deeper nets are more accurate at equal width", "fig4", "2-D Cantor, coarse",
-                     all_of(*[t for _, t, _ in per_width]) if per_width else None,
-                     "; ".join(f"width {w}: depth->acc {txt}; deepest - depth 1 = {t.text('.4f')}" for w, t, txt in per_width),
-                     _unsound(b) + [chance], why_none="no width has two depths"))
+        t = exceeds(
+            stats.difference(est[(hi.depth, w)], est[(lo.depth, w)]),
+            0.0,
+            what=f"depth {int(hi.depth)} - depth {int(lo.depth)} at width {int(w)}",
+        )
+        per_width.append(
+            (w, t, ", ".join(f"{int(r.depth)}: {est[(r.depth, w)]} (lr {r.lr:g})" for r in g.itertuples()))
+        )
+    out.append(
+        judge(
+            "M1",
+            "coarse curve: deeper nets are more accurate at equal width",
+            "fig4",
+            "2-D Cantor, coarse",
+            all_of(*[t for _, t, _ in per_width]) if per_width else None,
+            "; ".join(f"width {w}: depth->acc {txt}; deepest - depth 1 = {t.text('.4f')}" for w, t, txt in per_width),
+            _unsound(b) + [chance],
+            why_none="no width has two depths",
+        )
+    )
     shallow = b[b.depth == depths[0]].sort_values("n_params")
     comps = []
     for T in depths[1:]:
@@ -144,23 +165,53 @@ def m1(table: pd.DataFrame, near_perfect: float, near_chance: float = 0.6, n_tes
             deep = float(np.interp(np.log(r.n_params), np.log(g.n_params), g.best_accuracy))
             near = g.iloc[int(np.argmin(np.abs(np.log(g.n_params.values) - np.log(r.n_params))))]
             d_est = Estimate(deep, est[(near.depth, near.width)].se)
-            comps.append((T, r.n_params, deep, r.best_accuracy,
-                          exceeds(stats.difference(d_est, est[(r.depth, r.width)]), 0.0,
-                                  what=f"depth {T} - depth {depths[0]} at {r.n_params} parameters")))
-    out.append(judge("M1", "coarse curve: deeper nets are more accurate at equal parameter count", "fig4", "2-D Cantor, coarse",
-                     all_of(*[t for *_, t in comps]) if comps else None,
-                     "; ".join(f"depth {T} vs {depths[0]} at {P} params: {d:.3f} vs {s_:.3f}, difference {t.text('.4f')}"
-                               for T, P, d, s_, t in comps),
-                     _unsound(b) + [chance], why_none="no overlapping parameter ranges"))
+            comps.append(
+                (
+                    T,
+                    r.n_params,
+                    deep,
+                    r.best_accuracy,
+                    exceeds(
+                        stats.difference(d_est, est[(r.depth, r.width)]),
+                        0.0,
+                        what=f"depth {T} - depth {depths[0]} at {r.n_params} parameters",
+                    ),
+                )
+            )
+    out.append(
+        judge(
+            "M1",
+            "coarse curve: deeper nets are more accurate at equal parameter count",
+            "fig4",
+            "2-D Cantor, coarse",
+            all_of(*[t for *_, t in comps]) if comps else None,
+            "; ".join(
+                f"depth {T} vs {depths[0]} at {P} params: {d:.3f} vs {s_:.3f}, difference {t.text('.4f')}"
+                for T, P, d, s_, t in comps
+            ),
+            _unsound(b) + [chance],
+            why_none="no overlapping parameter ranges",
+        )
+    )
     deepest = b[b.depth == depths[-1]]
     deepest = deepest.loc[deepest.groupby("width").best_accuracy.idxmax()]
     top = deepest.loc[deepest.best_accuracy.idxmax()]
     t = exceeds(est[(top.depth, top.width)], near_perfect, what="the best deepest net's accuracy")
-    out.append(judge("M1", "coarse curve: a wide deepest net is near-perfect", "fig4", f"depth {depths[-1]}", t,
-                     f"best accuracy {t.text('.4f')} at width {int(top.width)}, lr {top.lr:g} (need >= {near_perfect}); "
-                     "depth-{} nets: ".format(depths[-1]) + ", ".join(
-                         f"width {int(r.width)} {r.best_accuracy:.4f}" for r in deepest.sort_values("width").itertuples()),
-                     [] if t.holds else _unsound(deepest)))  # holding cannot be undone by more training (module docstring)
+    out.append(
+        judge(
+            "M1",
+            "coarse curve: a wide deepest net is near-perfect",
+            "fig4",
+            f"depth {depths[-1]}",
+            t,
+            f"best accuracy {t.text('.4f')} at width {int(top.width)}, lr {top.lr:g} (need >= {near_perfect}); "
+            "depth-{} nets: ".format(depths[-1])
+            + ", ".join(
+                f"width {int(r.width)} {r.best_accuracy:.4f}" for r in deepest.sort_values("width").itertuples()
+            ),
+            [] if t.holds else _unsound(deepest),
+        )
+    )  # holding cannot be undone by more training (module docstring)
     return out
 
 
@@ -178,7 +229,7 @@ def m2(table: pd.DataFrame, near_chance: float = 0.6, n_test: int = 0, steps_per
     keep, gone = learned(est, CHANCE, above=True, what="chance (0.5)")
     if gone:
         trained = _steps(table, rows[~rows.pdeg.isin(keep)], ["pdeg", "width"], steps_per_epoch)
-        gone += (f": nothing learned within {trained} steps (the paper trains {PAPER_STEPS:.0e})" if trained else "")
+        gone += f": nothing learned within {trained} steps (the paper trains {PAPER_STEPS:.0e})" if trained else ""
     problems = _unsound(rows) + [_at_chance(curves, near_chance)]
     out = []
     kept = curves[curves.index.isin(keep)]
@@ -186,50 +237,107 @@ def m2(table: pd.DataFrame, near_chance: float = 0.6, n_test: int = 0, steps_per
     for col in ("P3", "P4"):
         if col not in curves:
             continue
-        statement = f"best deep-net accuracy falls as the curve gets finer (rank-correlates with {col.replace('P', 'P(')}))"
-        listing = "coarse to fine: " + ", ".join(
-            f"pdeg {p_}: acc {est[p_]} (w {int(w)}, lr {lr:g}), {col} {c:.3f}"
-            for p_, w, lr, c in zip(curves.index, curves.width, curves.lr, curves[col].values)) + (f"; {gone}" if gone else "")
+        statement = (
+            f"best deep-net accuracy falls as the curve gets finer (rank-correlates with {col.replace('P', 'P(')}))"
+        )
+        listing = (
+            "coarse to fine: "
+            + ", ".join(
+                f"pdeg {p_}: acc {est[p_]} (w {int(w)}, lr {lr:g}), {col} {c:.3f}"
+                for p_, w, lr, c in zip(curves.index, curves.width, curves.lr, curves[col].values)
+            )
+            + (f"; {gone}" if gone else "")
+        )
         if len(kept) < 3:
-            out.append(judge("M2", statement, "fig5", "2-D Cantor", None, listing, problems,
-                             why_none=f"fewer than three curves learned anything ({len(kept)} of {len(curves)})"))
+            out.append(
+                judge(
+                    "M2",
+                    statement,
+                    "fig5",
+                    "2-D Cantor",
+                    None,
+                    listing,
+                    problems,
+                    why_none=f"fewer than three curves learned anything ({len(kept)} of {len(curves)})",
+                )
+            )
             continue
         r, p = _rho(acc.values, kept[col].values), permutation_p(kept[col].values, acc.values)
-        rhos = stats.resampled_rhos(kept[col].values, [[est[p_].value] for p_ in kept.index], sem=[est[p_].se for p_ in kept.index])
+        rhos = stats.resampled_rhos(
+            kept[col].values, [[est[p_].value] for p_ in kept.index], sem=[est[p_].se for p_ in kept.index]
+        )
         share = float((rhos >= M2_RHO).mean())
         sd = float(rhos.std(ddof=1))
         if share >= 0.95 and p <= M2_P:
             t = Test(True, r, sd, M2_RHO, None)
         elif share <= 0.05:
             t = Test(False, r, sd, M2_RHO, None)
-        elif share >= 0.95:  # the error bars are not what stops it: the ranking of so few curves is not told from chance
-            t = Test(None, r, sd, M2_RHO, None,
-                     f"too few curves to tell the ranking from chance: Spearman >= {M2_RHO} in {share:.0%} of resamples, "
-                     f"but the exact permutation p = {p:.3g} over {len(acc)}! orderings is above {M2_P}")
+        elif (
+            share >= 0.95
+        ):  # the error bars are not what stops it: the ranking of so few curves is not told from chance
+            t = Test(
+                None,
+                r,
+                sd,
+                M2_RHO,
+                None,
+                f"too few curves to tell the ranking from chance: Spearman >= {M2_RHO} in {share:.0%} of resamples, "
+                f"but the exact permutation p = {p:.3g} over {len(acc)}! orderings is above {M2_P}",
+            )
         else:
-            t = Test(None, r, sd, M2_RHO, None,
-                     f"inside the error bars: Spearman >= {M2_RHO} in {share:.0%} of resamples within the accuracies' SEs "
-                     f"(need 95 % to hold, 5 % or fewer to fail), exact permutation p = {p:.3g}")
-        out.append(judge("M2", statement, "fig5", "2-D Cantor", t if np.isfinite(r) else None,
-                         f"Spearman = {r:+.2f} (need >= {M2_RHO} in 95 % of resamples: {share:.0%}), exact permutation p = {p:.3g} "
-                         f"over {len(acc)}! orderings (need <= {M2_P}); " + listing,
-                         problems, why_none="the accuracies (or the curve) do not vary: no ranking"))
+            t = Test(
+                None,
+                r,
+                sd,
+                M2_RHO,
+                None,
+                f"inside the error bars: Spearman >= {M2_RHO} in {share:.0%} of resamples within the accuracies' SEs "
+                f"(need 95 % to hold, 5 % or fewer to fail), exact permutation p = {p:.3g}",
+            )
+        out.append(
+            judge(
+                "M2",
+                statement,
+                "fig5",
+                "2-D Cantor",
+                t if np.isfinite(r) else None,
+                f"Spearman = {r:+.2f} (need >= {M2_RHO} in 95 % of resamples: {share:.0%}), exact permutation p = {p:.3g} "
+                f"over {len(acc)}! orderings (need <= {M2_P}); " + listing,
+                problems,
+                why_none="the accuracies (or the curve) do not vary: no ranking",
+            )
+        )
     return out
 
 
-def m3(table: pd.DataFrame, near_chance: float, figure: str, subject: str, n_test: int = 0, steps_per_epoch: int = 0) -> Verdict:
+def m3(
+    table: pd.DataFrame, near_chance: float, figure: str, subject: str, n_test: int = 0, steps_per_epoch: int = 0
+) -> Verdict:
     """M3: the best architecture's accuracy is below ``near_chance`` by Z SE.  Holding rests on nets that learned nothing:
     inconclusive unless they trained the paper's 1e6 steps (a net at chance after 1e5 steps may still start)."""
     b = best(table, ["depth", "width"])
     top = b.loc[b.best_accuracy.idxmax()]
-    t = exceeds(_est(table, top, ["depth", "width"], n_test), near_chance, below=True, what="the best architecture's accuracy")
+    t = exceeds(
+        _est(table, top, ["depth", "width"], n_test), near_chance, below=True, what="the best architecture's accuracy"
+    )
     trained = _steps(table, b, ["depth", "width"], steps_per_epoch)
-    short = ([f"nothing learned within {trained} steps (the paper trains {PAPER_STEPS:.0e}): a net still at chance may start later"]
-             if t.holds and trained and trained < PAPER_STEPS else [])
-    return judge("M3", "fine curve: every architecture is near chance", figure, subject, t,
-                 f"best of {len(b)} architectures: {t.text('.4f')} (depth {int(top.depth)}, width {int(top.width)}, "
-                 f"lr {top.lr:g}; need <= {near_chance}); worst {b.best_accuracy.min():.4f}",
-                 (_unsound(b) + short) if t.holds else [])  # beating chance cannot be undone by more training
+    short = (
+        [
+            f"nothing learned within {trained} steps (the paper trains {PAPER_STEPS:.0e}): a net still at chance may start later"
+        ]
+        if t.holds and trained and trained < PAPER_STEPS
+        else []
+    )
+    return judge(
+        "M3",
+        "fine curve: every architecture is near chance",
+        figure,
+        subject,
+        t,
+        f"best of {len(b)} architectures: {t.text('.4f')} (depth {int(top.depth)}, width {int(top.width)}, "
+        f"lr {top.lr:g}; need <= {near_chance}); worst {b.best_accuracy.min():.4f}",
+        (_unsound(b) + short) if t.holds else [],
+    )  # beating chance cannot be undone by more training
 
 
 def one_run(verdict: Verdict, table: pd.DataFrame) -> Verdict:
@@ -242,31 +350,60 @@ def one_run(verdict: Verdict, table: pd.DataFrame) -> Verdict:
         return verdict
     import dataclasses
 
-    why = ("it rests on one trajectory per net (training.seeds has one seed): its SE cannot hold the run-to-run spread "
-           "of a trajectory")  # what decides it (a second seed, stacked with the rates in each job): to_decide below
+    why = (
+        "it rests on one trajectory per net (training.seeds has one seed): its SE cannot hold the run-to-run spread "
+        "of a trajectory"
+    )  # what decides it (a second seed, stacked with the rates in each job): to_decide below
     if verdict.holds is None:
         return dataclasses.replace(verdict, reason=f"{verdict.reason}; {why}")
-    return dataclasses.replace(verdict, holds=None,
-                               reason=f"{why}; on these numbers alone it would {'hold' if verdict.holds else 'not hold'}")
+    return dataclasses.replace(
+        verdict, holds=None, reason=f"{why}; on these numbers alone it would {'hold' if verdict.holds else 'not hold'}"
+    )
 
 
 def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Verdict], list[str]]:
     out = []
     if "fig4" in tables:
-        out += [one_run(v, tables["fig4"]) for v in m1(tables["fig4"], spec.near_perfect, spec.near_chance, spec.n_test)]
+        out += [
+            one_run(v, tables["fig4"]) for v in m1(tables["fig4"], spec.near_perfect, spec.near_chance, spec.n_test)
+        ]
     if "fig5" in tables:
-        out += [one_run(v, tables["fig5"]) for v in m2(tables["fig5"], spec.near_chance, spec.n_test, spec.steps_per_epoch)]
+        out += [
+            one_run(v, tables["fig5"]) for v in m2(tables["fig5"], spec.near_chance, spec.n_test, spec.steps_per_epoch)
+        ]
     if "fig6" in tables:
         t = tables["fig6"]
-        out.append(one_run(m3(t, spec.near_chance, "fig6", f"{t.fractal.iloc[0]} depth {t.n.iloc[0]}, pdeg {t.pdeg.iloc[0]}",
-                              spec.n_test, spec.steps_per_epoch), t))
+        out.append(
+            one_run(
+                m3(
+                    t,
+                    spec.near_chance,
+                    "fig6",
+                    f"{t.fractal.iloc[0]} depth {t.n.iloc[0]}, pdeg {t.pdeg.iloc[0]}",
+                    spec.n_test,
+                    spec.steps_per_epoch,
+                ),
+                t,
+            )
+        )
     if "tables" in tables:
         t = tables["tables"]
         for f, g in t.groupby("fractal"):
             fine = g.groupby("pdeg").P4.first().idxmin() if "P4" in g else g.pdeg.max()
             g = g[g.pdeg == fine]
-            out.append(one_run(m3(g, spec.near_chance, "tables", f"{f} depth {g.n.iloc[0]}, pdeg {fine} (its lowest P(4))",
-                                  spec.n_test, spec.steps_per_epoch), g))
+            out.append(
+                one_run(
+                    m3(
+                        g,
+                        spec.near_chance,
+                        "tables",
+                        f"{f} depth {g.n.iloc[0]}, pdeg {fine} (its lowest P(4))",
+                        spec.n_test,
+                        spec.steps_per_epoch,
+                    ),
+                    g,
+                )
+            )
     if "fig7" in tables:
         out.append(m4(tables["fig7"], spec.m4_margin, spec.n_test_real))
     return out, [spec.scale_note, *NOTES]
@@ -278,23 +415,42 @@ def m4(table: pd.DataFrame, margin: float, n_test: int = 0) -> Verdict:
     per = best(table, ["depth", "width"])  # mean over seeds at each net's chosen rate, per architecture
     per_depth = per.loc[per.groupby("depth").best_accuracy.idxmax()].sort_values("depth")  # the best width per depth
     subject = str(table.dataset.iloc[0]) if "dataset" in table else "real images"
-    statement = "real data: depth helps gradually (the best net is deeper than 1 layer, and 1 layer is within the margin)"
+    statement = (
+        "real data: depth helps gradually (the best net is deeper than 1 layer, and 1 layer is within the margin)"
+    )
     est = {int(r.depth): _est(table, r, ["depth", "width"], n_test) for r in per_depth.itertuples()}
-    shown = "best over widths per depth: " + ", ".join(f"{int(r.depth)}: {est[int(r.depth)]} (w {int(r.width)}, lr {r.lr:g})"
-                                                       for r in per_depth.itertuples())
+    shown = "best over widths per depth: " + ", ".join(
+        f"{int(r.depth)}: {est[int(r.depth)]} (w {int(r.width)}, lr {r.lr:g})" for r in per_depth.itertuples()
+    )
     if 1 not in est:
-        return judge("M4", statement, "fig7", subject, None, shown,
-                     why_none=f"depth 1 is not in the config (depths {sorted(est)}): no one-layer net to compare")
+        return judge(
+            "M4",
+            statement,
+            "fig7",
+            subject,
+            None,
+            shown,
+            why_none=f"depth 1 is not in the config (depths {sorted(est)}): no one-layer net to compare",
+        )
     deeper = {L: e for L, e in est.items() if L > 1}
     if not deeper:
         return judge("M4", statement, "fig7", subject, None, shown, why_none="no depth above 1 in the config")
     top = max(deeper, key=lambda L: deeper[L].value)
     diff = stats.difference(est[top], est[1])
-    t = all_of(exceeds(diff, 0.0, what=f"depth {top} - depth 1"), exceeds(diff, margin, below=True, what=f"depth {top} - depth 1"))
-    return judge("M4", statement, "fig7", subject, t,
-                 shown + f"; best deeper net depth {top}, {diff} above depth 1 (need > 0 and <= {margin:g}, each by {Z:g} SE): "
-                         f"{t.text('.4f')}",
-                 _unsound(per) + [_at_chance(per, 0.1 + margin)])
+    t = all_of(
+        exceeds(diff, 0.0, what=f"depth {top} - depth 1"),
+        exceeds(diff, margin, below=True, what=f"depth {top} - depth 1"),
+    )
+    return judge(
+        "M4",
+        statement,
+        "fig7",
+        subject,
+        t,
+        shown + f"; best deeper net depth {top}, {diff} above depth 1 (need > 0 and <= {margin:g}, each by {Z:g} SE): "
+        f"{t.text('.4f')}",
+        _unsound(per) + [_at_chance(per, 0.1 + margin)],
+    )
 
 
 def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
@@ -308,12 +464,18 @@ def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
     if v.claim in ("M2", "M3") and ("did not converge" in v.reason or "nothing learned" in v.reason):
         d = decide.get(cfg, f"{root}.data")
         epochs = max(int(t["max_epochs"]), math.ceil(PAPER_STEPS / max(1, d["n_train"] // t["batch_size"])))
-        return decide.Suggestion(f"paper scale (the paper's {PAPER_STEPS:.0e} steps: training.max_epochs {epochs}; a GPU)",
-                                 [(f"{root}.training.max_epochs", epochs)])
+        return decide.Suggestion(
+            f"paper scale (the paper's {PAPER_STEPS:.0e} steps: training.max_epochs {epochs}; a GPU)",
+            [(f"{root}.training.max_epochs", epochs)],
+        )
     if v.claim == "M4":
         return decide.paper("the paper's CIFAR-10: fig7.dataset cifar10 with your copy in fig7.cifar10_dir; a GPU")
     if "one trajectory per net" in v.reason and len(t["seeds"]) < 2:
         return decide.Suggestion("training.seeds [0, 1]", [(f"{root}.training.seeds", [0, 1])])
-    return decide.generic(v, cfg, seeds=lambda v: (f"{root}.training.seeds", "every fractal net"),
-                          budget=lambda v: (f"{root}.training.max_epochs", "training.max_epochs", 2.0),
-                          grow=lambda v: (f"{root}.training.lr_growth.rounds", "training.lr_growth.rounds"))
+    return decide.generic(
+        v,
+        cfg,
+        seeds=lambda v: (f"{root}.training.seeds", "every fractal net"),
+        budget=lambda v: (f"{root}.training.max_epochs", "training.max_epochs", 2.0),
+        grow=lambda v: (f"{root}.training.lr_growth.rounds", "training.lr_growth.rounds"),
+    )

@@ -78,10 +78,28 @@ def accuracy(net: nn.Module, x: torch.Tensor, y: torch.Tensor, chunk: int = 2048
     return hits / len(y)
 
 
-def train(x: np.ndarray, y: np.ndarray, xt: np.ndarray, yt: np.ndarray, *, depth: int, width: int, kernel: int,
-          lrs: np.ndarray, init_seeds: np.ndarray, order_seeds: np.ndarray, epochs: int, batch_size: int, check_every: int,
-          augment: bool, crop: int, device: str, progress: Callable[[str], None], stop: StopRule,
-          checkpoint=None) -> tuple[np.ndarray, np.ndarray, StopState]:
+def train(
+    x: np.ndarray,
+    y: np.ndarray,
+    xt: np.ndarray,
+    yt: np.ndarray,
+    *,
+    depth: int,
+    width: int,
+    kernel: int,
+    lrs: np.ndarray,
+    init_seeds: np.ndarray,
+    order_seeds: np.ndarray,
+    epochs: int,
+    batch_size: int,
+    check_every: int,
+    augment: bool,
+    crop: int,
+    device: str,
+    progress: Callable[[str], None],
+    stop: StopRule,
+    checkpoint=None,
+) -> tuple[np.ndarray, np.ndarray, StopState]:
     """Test accuracy [len(lrs) * S, checks] of model m = (lr m // S, seed m % S) (NaN after it stopped), the check
     epochs, and the stop rule's state (why and when each stopped; ``stop`` monitors the test error).
 
@@ -95,8 +113,10 @@ def train(x: np.ndarray, y: np.ndarray, xt: np.ndarray, yt: np.ndarray, *, depth
     XT = torch.as_tensor(xt, dtype=torch.float32, device=dev)
     XT = centre(XT, crop) if augment else XT
     YT = torch.as_tensor(yt, device=dev)
-    key = f"cnn|{x.shape}|{float(x.sum())!r}|{xt.shape}|{depth}|{width}|{kernel}|{list(lrs)}|{list(init_seeds)}|{list(order_seeds)}|" \
-          f"{epochs}|{batch_size}|{check_every}|{augment}|{crop}|{stop!r}"
+    key = (
+        f"cnn|{x.shape}|{float(x.sum())!r}|{xt.shape}|{depth}|{width}|{kernel}|{list(lrs)}|{list(init_seeds)}|{list(order_seeds)}|"
+        f"{epochs}|{batch_size}|{check_every}|{augment}|{crop}|{stop!r}"
+    )
     done = checkpoint.load(key) if checkpoint is not None else None
     acc = np.full((len(lrs) * S, len(checks)), np.nan)
     state = stop.start(len(acc))
@@ -133,9 +153,17 @@ def train(x: np.ndarray, y: np.ndarray, xt: np.ndarray, yt: np.ndarray, *, depth
                     break
         else:
             StopRule.budget(state, ids, epochs)
-        progress(f"depth {depth} width {width} lr {lr:g} seed {s}: best test accuracy {np.nanmax(acc[m]) if np.isfinite(acc[m]).any() else np.nan:.4f}, "
-                 f"{REASONS[state.reason[m]]} at epoch {state.stopped_at[m]}")
+        progress(
+            f"depth {depth} width {width} lr {lr:g} seed {s}: best test accuracy {np.nanmax(acc[m]) if np.isfinite(acc[m]).any() else np.nan:.4f}, "
+            f"{REASONS[state.reason[m]]} at epoch {state.stopped_at[m]}"
+        )
         if checkpoint is not None:
-            checkpoint.save(key, {"done": torch.tensor(m + 1), "acc": torch.as_tensor(acc),
-                                  **{f"stop/{k}": torch.as_tensor(getattr(state, k)) for k in StopState.FIELDS}})
+            checkpoint.save(
+                key,
+                {
+                    "done": torch.tensor(m + 1),
+                    "acc": torch.as_tensor(acc),
+                    **{f"stop/{k}": torch.as_tensor(getattr(state, k)) for k in StopState.FIELDS},
+                },
+            )
     return acc, checks, state

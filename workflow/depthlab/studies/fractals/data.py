@@ -30,7 +30,11 @@ def make_data(spec: "DataSpec", inputs: dict, ctx=None) -> xr.Dataset:
             "y_test": (("test_sample",), yt),
             "level_test": (("test_sample",), levt),
             "curve": (("j",), curve, {"description": "approximation curve P(j), analytic"}),
-            "curve_empirical": (("j",), D.empirical_curve(f, x, y, j.n), {"description": "P(j) estimated from the training sample"}),
+            "curve_empirical": (
+                ("j",),
+                D.empirical_curve(f, x, y, j.n),
+                {"description": "P(j) estimated from the training sample"},
+            ),
         },
         coords={"j": np.arange(j.n + 1)},
         attrs={"fractal": j.fractal, "n": j.n, "pdeg": j.pdeg},

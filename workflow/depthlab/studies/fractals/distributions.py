@@ -63,8 +63,15 @@ FRACTALS: dict[str, IFS] = {
     "cantor": IFS("cantor", 2, -1.0, 1.0, (1 / 3,) * 4, tuple((a, b) for a in _C for b in _C), True),
     "vicsek": IFS("vicsek", 2, -1.0, 1.0, (1 / 3,) * 5, tuple((a, b) for a in _C for b in _C) + ((0.0, 0.0),), False),
     "sierpinski": IFS("sierpinski", 2, -1.0, 1.0, (0.5,) * 3, ((0.0, 0.5), (-0.5, -0.5), (0.5, -0.5)), False),
-    "pentaflake": IFS("pentaflake", 2, -1.0, 1.0, (1 / 3,) * 5,
-                      ((-2 / 3, 0.0), (2 / 3, 0.0), (0.0, 2 / 3), (-1 / 3, -2 / 3), (1 / 3, -2 / 3)), False),
+    "pentaflake": IFS(
+        "pentaflake",
+        2,
+        -1.0,
+        1.0,
+        (1 / 3,) * 5,
+        ((-2 / 3, 0.0), (2 / 3, 0.0), (0.0, 2 / 3), (-1 / 3, -2 / 3), (1 / 3, -2 / 3)),
+        False,
+    ),
     "cantor1d": IFS("cantor1d", 1, 0.0, 1.0, (-1 / 3, 1 / 3), ((1 / 3,), (2 / 3,)), True),
 }
 

@@ -40,21 +40,39 @@ def accuracy_table(inputs: list[StoreInput]) -> pd.DataFrame:
         curve = {f"P{j}": float(v) for j, v in zip(ds.j.values, ds.curve.values)}
         for i, lr in enumerate(ds.lr.values):
             for s, sd in enumerate(ds.seed.values):
-                rows.append({"fractal": a["fractal"], "n": int(a["n"]), "pdeg": int(a["pdeg"]), "depth": int(a["depth"]),
-                             "width": int(a["width"]), "n_params": int(a["n_params"]), "lr": float(lr), "seed": int(sd),
-                             "best_accuracy": float(ds.best_accuracy.values[i, s]), "final_accuracy": float(ds.final_accuracy.values[i, s]),
-                             "train_accuracy": float(ds.train_accuracy.values[i, s]),
-                             "window_noise": last_window_noise(ds.accuracy.values[i, s]), **_soundness(ds, i, s), **curve})
+                rows.append(
+                    {
+                        "fractal": a["fractal"],
+                        "n": int(a["n"]),
+                        "pdeg": int(a["pdeg"]),
+                        "depth": int(a["depth"]),
+                        "width": int(a["width"]),
+                        "n_params": int(a["n_params"]),
+                        "lr": float(lr),
+                        "seed": int(sd),
+                        "best_accuracy": float(ds.best_accuracy.values[i, s]),
+                        "final_accuracy": float(ds.final_accuracy.values[i, s]),
+                        "train_accuracy": float(ds.train_accuracy.values[i, s]),
+                        "window_noise": last_window_noise(ds.accuracy.values[i, s]),
+                        **_soundness(ds, i, s),
+                        **curve,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def _soundness(ds, i: int, s: int) -> dict:
     """What a row's verdicts rest on, from its store: how the net stopped, and whether its rate is the store's choice and
     where that choice lies in the grid (read, never recomputed)."""
-    return {"converged": bool(ds.converged.values[i, s]), "diverged": bool(ds.diverged.values[i, s]),
-            "stop_reason": str(ds.stop_reason.values[i, s]), "stopped_epoch": int(ds.stopped_epoch.values[i, s]),
-            "chosen": bool(np.isclose(ds.lr.values[i], float(ds.best_lr))), "lr_edge": str(ds.lr_edge.values),
-            "lr_flagged": bool(ds.lr_flagged)}
+    return {
+        "converged": bool(ds.converged.values[i, s]),
+        "diverged": bool(ds.diverged.values[i, s]),
+        "stop_reason": str(ds.stop_reason.values[i, s]),
+        "stopped_epoch": int(ds.stopped_epoch.values[i, s]),
+        "chosen": bool(np.isclose(ds.lr.values[i], float(ds.best_lr))),
+        "lr_edge": str(ds.lr_edge.values),
+        "lr_flagged": bool(ds.lr_flagged),
+    }
 
 
 def samples_table(inputs: list[StoreInput], points: int) -> pd.DataFrame:
@@ -64,10 +82,18 @@ def samples_table(inputs: list[StoreInput], points: int) -> pd.DataFrame:
         y = ds.y_train.values[:points]
         a = ds.attrs
         for i in range(len(y)):
-            rows.append({"fractal": a["fractal"], "n": int(a["n"]), "pdeg": int(a["pdeg"]), "x1": float(x[i, 0]),
-                         "x2": float(x[i, 1]) if x.shape[1] > 1 else np.nan, "label": int(y[i]),
-                         "P_analytic": ";".join(f"{v:.4f}" for v in ds.curve.values),
-                         "P_empirical": ";".join(f"{v:.4f}" for v in ds.curve_empirical.values)})
+            rows.append(
+                {
+                    "fractal": a["fractal"],
+                    "n": int(a["n"]),
+                    "pdeg": int(a["pdeg"]),
+                    "x1": float(x[i, 0]),
+                    "x2": float(x[i, 1]) if x.shape[1] > 1 else np.nan,
+                    "label": int(y[i]),
+                    "P_analytic": ";".join(f"{v:.4f}" for v in ds.curve.values),
+                    "P_empirical": ";".join(f"{v:.4f}" for v in ds.curve_empirical.values),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -79,9 +105,20 @@ def runs_table(inputs: list[StoreInput], steps_per_epoch: int) -> pd.DataFrame:
         for i, lr in enumerate(ds.lr.values):
             for s, sd in enumerate(ds.seed.values):
                 for c, ep in enumerate(ds.check_epoch.values):
-                    rows.append({"fractal": a["fractal"], "n": int(a["n"]), "pdeg": int(a["pdeg"]), "depth": int(a["depth"]),
-                                 "width": int(a["width"]), "lr": float(lr), "seed": int(sd), "epoch": int(ep),
-                                 "step": int(ep) * steps_per_epoch, "accuracy": float(ds.accuracy.values[i, s, c])})
+                    rows.append(
+                        {
+                            "fractal": a["fractal"],
+                            "n": int(a["n"]),
+                            "pdeg": int(a["pdeg"]),
+                            "depth": int(a["depth"]),
+                            "width": int(a["width"]),
+                            "lr": float(lr),
+                            "seed": int(sd),
+                            "epoch": int(ep),
+                            "step": int(ep) * steps_per_epoch,
+                            "accuracy": float(ds.accuracy.values[i, s, c]),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -92,9 +129,18 @@ def cnn_table(inputs: list[StoreInput]) -> pd.DataFrame:
         a = ds.attrs
         for i, lr in enumerate(ds.lr.values):
             for s, sd in enumerate(ds.seed.values):
-                rows.append({"dataset": a["dataset"], "depth": int(a["depth"]), "width": int(a["width"]),
-                             "n_params": int(a["n_params"]), "lr": float(lr), "seed": int(sd),
-                             "best_accuracy": float(ds.best_accuracy.values[i, s]), **_soundness(ds, i, s)})
+                rows.append(
+                    {
+                        "dataset": a["dataset"],
+                        "depth": int(a["depth"]),
+                        "width": int(a["width"]),
+                        "n_params": int(a["n_params"]),
+                        "lr": float(lr),
+                        "seed": int(sd),
+                        "best_accuracy": float(ds.best_accuracy.values[i, s]),
+                        **_soundness(ds, i, s),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -117,7 +163,9 @@ def draw(spec: "FigureSpec", tab: pd.DataFrame):
     if name == "training_curves":
         return plots.runs_figure(tab)
     if name == "fig7":
-        return plots.realdata_figure(tab, f"Malach & Shalev-Shwartz Fig. 7: CNNs on real images ({tab.dataset.iloc[0]})")
+        return plots.realdata_figure(
+            tab, f"Malach & Shalev-Shwartz Fig. 7: CNNs on real images ({tab.dataset.iloc[0]})"
+        )
     if name == "fig4":
         return plots.width_figure(tab, by_params=True, title="Malach & Shalev-Shwartz Fig. 4: coarse 2-D Cantor set")
     if name == "fig6":

@@ -24,14 +24,18 @@ def check_cifar_folder(folder: str | Path) -> None:
     """Cheap checks before any job: every file there, a whole number of records, labels 0..9 in the first records."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise ImageDataError(f"{folder} is not a folder (it should hold CIFAR-10's binary files {CIFAR_TRAIN[0]} ... {CIFAR_TEST})")
+        raise ImageDataError(
+            f"{folder} is not a folder (it should hold CIFAR-10's binary files {CIFAR_TRAIN[0]} ... {CIFAR_TEST})"
+        )
     for name in (*CIFAR_TRAIN, CIFAR_TEST):
         p = folder / name
         if not p.is_file():
             raise ImageDataError(f"{p} is missing (CIFAR-10's binary version: {', '.join((*CIFAR_TRAIN, CIFAR_TEST))})")
         size = p.stat().st_size
         if size == 0 or size % RECORD:
-            raise ImageDataError(f"{p} is {size} bytes, not a whole number of {RECORD}-byte records (label + 3072 pixels)")
+            raise ImageDataError(
+                f"{p} is {size} bytes, not a whole number of {RECORD}-byte records (label + 3072 pixels)"
+            )
         with p.open("rb") as fh:
             head = np.frombuffer(fh.read(min(size, 16 * RECORD)), dtype=np.uint8).reshape(-1, RECORD)
         if head[:, 0].max() > 9:

@@ -78,8 +78,14 @@ def width_figure(table: pd.DataFrame, by_params: bool, title: str) -> plt.Figure
             ax.plot(g[x], g.best_accuracy, "-o", color=colors[T], ms=4, label=f"depth {T}")
             _mark_unsound(ax, g[x], g.best_accuracy, g)
             for r in g.itertuples():  # every other depth's rates below its points: two depths at one width stay apart
-                ax.annotate(f"{r.lr:g}", (getattr(r, x), r.best_accuracy), textcoords="offset points",
-                            xytext=(2, 3) if i % 2 == 0 else (2, -8), fontsize=4.5, color=colors[T])
+                ax.annotate(
+                    f"{r.lr:g}",
+                    (getattr(r, x), r.best_accuracy),
+                    textcoords="offset points",
+                    xytext=(2, 3) if i % 2 == 0 else (2, -8),
+                    fontsize=4.5,
+                    color=colors[T],
+                )
         ax.set_xscale("log")
         ax.set_xlabel({"width": "width", "n_params": "parameters"}[x] + " (numbers: the best learning rate)")
         _accuracy_axis(ax)
@@ -94,17 +100,29 @@ def curves_figure(table: pd.DataFrame) -> plt.Figure:
     b = curve_table(table)
     cols = [c for c in b.columns if c.startswith("P")]
     xs = np.arange(1, len(b) + 1)
-    ax.plot(xs, b.best_accuracy.values, "-o", color="tab:red", lw=2,
-            label=f"best accuracy, depth {table.depth.iloc[0]} (max over widths and rates)")
+    ax.plot(
+        xs,
+        b.best_accuracy.values,
+        "-o",
+        color="tab:red",
+        lw=2,
+        label=f"best accuracy, depth {table.depth.iloc[0]} (max over widths and rates)",
+    )
     for x, r in zip(xs, b.itertuples()):
-        ax.annotate(f"w {r.width}, lr {r.lr:g}", (x, r.best_accuracy), textcoords="offset points", xytext=(3, 4), fontsize=5)
+        ax.annotate(
+            f"w {r.width}, lr {r.lr:g}", (x, r.best_accuracy), textcoords="offset points", xytext=(3, 4), fontsize=5
+        )
     for col, c in zip(cols, sns.color_palette("Blues", len(cols) + 1)[1:]):
         ax.plot(xs, b[col].values, "--s", color=c, ms=4, label=col.replace("P", "P(") + ")")
-    ax.set_xticks(xs, [f"pdeg {p}\nP(4) {r:.2f}" for p, r in zip(b.index, b["P4"] if "P4" in b else b[cols[0]])], fontsize=7)
+    ax.set_xticks(
+        xs, [f"pdeg {p}\nP(4) {r:.2f}" for p, r in zip(b.index, b["P4"] if "P4" in b else b[cols[0]])], fontsize=7
+    )
     ax.set_xlabel("approximation curve, coarse to fine (P(4) falling)")
     _accuracy_axis(ax, "accuracy / approximation curve P(j)")
     ps.legend_below(ax, ncol=2)
-    return ps.finish(fig, "Malach & Shalev-Shwartz Fig. 5: learning depends on the approximation curve (2-D Cantor set)")
+    return ps.finish(
+        fig, "Malach & Shalev-Shwartz Fig. 5: learning depends on the approximation curve (2-D Cantor set)"
+    )
 
 
 def tables_figure(table: pd.DataFrame) -> plt.Figure:
@@ -115,8 +133,20 @@ def tables_figure(table: pd.DataFrame) -> plt.Figure:
     for ax, (f, p) in zip(axes, groups):
         g = b[(b.fractal == f) & (b.pdeg == p)]
         acc = g.pivot(index="depth", columns="width", values="best_accuracy")
-        text = g.assign(t=[f"{a:.3f}\nlr {lr:g}" for a, lr in zip(g.best_accuracy, g.lr)]).pivot(index="depth", columns="width", values="t")
-        sns.heatmap(acc, annot=text, fmt="", vmin=CHANCE, vmax=PERFECT, cmap="viridis", cbar=False, ax=ax, annot_kws={"fontsize": 6})
+        text = g.assign(t=[f"{a:.3f}\nlr {lr:g}" for a, lr in zip(g.best_accuracy, g.lr)]).pivot(
+            index="depth", columns="width", values="t"
+        )
+        sns.heatmap(
+            acc,
+            annot=text,
+            fmt="",
+            vmin=CHANCE,
+            vmax=PERFECT,
+            cmap="viridis",
+            cbar=False,
+            ax=ax,
+            annot_kws={"fontsize": 6},
+        )
         ax.set_title(f"{f}, pdeg {p}", fontsize=9)
     return ps.finish(fig, "Malach & Shalev-Shwartz Tables 1-2: best test accuracy per depth and width (and its rate)")
 
@@ -141,7 +171,7 @@ def runs_figure(table: pd.DataFrame) -> plt.Figure:
         ax.set_title(f"{f}, pdeg {p}, depth {T}, width {w}", fontsize=7)
         ax.set_xlabel("Adam steps")
         ax.legend(fontsize=5, loc="lower right", frameon=False)
-    for ax in axes.ravel()[len(groups):]:
+    for ax in axes.ravel()[len(groups) :]:
         ax.set_visible(False)
     return ps.finish(fig, "Training curves: test accuracy along the run per learning rate (Figs. 4 and 5 nets)")
 
@@ -151,10 +181,20 @@ def samples_figure(table: pd.DataFrame) -> plt.Figure:
     fig, axes = ps.panels(len(groups), width=3.4, height=3.6)
     for ax, (f, n, p) in zip(axes, groups):
         g = table[(table.fractal == f) & (table.n == n) & (table.pdeg == p)]
-        y2 = g.x2 if g.x2.notna().any() else np.random.default_rng(0).uniform(-1, 1, len(g))  # 1-D: jitter for visibility
+        y2 = (
+            g.x2 if g.x2.notna().any() else np.random.default_rng(0).uniform(-1, 1, len(g))
+        )  # 1-D: jitter for visibility
         for lab, color in ((-1, "tab:orange"), (1, "tab:blue")):
             m = g.label == lab
-            ax.scatter(g.x1[m], y2[m], s=1, color=color, alpha=0.6, label="positive" if lab > 0 else "negative", rasterized=True)
+            ax.scatter(
+                g.x1[m],
+                y2[m],
+                s=1,
+                color=color,
+                alpha=0.6,
+                label="positive" if lab > 0 else "negative",
+                rasterized=True,
+            )
         ax.set_title(f"{f}, depth {n}, pdeg {p}\nP(j) = {g.P_analytic.iloc[0].replace(';', ' ')}", fontsize=7)
         ax.set_aspect("equal" if g.x2.notna().any() else "auto")
         ax.set_xticks([])
@@ -174,7 +214,14 @@ def realdata_figure(table: pd.DataFrame, title: str) -> plt.Figure:
         ax.plot(g.width, g.best_accuracy, "-o", color=colors[T], ms=4, label=f"depth {T}")
         _mark_unsound(ax, g.width, g.best_accuracy, g)
         for r in g.itertuples():
-            ax.annotate(f"{r.lr:g}", (r.width, r.best_accuracy), textcoords="offset points", xytext=(2, 3), fontsize=4.5, color=colors[T])
+            ax.annotate(
+                f"{r.lr:g}",
+                (r.width, r.best_accuracy),
+                textcoords="offset points",
+                xytext=(2, 3),
+                fontsize=4.5,
+                color=colors[T],
+            )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("width (channels per layer; numbers: the best rate)")
     ax.set_ylabel("best test accuracy along the run")

@@ -50,22 +50,28 @@ def check(sec: dict, config: dict) -> None:
             raise ConfigError(f"config error at {where}.{name}.depths: empty")
     t = sec["training"]
     if t.get("onset_checks") is not None and t["onset_checks"] < t["patience"]:
-        raise ConfigError(f"config error at {where}.training.onset_checks: {t['onset_checks']} is below training.patience "
-                          f"({t['patience']}); allowed: null (no onset rule) or an integer >= patience")
+        raise ConfigError(
+            f"config error at {where}.training.onset_checks: {t['onset_checks']} is below training.patience "
+            f"({t['patience']}); allowed: null (no onset rule) or an integer >= patience"
+        )
     f4 = sec.get("fig4", {})
     for i, e in enumerate(f4.get("extra_nets", [])):
         if e["depth"] not in f4["depths"] or e["width"] in f4["widths"]:
-            raise ConfigError(f"config error at {where}.fig4.extra_nets[{i}]: depth {e['depth']}, width {e['width']}: the depth must "
-                              f"be one of fig4.depths {sorted(f4['depths'])} and the width not one of fig4.widths {sorted(f4['widths'])} "
-                              "(those nets are already trained)")
+            raise ConfigError(
+                f"config error at {where}.fig4.extra_nets[{i}]: depth {e['depth']}, width {e['width']}: the depth must "
+                f"be one of fig4.depths {sorted(f4['depths'])} and the width not one of fig4.widths {sorted(f4['widths'])} "
+                "(those nets are already trained)"
+            )
     f7 = sec.get("fig7")
     if f7 is not None:
         from .images import ImageDataError, check_cifar_folder
 
         if f7["dataset"] == "cifar10":
             if not f7.get("cifar10_dir"):
-                raise ConfigError(f"config error at {where}.fig7.cifar10_dir: dataset cifar10 needs the folder of your local copy "
-                                  "of CIFAR-10's binary version (data_batch_1.bin ... test_batch.bin); nothing is downloaded")
+                raise ConfigError(
+                    f"config error at {where}.fig7.cifar10_dir: dataset cifar10 needs the folder of your local copy "
+                    "of CIFAR-10's binary version (data_batch_1.bin ... test_batch.bin); nothing is downloaded"
+                )
             try:
                 check_cifar_folder(f7["cifar10_dir"])
             except ImageDataError as e:
@@ -74,9 +80,13 @@ def check(sec: dict, config: dict) -> None:
         if f7["augment"] and f7["crop"] > 32:
             raise ConfigError(f"config error at {where}.fig7.crop: {f7['crop']} exceeds CIFAR-10's 32 pixels")
         if f7["augment"] and f7["dataset"] == "digits":
-            raise ConfigError(f"config error at {where}.fig7.augment: crop-and-flip augmentation is for cifar10 (a flipped digit is another digit)")
+            raise ConfigError(
+                f"config error at {where}.fig7.augment: crop-and-flip augmentation is for cifar10 (a flipped digit is another digit)"
+            )
         if f7["dataset"] == "digits" and not 10 <= f7["n_test"] <= 1787:
-            raise ConfigError(f"config error at {where}.fig7.n_test: digits has 1797 images; hold out 10 ... 1787, got {f7['n_test']}")
+            raise ConfigError(
+                f"config error at {where}.fig7.n_test: digits has 1797 images; hold out 10 ... 1787, got {f7['n_test']}"
+            )
         if size < 4:
             raise ConfigError(f"config error at {where}.fig7: images of side {size} leave no pixel after the two pools")
 
@@ -154,12 +164,23 @@ def _nets(sec: dict, key: str) -> list[TrainJob]:
         return []
     if key in ("fig4", "fig6"):
         extra = {(x["depth"], x["width"]) for x in e.get("extra_nets", [])}
-        return [TrainJob(e["fractal"], e["fractal_depth"], e["pdeg"], T, k)
-                for T, k in sorted({(T, k) for T in e["depths"] for k in e["widths"]} | extra)]
+        return [
+            TrainJob(e["fractal"], e["fractal_depth"], e["pdeg"], T, k)
+            for T, k in sorted({(T, k) for T in e["depths"] for k in e["widths"]} | extra)
+        ]
     if key == "fig5":
-        return [TrainJob(e["fractal"], e["fractal_depth"], p, e["depth"], k) for p in e["pdegs"] for k in sorted(e["widths"])]
-    return [TrainJob(f, e["fractal_depth"], p, T, k) for f in e["fractals"]
-            for p in (e["coarse_pdeg"], e["fine_pdeg"]) for T in sorted(e["depths"]) for k in sorted(e["widths"])]
+        return [
+            TrainJob(e["fractal"], e["fractal_depth"], p, e["depth"], k)
+            for p in e["pdegs"]
+            for k in sorted(e["widths"])
+        ]
+    return [
+        TrainJob(f, e["fractal_depth"], p, T, k)
+        for f in e["fractals"]
+        for p in (e["coarse_pdeg"], e["fine_pdeg"])
+        for T in sorted(e["depths"])
+        for k in sorted(e["widths"])
+    ]
 
 
 @dataclass(frozen=True)
@@ -200,7 +221,9 @@ class Training:
     patience: int  # checks without a rise of the best test accuracy by more than abs_tol: converged
     abs_tol: float
     plateau_growth: float  # the plateau window: max(patience, plateau_growth x checks so far)
-    onset_checks: int | None  # a net still at chance (best accuracy <= 0.5 + onset_margin) runs at least this many checks
+    onset_checks: (
+        int | None
+    )  # a net still at chance (best accuracy <= 0.5 + onset_margin) runs at least this many checks
     onset_margin: float | None  # None without an onset rule (the CNNs: a value there would only be a rerun trigger)
     lr_factor: float  # growth of the rate grid beyond an edge choice
     lr_rounds: int
@@ -209,11 +232,19 @@ class Training:
 
 def _training(t: dict) -> Training:
     g = t["lr_growth"]
-    return Training(batch_size=t["batch_size"], check_every=t["check_every"], max_epochs=t["max_epochs"], patience=t["patience"],
-                    abs_tol=float(t["abs_tol"]), plateau_growth=float(t["plateau_growth"]), onset_checks=t.get("onset_checks"),
-                    onset_margin=None if t.get("onset_checks") is None else float(t["onset_margin"]),
-                    lr_factor=float(g["factor"]), lr_rounds=g["rounds"],
-                    log10_lr_limits=tuple(float(v) for v in g["log10_limits"]))
+    return Training(
+        batch_size=t["batch_size"],
+        check_every=t["check_every"],
+        max_epochs=t["max_epochs"],
+        patience=t["patience"],
+        abs_tol=float(t["abs_tol"]),
+        plateau_growth=float(t["plateau_growth"]),
+        onset_checks=t.get("onset_checks"),
+        onset_margin=None if t.get("onset_checks") is None else float(t["onset_margin"]),
+        lr_factor=float(g["factor"]),
+        lr_rounds=g["rounds"],
+        log10_lr_limits=tuple(float(v) for v in g["log10_limits"]),
+    )
 
 
 @dataclass(frozen=True)
@@ -235,8 +266,14 @@ class TrainSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: TrainJob) -> "TrainSpec":
         t = section(config)["training"]
-        return cls(job=job, data=DataSpec.from_config(config, job.data), init="truncated_normal",
-                   lrs=tuple(float(v) for v in sorted(t["lrs"])), seeds=tuple(t["seeds"]), training=_training(t))
+        return cls(
+            job=job,
+            data=DataSpec.from_config(config, job.data),
+            init="truncated_normal",
+            lrs=tuple(float(v) for v in sorted(t["lrs"])),
+            seeds=tuple(t["seeds"]),
+            training=_training(t),
+        )
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("data", self.job.data)}
@@ -249,7 +286,9 @@ class TrainSpec(Spec):
 
     def calls(self) -> float:
         """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.plan.calls_of)."""
-        return float(batches(self.data.n_train, self.training.batch_size) * self.training.max_epochs * (self.job.depth + 1))
+        return float(
+            batches(self.data.n_train, self.training.batch_size) * self.training.max_epochs * (self.job.depth + 1)
+        )
 
     def trained(self, ds) -> float | None:
         """Epochs trained (``stopped_epoch``, grown rates included) over the planned rates x seeds x ``max_epochs``."""
@@ -261,15 +300,25 @@ class TrainSpec(Spec):
         sizes = layer_sizes(d, self.job.width, self.job.depth)
         P = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
         M = len(self.lrs) * len(self.seeds)
-        shape = {"d": d, "n": self.data.n_train, "P": float(P), "L": self.job.depth, "h": float(self.job.width), "M": M,
-                 "B": self.training.batch_size, "adam": True}
+        shape = {
+            "d": d,
+            "n": self.data.n_train,
+            "P": float(P),
+            "L": self.job.depth,
+            "h": float(self.job.width),
+            "M": M,
+            "B": self.training.batch_size,
+            "adam": True,
+        }
         return shape, float(M * self.training.max_epochs)
 
     def memory(self) -> dict[str, int]:
         M = len(self.lrs) * len(self.seeds)
         sizes = layer_sizes(1 if self.job.fractal == "cantor1d" else 2, self.job.width, self.job.depth)
-        return {f"studies.{STUDY}.training": self.data.memory()[f"studies.{STUDY}.data.n_train"]
-                + mem.nets(M, sizes, self.training.batch_size, self.data.n_test, adam=True)}
+        return {
+            f"studies.{STUDY}.training": self.data.memory()[f"studies.{STUDY}.data.n_train"]
+            + mem.nets(M, sizes, self.training.batch_size, self.data.n_test, adam=True)
+        }
 
 
 @dataclass(frozen=True)
@@ -290,8 +339,13 @@ class ImagesSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: ImagesJob) -> "ImagesSpec":
         f7 = section(config)["fig7"]
-        return cls(job=job, cifar10_dir=str(f7["cifar10_dir"]) if job.dataset == "cifar10" else None,
-                   n_train=f7["n_train"], n_test=f7["n_test"], seed=config["seed"])
+        return cls(
+            job=job,
+            cifar10_dir=str(f7["cifar10_dir"]) if job.dataset == "cifar10" else None,
+            n_train=f7["n_train"],
+            n_test=f7["n_test"],
+            seed=config["seed"],
+        )
 
     def files(self) -> dict[str, str]:
         """cifar10: the six binary files of the user's copy (rule inputs, hashed into the record, audited)."""
@@ -328,10 +382,16 @@ class CnnSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: CnnJob) -> "CnnSpec":
         f7 = section(config)["fig7"]
-        return cls(job=job, data=ImagesSpec.from_config(config, ImagesJob(job.dataset)), kernel=f7["kernel"],
-                   lrs=tuple(float(v) for v in sorted(f7["lrs"])), seeds=tuple(f7["seeds"]),
-                   training=_training({**f7, "max_epochs": f7["epochs"]}), augment=f7["augment"],
-                   crop=f7["crop"] if f7["augment"] else 0)
+        return cls(
+            job=job,
+            data=ImagesSpec.from_config(config, ImagesJob(job.dataset)),
+            kernel=f7["kernel"],
+            lrs=tuple(float(v) for v in sorted(f7["lrs"])),
+            seeds=tuple(f7["seeds"]),
+            training=_training({**f7, "max_epochs": f7["epochs"]}),
+            augment=f7["augment"],
+            crop=f7["crop"] if f7["augment"] else 0,
+        )
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("images", ImagesJob(self.job.dataset))}
@@ -375,13 +435,19 @@ class FigureSpec(Spec):
         steps = s["data"]["n_train"] // s["training"]["batch_size"]
         if job.figure == "samples":
             shown = _unique([DataJob(x["fractal"], x["fractal_depth"], x["pdeg"]) for x in s["samples"]["show"]])
-            return cls(job=job, nets=(), cnns=(), samples=tuple(shown), points=s["samples"]["points"], steps_per_epoch=steps)
+            return cls(
+                job=job, nets=(), cnns=(), samples=tuple(shown), points=s["samples"]["points"], steps_per_epoch=steps
+            )
         if job.figure == "fig7":
             return cls(job=job, nets=(), cnns=tuple(CnnSpec.jobs(config)), samples=(), points=0, steps_per_epoch=steps)
         return cls(job=job, nets=tuple(_nets(s, job.figure)), cnns=(), samples=(), points=0, steps_per_epoch=steps)
 
     def inputs(self) -> dict[str, Ref]:
-        refs = [Ref("train", j) for j in self.nets] + [Ref("cnn", j) for j in self.cnns] + [Ref("data", j) for j in self.samples]
+        refs = (
+            [Ref("train", j) for j in self.nets]
+            + [Ref("cnn", j) for j in self.cnns]
+            + [Ref("data", j) for j in self.samples]
+        )
         return {"/".join([r.stage, *(str(v) for v in r.job.values().values())]): r for r in refs}
 
 
@@ -404,16 +470,29 @@ class ClaimsSpec(ClaimsBase):
         t, d = s["training"], s["data"]
         steps = t["max_epochs"] * (d["n_train"] // t["batch_size"])
         f7 = s.get("fig7")
-        real = (f"; Fig. 7: {f7['dataset']} CNNs, depths {sorted(f7['depths'])} x widths {sorted(f7['widths'])}, "
-                f"{f7['kernel']}x{f7['kernel']} kernels, Adam lr {sorted(f7['lrs'])}, {f7['epochs']} epochs, seeds {list(f7['seeds'])}"
-                if f7 else "")
-        return cls(job=job, near_perfect=0.95, near_chance=0.6, m4_margin=float(f7["margin"]) if f7 else 0.0,
-                   n_test=int(d["n_test"]), n_test_real=(int(f7["n_test"]) or 10000) if f7 else 0,
-                   steps_per_epoch=int(d["n_train"] // t["batch_size"]),
-                   scale_note=f"Scale: {d['n_train']} training / {d['n_test']} test examples, Adam lr {sorted(t['lrs'])} (the best "
-                              f"reported), batch {t['batch_size']}, {t['max_epochs']} epochs = {steps} steps (paper: 1e6), test "
-                              f"accuracy every {t['check_every']} epochs, best along the run; a net stops when its best test "
-                              f"accuracy has not risen by {t['abs_tol']:g} for {t['patience']} checks"
-                              + (f" (a net still at chance, best <= {CHANCE + t['onset_margin']:g}: not before {t['onset_checks']} checks "
-                                 f"= {t['onset_checks'] * t['check_every']} epochs)" if t.get("onset_checks") is not None else "")
-                              + f"; seeds {list(t['seeds'])}{real}.")
+        real = (
+            f"; Fig. 7: {f7['dataset']} CNNs, depths {sorted(f7['depths'])} x widths {sorted(f7['widths'])}, "
+            f"{f7['kernel']}x{f7['kernel']} kernels, Adam lr {sorted(f7['lrs'])}, {f7['epochs']} epochs, seeds {list(f7['seeds'])}"
+            if f7
+            else ""
+        )
+        return cls(
+            job=job,
+            near_perfect=0.95,
+            near_chance=0.6,
+            m4_margin=float(f7["margin"]) if f7 else 0.0,
+            n_test=int(d["n_test"]),
+            n_test_real=(int(f7["n_test"]) or 10000) if f7 else 0,
+            steps_per_epoch=int(d["n_train"] // t["batch_size"]),
+            scale_note=f"Scale: {d['n_train']} training / {d['n_test']} test examples, Adam lr {sorted(t['lrs'])} (the best "
+            f"reported), batch {t['batch_size']}, {t['max_epochs']} epochs = {steps} steps (paper: 1e6), test "
+            f"accuracy every {t['check_every']} epochs, best along the run; a net stops when its best test "
+            f"accuracy has not risen by {t['abs_tol']:g} for {t['patience']} checks"
+            + (
+                f" (a net still at chance, best <= {CHANCE + t['onset_margin']:g}: not before {t['onset_checks']} checks "
+                f"= {t['onset_checks'] * t['check_every']} epochs)"
+                if t.get("onset_checks") is not None
+                else ""
+            )
+            + f"; seeds {list(t['seeds'])}{real}.",
+        )

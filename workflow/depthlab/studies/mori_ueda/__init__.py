@@ -14,7 +14,13 @@ STUDY = Study(
     title="Mori & Ueda (2022): depth vs locality",
     stages=(
         Stage("data", S.DataSpec, ".data:make_data", path="{figure}/data/{target}.zarr"),
-        Stage("lrsearch", S.LrSearchSpec, ".search:run_lrsearch", path="{figure}/lrsearch/{target}/L{depth}.zarr", gpu=True),
+        Stage(
+            "lrsearch",
+            S.LrSearchSpec,
+            ".search:run_lrsearch",
+            path="{figure}/lrsearch/{target}/L{depth}.zarr",
+            gpu=True,
+        ),
         Stage("train", S.TrainSpec, ".training:run_train", path="{figure}/train/{target}/L{depth}.zarr", gpu=True),
         Stage("ntk", S.NtkSpec, ".kernel:run_kernels", path="{figure}/ntk/{target}/L{depth}.zarr", gpu=True),
         Stage("entk", S.EntkSpec, ".lazy:run_entk", path="{figure}/entk/{target}/L{depth}.zarr"),

@@ -54,8 +54,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from depthlab.claims import (Z, Test, Verdict, all_of, diverged, exceeds, flagged, judge, learned,
-                             not_applicable, trend, unconverged)
+from depthlab.claims import (
+    Z,
+    Test,
+    Verdict,
+    all_of,
+    diverged,
+    exceeds,
+    flagged,
+    judge,
+    learned,
+    not_applicable,
+    trend,
+    unconverged,
+)
 from depthlab.core import stats
 from depthlab.core.edges import choose
 
@@ -88,7 +100,10 @@ def _diverged(df: pd.DataFrame) -> str:
         return ""
     per = df.groupby("depth").diverged.agg(["sum", "size"])
     per = per[per["sum"] > 0]
-    return "".join(f"; {int(r['sum'])} of {int(r['size'])} seeds diverged at L={int(L)} (left out of its mean)" for L, r in per.iterrows())
+    return "".join(
+        f"; {int(r['sum'])} of {int(r['size'])} seeds diverged at L={int(L)} (left out of its mean)"
+        for L, r in per.iterrows()
+    )
 
 
 def _flat(s: pd.Series) -> bool:
@@ -102,15 +117,29 @@ def _fmt(s: pd.Series) -> str:
 def _soundness(part: pd.DataFrame) -> list[str]:
     """What a depth-sweep row rests on that could make it unsound: nets that did not converge, CV rates at a flagged edge,
     seeds that diverged (even at the halved rate)."""
-    return [unconverged(part, lambda r: f"L={r.depth} seed {r.seed}"), flagged(part, lambda r: f"L={r.depth}"),
-            diverged(part, lambda r: f"L={r.depth} seed {r.seed} at lr {r.lr:.3g}", "their depth's mean is over the other seeds only")]
+    return [
+        unconverged(part, lambda r: f"L={r.depth} seed {r.seed}"),
+        flagged(part, lambda r: f"L={r.depth}"),
+        diverged(
+            part,
+            lambda r: f"L={r.depth} seed {r.seed} at lr {r.lr:.3g}",
+            "their depth's mean is over the other seeds only",
+        ),
+    ]
 
 
 def _lrs(part: pd.DataFrame) -> str:
     """'L=1: 0.5, L=4: 0.54 (CV 1.08, halved once: a seed diverged)' for the rates the depths were trained at."""
     per = part.groupby("depth")[[c for c in ("lr", "cv_lr", "lr_halvings") if c in part]].first()
-    return ", ".join(f"L={int(L)}: {r.lr:.3g}" + (f" (CV {r.cv_lr:.3g}, halved {int(r.lr_halvings)}x: a seed diverged)"
-                                                  if getattr(r, "lr_halvings", 0) else "") for L, r in per.iterrows())
+    return ", ".join(
+        f"L={int(L)}: {r.lr:.3g}"
+        + (
+            f" (CV {r.cv_lr:.3g}, halved {int(r.lr_halvings)}x: a seed diverged)"
+            if getattr(r, "lr_halvings", 0)
+            else ""
+        )
+        for L, r in per.iterrows()
+    )
 
 
 def _estimates(df: pd.DataFrame, col: str = "nn_test_error") -> dict:
@@ -156,8 +185,17 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
         loc = part.locality.iloc[0]
         nn = _curve(part)
         if len(nn) < 2 or nn.isna().all():
-            out.append(judge("-", "depth dependence (claims 1-4)", figure, name, None, f"NN {_fmt(nn)}",
-                             why_none="fewer than two depths with a finite NN error"))
+            out.append(
+                judge(
+                    "-",
+                    "depth dependence (claims 1-4)",
+                    figure,
+                    name,
+                    None,
+                    f"NN {_fmt(nn)}",
+                    why_none="fewer than two depths with a finite NN error",
+                )
+            )
             continue
         est, kest = _estimates(part), _kernel_estimates(part, "ntk_test_error")
         sound = _soundness(part)
@@ -169,22 +207,52 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
         alive, gone = learned(est, floor, what=floor_name)
         if k >= 2 and loc == "local":
             clearly = exceeds(stats.ratio(est[first], est[best_deep]), CLEARLY, what=f"err(L=1)/err(L={best_deep})")
-            falls = trend(np.log(alive), _samples(part, alive), falling=True, what="the NN's fall with log L") \
-                if len(alive) >= 2 else Test(None, float("nan"), float("nan"), 0.0, None,
-                                             f"fewer than two depths learned anything ({gone})")
+            falls = (
+                trend(np.log(alive), _samples(part, alive), falling=True, what="the NN's fall with log L")
+                if len(alive) >= 2
+                else Test(
+                    None, float("nan"), float("nan"), 0.0, None, f"fewer than two depths learned anything ({gone})"
+                )
+            )
             t = all_of(clearly, falls)
-            out.append(judge(tag + "1", "local: L = 1 clearly worse, error falls with L", figure, name, t,
-                             f"{shown}; err(L=1)/min deeper = {clearly.text('.3f')} (need > {CLEARLY}); slope of err over "
-                             f"log L at L = {alive} = {falls.text('+.3g')} (need < 0)"
-                             + (f"; {gone}" if gone else "") + lr_note, sound))
+            out.append(
+                judge(
+                    tag + "1",
+                    "local: L = 1 clearly worse, error falls with L",
+                    figure,
+                    name,
+                    t,
+                    f"{shown}; err(L=1)/min deeper = {clearly.text('.3f')} (need > {CLEARLY}); slope of err over "
+                    f"log L at L = {alive} = {falls.text('+.3g')} (need < 0)" + (f"; {gone}" if gone else "") + lr_note,
+                    sound,
+                )
+            )
         if k >= 2 and loc == "global":
             t = _beats(est, first, best_deep, f"err(L={best_deep}) - err(L=1)")
-            out.append(judge(tag + "2", "global: L = 1 best", figure, name, t,
-                             f"{shown}; err(L={best_deep}) - err(L=1) = {t.text()} (need > 0){lr_note}", sound))
+            out.append(
+                judge(
+                    tag + "2",
+                    "global: L = 1 best",
+                    figure,
+                    name,
+                    t,
+                    f"{shown}; err(L={best_deep}) - err(L=1) = {t.text()} (need > 0){lr_note}",
+                    sound,
+                )
+            )
         if k == 1:
             t = _beats(est, first, best_deep, f"err(L={best_deep}) - err(L=1)")
-            out.append(judge("3", "k = 1: shallow best", figure, name, t,
-                             f"{shown}; err(L={best_deep}) - err(L=1) = {t.text()} (need > 0){lr_note}", sound))
+            out.append(
+                judge(
+                    "3",
+                    "k = 1: shallow best",
+                    figure,
+                    name,
+                    t,
+                    f"{shown}; err(L={best_deep}) - err(L=1) = {t.text()} (need > 0){lr_note}",
+                    sound,
+                )
+            )
             out.append(_nonmonotonic(figure, name, est, lr_note, sound))
         out += _claim4_rows(figure, variant, name, k, loc, part, est, kest, floor, floor_name, sound)
         _flag_substituted(out, start, part)
@@ -194,49 +262,87 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
         glo_c = _curve(ones[ones.locality == "global"])
         common = list(loc_c.index.intersection(glo_c.index))
         t = _alike(ones, common) if len(common) >= 2 else None
-        out.append(judge("3", "k = 1: local and global alike", figure, "1-local vs 1-global", t,
-                         f"best depths {int(loc_c.idxmin())} vs {int(glo_c.idxmin())}; "
-                         + (t.note.strip(" ()") if t is not None else "n/a"), _soundness(ones),
-                         why_none="fewer than two common depths"))
+        out.append(
+            judge(
+                "3",
+                "k = 1: local and global alike",
+                figure,
+                "1-local vs 1-global",
+                t,
+                f"best depths {int(loc_c.idxmin())} vs {int(glo_c.idxmin())}; "
+                + (t.note.strip(" ()") if t is not None else "n/a"),
+                _soundness(ones),
+                why_none="fewer than two common depths",
+            )
+        )
     return out
 
 
-def _claim4_rows(figure: str, variant: str | None, name: str, k: int, loc: str, part: pd.DataFrame, est: dict, kest: dict,
-                 floor: float, floor_name: str, sound: list[str]) -> list[Verdict]:
+def _claim4_rows(
+    figure: str,
+    variant: str | None,
+    name: str,
+    k: int,
+    loc: str,
+    part: pd.DataFrame,
+    est: dict,
+    kest: dict,
+    floor: float,
+    floor_name: str,
+    sound: list[str],
+) -> list[Verdict]:
     """Claim 4 where the paper makes it (SPEC §1, Sec. 3.1): "does not follow" on the k >= 2 local targets and Fig. 6's
     generalized ones (with the "worse at the best depth" aside beside it, an extension); on 3-global at L = 1 only (the
     NTK predicts L = 1 worse than deeper nets, the net does not); "the NTK follows the net" where the paper says it does
     (k = 1: shallow best; 2-global; 3-global at L >= 2); not applicable on Figs 4 and 5 (no NTK there)."""
     sub = _substituted(part)
     if variant in NO_NTK:
-        return [not_applicable("4", "the NTK and the NN at the CV-optimal lr", figure, name,
-                               "NTK " + ", ".join(f"L={L}: {e.value:.4g}" for L, e in kest.items()),
-                               f"the paper shows no NTK for its {variant} figure (Figs 4 and 5 show networks only): claim 4 "
-                               "is not made there; the NTK's errors are in the figure's table")]
+        return [
+            not_applicable(
+                "4",
+                "the NTK and the NN at the CV-optimal lr",
+                figure,
+                name,
+                "NTK " + ", ".join(f"L={L}: {e.value:.4g}" for L, e in kest.items()),
+                f"the paper shows no NTK for its {variant} figure (Figs 4 and 5 show networks only): claim 4 "
+                "is not made there; the NTK's errors are in the figure's table",
+            )
+        ]
     if variant == "generalized g" or (k >= 2 and loc == "local"):
-        return [_claim4(figure, name, part, est, kest, floor, floor_name, sound, sub),
-                _aside(figure, name, part, est, kest, floor, floor_name, sound)]
+        return [
+            _claim4(figure, name, part, est, kest, floor, floor_name, sound, sub),
+            _aside(figure, name, part, est, kest, floor, floor_name, sound),
+        ]
     if k == 1:
         return [_ntk_shallow_best(figure, name, est, kest, floor, floor_name, sound, sub)]
     if k == 2:  # 2-global: the paper's exception
         return [_follows(figure, name, part, est, kest, sorted(est), floor, floor_name, sound, sub)]
     # k >= 3 global: L = 1 is where the paper finds the NTK wrong; at L >= 2 it finds it close
-    return [_claim4_at_1(figure, name, est, kest, floor, floor_name, sound, sub),
-            _aside(figure, name, part, est, kest, floor, floor_name, sound),
-            _follows(figure, name, part, est, kest, [L for L in sorted(est) if L >= 2], floor, floor_name, sound, sub)]
+    return [
+        _claim4_at_1(figure, name, est, kest, floor, floor_name, sound, sub),
+        _aside(figure, name, part, est, kest, floor, floor_name, sound),
+        _follows(figure, name, part, est, kest, [L for L in sorted(est) if L >= 2], floor, floor_name, sound, sub),
+    ]
 
 
-def _aside(figure: str, name: str, part: pd.DataFrame, est: dict, kest: dict, floor: float, floor_name: str,
-           sound: list[str]) -> Verdict:
+def _aside(
+    figure: str, name: str, part: pd.DataFrame, est: dict, kest: dict, floor: float, floor_name: str, sound: list[str]
+) -> Verdict:
     """The finding beside a judged claim-4 row, an extension: the NTK is worse than the NN at the NN's best depth."""
     nn = _curve(part)
     best = int(nn.idxmin())
     gap = exceeds(stats.ratio(kest[best], est[best]), CLEARLY, what=f"NTK/NN at L={best}")
     both = est[best].value >= floor - Z * _se0(est[best]) and kest[best].value >= floor - Z * _se0(kest[best])
-    v = judge("4-aside", "finding beside claim 4: the NTK is worse than the NN at the NN's best depth", figure, name,
-              gap, f"NTK/NN at the NN's best depth L={best}: {gap.text('.3f')} (need > {CLEARLY})"
-              + _substituted(part[part.depth == best]),
-              sound + ([f"nothing learned: NN and NTK both at {floor_name} at L={best}"] if both else []))
+    v = judge(
+        "4-aside",
+        "finding beside claim 4: the NTK is worse than the NN at the NN's best depth",
+        figure,
+        name,
+        gap,
+        f"NTK/NN at the NN's best depth L={best}: {gap.text('.3f')} (need > {CLEARLY})"
+        + _substituted(part[part.depth == best]),
+        sound + ([f"nothing learned: NN and NTK both at {floor_name} at L={best}"] if both else []),
+    )
     v.scope = "extension"
     return v
 
@@ -245,15 +351,32 @@ def _kernel_trend(kest: dict, depths: list[int]) -> Test:
     """The NTK's trend over log L at ``depths``: one fit per depth, its SE over the test points (a z law on the slope;
     :func:`depthlab.core.stats.trend_test`), flat within ``FLAT`` counted as flat (holds None, effect the slope)."""
     vals = pd.Series({L: kest[L].value for L in depths}, dtype=float)
-    rising = trend(np.log(depths), [[kest[L].value] for L in depths], falling=False,
-                   sem=[kest[L].se if kest[L].se > 0 else 1e-12 for L in depths], what="the NTK's trend in L")
+    rising = trend(
+        np.log(depths),
+        [[kest[L].value] for L in depths],
+        falling=False,
+        sem=[kest[L].se if kest[L].se > 0 else 1e-12 for L in depths],
+        what="the NTK's trend in L",
+    )
     if _flat(vals):
-        return Test(None, rising.effect, rising.stderr, 0.0, rising.z, f"the NTK is flat within {FLAT:.0%}", rising.note)
+        return Test(
+            None, rising.effect, rising.stderr, 0.0, rising.z, f"the NTK is flat within {FLAT:.0%}", rising.note
+        )
     return rising
 
 
-def _follows(figure: str, name: str, part: pd.DataFrame, est: dict, kest: dict, depths: list[int], floor: float,
-             floor_name: str, sound: list[str], sub: str) -> Verdict:
+def _follows(
+    figure: str,
+    name: str,
+    part: pd.DataFrame,
+    est: dict,
+    kest: dict,
+    depths: list[int],
+    floor: float,
+    floor_name: str,
+    sound: list[str],
+    sub: str,
+) -> Verdict:
     """Where the paper finds the NTK close to the net (2-global; 3-global at L >= 2): the row checks that the NTK follows
     the net's depth trend.  Holds when both trends over log L are decided with the same sign; does not hold when they are
     decided with opposite signs, or the NTK is flat (within ``FLAT``) where the net's trend is decided; otherwise
@@ -265,27 +388,63 @@ def _follows(figure: str, name: str, part: pd.DataFrame, est: dict, kest: dict, 
     alive_k, gone_k = learned(sub_k, floor, what=f"{floor_name} (NTK)")
     use = [L for L in alive if L in alive_k]
     left = "; ".join(g for g in (gone_nn, gone_k) if g)
-    shown = (f"at L = {depths}: NN " + ", ".join(f"L={L}: {est[L]}" for L in depths) + "; NTK "
-             + ", ".join(f"L={L}: {kest[L]}" for L in depths) + (f"; {left}" if left else "")
-             + "; NTK/NN " + ", ".join(f"L={L}: {kest[L].value / est[L].value:.3g}" for L in depths if est[L].value))
+    shown = (
+        f"at L = {depths}: NN "
+        + ", ".join(f"L={L}: {est[L]}" for L in depths)
+        + "; NTK "
+        + ", ".join(f"L={L}: {kest[L]}" for L in depths)
+        + (f"; {left}" if left else "")
+        + "; NTK/NN "
+        + ", ".join(f"L={L}: {kest[L].value / est[L].value:.3g}" for L in depths if est[L].value)
+    )
     if len(use) < 2:
-        return judge("4", statement, figure, name, None, shown + sub, sound,
-                     why_none=f"fewer than two depths at which both the NN and the NTK learned something ({left})")
+        return judge(
+            "4",
+            statement,
+            figure,
+            name,
+            None,
+            shown + sub,
+            sound,
+            why_none=f"fewer than two depths at which both the NN and the NTK learned something ({left})",
+        )
     nn_t = trend(np.log(use), _samples(part, use), falling=False, what="the NN's trend in L")
     k_t = _kernel_trend(kest, use)
     nn_sign = None if nn_t.holds is None else (1 if nn_t.holds else -1)
     flat = k_t.holds is None and k_t.problem.startswith("the NTK is flat")
     k_sign = None if k_t.holds is None else (1 if k_t.holds else -1)
-    ev = (f"{shown}; slope over log L: NN {nn_t.text('+.3g')}; NTK {k_t.text('+.3g')}"
-          + (" (flat)" if flat else "") + sub)
+    ev = (
+        f"{shown}; slope over log L: NN {nn_t.text('+.3g')}; NTK {k_t.text('+.3g')}" + (" (flat)" if flat else "") + sub
+    )
     z = nn_t.z
     if flat:  # the NTK is flat: it follows a net whose trend is flat too, which a test can only fail to reject
         if nn_sign is None:
-            return judge("4", statement, figure, name, Test(None, nn_t.effect, nn_t.stderr, 0.0, z,
-                         "the NTK is flat and the NN's trend is inside its error bars: agreement is not told from a "
-                         "lack of power"), ev, sound)
-        return judge("4", statement, figure, name, Test(False, nn_t.effect, nn_t.stderr, 0.0,
-                                                        -abs(z) if z is not None else None), ev, sound)
+            return judge(
+                "4",
+                statement,
+                figure,
+                name,
+                Test(
+                    None,
+                    nn_t.effect,
+                    nn_t.stderr,
+                    0.0,
+                    z,
+                    "the NTK is flat and the NN's trend is inside its error bars: agreement is not told from a "
+                    "lack of power",
+                ),
+                ev,
+                sound,
+            )
+        return judge(
+            "4",
+            statement,
+            figure,
+            name,
+            Test(False, nn_t.effect, nn_t.stderr, 0.0, -abs(z) if z is not None else None),
+            ev,
+            sound,
+        )
     if nn_sign is None or k_sign is None:
         why = "; ".join(t.problem for t in (nn_t, k_t) if t.holds is None)
         return judge("4", statement, figure, name, Test(None, nn_t.effect, nn_t.stderr, 0.0, z, why), ev, sound)
@@ -294,21 +453,30 @@ def _follows(figure: str, name: str, part: pd.DataFrame, est: dict, kest: dict, 
     return judge("4", statement, figure, name, Test(agree, nn_t.effect, nn_t.stderr, 0.0, zz), ev, sound)
 
 
-def _ntk_shallow_best(figure: str, name: str, est: dict, kest: dict, floor: float, floor_name: str, sound: list[str],
-                      sub: str) -> Verdict:
+def _ntk_shallow_best(
+    figure: str, name: str, est: dict, kest: dict, floor: float, floor_name: str, sound: list[str], sub: str
+) -> Verdict:
     """k = 1: the paper finds the NTK also predicts a shallow net is better (without the non-monotonicity): the NTK's
     error at the smallest depth is below every deeper one's, by Z SE of the difference (its SEs over the test points)."""
     depths = sorted(kest)
     first = depths[0]
     best_deep = min(depths[1:], key=lambda L: kest[L].value)
     t = exceeds(stats.difference(kest[best_deep], kest[first]), 0.0, what=f"NTK err(L={best_deep}) - err(L={first})")
-    return judge("4", "the NTK also finds the shallow net best (k = 1), as the paper finds", figure, name, t,
-                 "NTK " + ", ".join(f"L={L}: {kest[L]}" for L in depths) + f"; NTK err(L={best_deep}) - err(L={first}) = "
-                 f"{t.text()} (need > 0); NN " + ", ".join(f"L={L}: {e}" for L, e in est.items()) + sub, sound)
+    return judge(
+        "4",
+        "the NTK also finds the shallow net best (k = 1), as the paper finds",
+        figure,
+        name,
+        t,
+        "NTK " + ", ".join(f"L={L}: {kest[L]}" for L in depths) + f"; NTK err(L={best_deep}) - err(L={first}) = "
+        f"{t.text()} (need > 0); NN " + ", ".join(f"L={L}: {e}" for L, e in est.items()) + sub,
+        sound,
+    )
 
 
-def _claim4_at_1(figure: str, name: str, est: dict, kest: dict, floor: float, floor_name: str, sound: list[str],
-                 sub: str) -> Verdict:
+def _claim4_at_1(
+    figure: str, name: str, est: dict, kest: dict, floor: float, floor_name: str, sound: list[str], sub: str
+) -> Verdict:
     """3-global (k >= 3 global), the paper: "the NTK predicts that a shallow network of L = 1 generalizes poorer than DNNs,
     which is not the case in neural networks".  Holds when the NTK at L = 1 is worse than its best deeper depth and the NN
     at L = 1 is not worse than its best deeper depth (both by Z SE).  An L = 1 NTK at the target's variance is the
@@ -321,15 +489,35 @@ def _claim4_at_1(figure: str, name: str, est: dict, kest: dict, floor: float, fl
     k_deep = min(depths[1:], key=lambda L: kest[L].value)
     n_deep = min(depths[1:], key=lambda L: est[L].value)
     k_worse = exceeds(stats.difference(kest[first], kest[k_deep]), 0.0, what=f"NTK err(L={first}) - err(L={k_deep})")
-    nn_not = exceeds(stats.difference(est[first], est[n_deep]), 0.0, below=True, what=f"NN err(L={first}) - err(L={n_deep})")
+    nn_not = exceeds(
+        stats.difference(est[first], est[n_deep]), 0.0, below=True, what=f"NN err(L={first}) - err(L={n_deep})"
+    )
     at_floor = kest[first].value >= floor - Z * _se0(kest[first])
-    ev = (f"NTK err(L={first}) - err(L={k_deep}) = {k_worse.text()} (need > 0); NN err(L={first}) - err(L={n_deep}) = "
-          f"{nn_not.text()} (need < 0); NTK " + ", ".join(f"L={L}: {kest[L]}" for L in depths)
-          + (f" (the L = {first} NTK at {floor_name}: the poorer generalization the claim predicts)" if at_floor else "") + sub)
+    ev = (
+        f"NTK err(L={first}) - err(L={k_deep}) = {k_worse.text()} (need > 0); NN err(L={first}) - err(L={n_deep}) = "
+        f"{nn_not.text()} (need < 0); NTK "
+        + ", ".join(f"L={L}: {kest[L]}" for L in depths)
+        + (f" (the L = {first} NTK at {floor_name}: the poorer generalization the claim predicts)" if at_floor else "")
+        + sub
+    )
     deep_floor = kest[k_deep].value >= floor - Z * _se0(kest[k_deep])
-    return judge("4", statement, figure, name, all_of(k_worse, nn_not), ev,
-                 sound + ([f"every NTK depth is at {floor_name} (best deeper L = {k_deep}: {kest[k_deep]}): none learned, "
-                           "so none predicts better than another"] if deep_floor else []))
+    return judge(
+        "4",
+        statement,
+        figure,
+        name,
+        all_of(k_worse, nn_not),
+        ev,
+        sound
+        + (
+            [
+                f"every NTK depth is at {floor_name} (best deeper L = {k_deep}: {kest[k_deep]}): none learned, "
+                "so none predicts better than another"
+            ]
+            if deep_floor
+            else []
+        ),
+    )
 
 
 def _alike(ones: pd.DataFrame, depths: list[int]) -> Test:
@@ -350,8 +538,10 @@ def _alike(ones: pd.DataFrame, depths: list[int]) -> Test:
         diff_samples.append(a_[: min(len(a_), len(b_))] - b_[: min(len(a_), len(b_))])
     d = trend(lx, diff_samples, falling=False, what="the difference of the two curves")
     best_same = int(_curve(loc).loc[depths].idxmin()) == int(_curve(glo).loc[depths].idxmin())
-    note = (f" (slope over log L: 1-local {a.text('+.3g')}; 1-global {b.text('+.3g')}; difference {d.text('+.3g')}; "
-            f"same best depth: {best_same})")
+    note = (
+        f" (slope over log L: 1-local {a.text('+.3g')}; 1-global {b.text('+.3g')}; difference {d.text('+.3g')}; "
+        f"same best depth: {best_same})"
+    )
     if a.holds is not None and b.holds is not None and a.holds != b.holds:
         return Test(False, a.effect, a.stderr, 0.0, a.z, "", note)
     if d.holds is not None and d.z is not None and abs(d.z) >= Z:
@@ -384,11 +574,21 @@ def _substituted(df: pd.DataFrame) -> str:
     per = df[df.lr_halvings > 0].groupby("depth")[["lr", "cv_lr", "lr_halvings"]].first()
     return "; trained at a substituted rate: " + ", ".join(
         f"L={int(L)} at {r.lr:.3g} (its CV rate {r.cv_lr:.3g} halved {int(r.lr_halvings)}x: a seed diverged there)"
-        for L, r in per.iterrows())
+        for L, r in per.iterrows()
+    )
 
 
-def _claim4(figure: str, name: str, part: pd.DataFrame, est: dict, kest: dict, floor: float, floor_name: str,
-            sound: list[str], substituted: str = "") -> Verdict:
+def _claim4(
+    figure: str,
+    name: str,
+    part: pd.DataFrame,
+    est: dict,
+    kest: dict,
+    floor: float,
+    floor_name: str,
+    sound: list[str],
+    substituted: str = "",
+) -> Verdict:
     """Claim 4: the NN's trend in L, decided over seeds, runs against the NTK's (or the NTK is flat where the NN is not).
 
     Depths where the NN or the NTK learned nothing (at ``floor`` within Z SE) leave the test: a kernel at chance sets no
@@ -403,15 +603,25 @@ def _claim4(figure: str, name: str, part: pd.DataFrame, est: dict, kest: dict, f
     shown = "NTK " + ", ".join(f"L={L}: {kest[L].value:.4g}" for L in kest) + (f"; {left}" if left else "")
     scale = "; " + _scale(part)
     if len(depths) < 2:
-        return judge("4", statement, figure, name, None, shown + scale, sound,
-                     why_none=f"fewer than two depths at which both the NN and the NTK learned something ({left})")
+        return judge(
+            "4",
+            statement,
+            figure,
+            name,
+            None,
+            shown + scale,
+            sound,
+            why_none=f"fewer than two depths at which both the NN and the NTK learned something ({left})",
+        )
     k_t = _kernel_trend(kest, depths)
     lx = np.log(depths)
     samples = _samples(part, depths)
     flat = k_t.holds is None and k_t.problem.startswith("the NTK is flat")
     if flat:
-        t = max((trend(lx, samples, falling=f, what="the NN's trend in L") for f in (True, False)),
-                key=lambda t: (t.holds is True, t.z or 0.0))
+        t = max(
+            (trend(lx, samples, falling=f, what="the NN's trend in L") for f in (True, False)),
+            key=lambda t: (t.holds is True, t.z or 0.0),
+        )
         need = f"the NTK is flat within {FLAT:.0%}: need the NN's trend decided either way"
     elif k_t.holds is None:
         t = Test(None, k_t.effect, k_t.stderr, 0.0, None, k_t.problem)
@@ -419,14 +629,29 @@ def _claim4(figure: str, name: str, part: pd.DataFrame, est: dict, kest: dict, f
     else:
         t = trend(lx, samples, falling=bool(k_t.holds), what="the NN's trend in L")
         need = f"the NTK's slope over log L {k_t.text('+.3g')}: need the NN's decided with the opposite sign"
-    return judge("4", statement, figure, name, t,
-                 f"{shown}; at L = {depths}: the NN's slope over log L = {t.text('+.3g')}; {need}{scale}{substituted}", sound)
+    return judge(
+        "4",
+        statement,
+        figure,
+        name,
+        t,
+        f"{shown}; at L = {depths}: the NN's slope over log L = {t.text('+.3g')}; {need}{scale}{substituted}",
+        sound,
+    )
 
 
 PAPER_SCALE = {  # (d, N) of each target in the paper (SPEC §1's table): a row judged at another scale says so
-    "1-local": (1000, 5000), "1-global": (1000, 5000), "2-local": (500, 20000), "2-global": (100, 10000),
-    "3-local": (100, 20000), "3-global": (40, 20000), "sin-local": (200, 20000), "sin-global": (30, 20000),
-    "tanh_sin-local": (500, 20000), "tanh_sin-global": (100, 20000)}
+    "1-local": (1000, 5000),
+    "1-global": (1000, 5000),
+    "2-local": (500, 20000),
+    "2-global": (100, 10000),
+    "3-local": (100, 20000),
+    "3-global": (40, 20000),
+    "sin-local": (200, 20000),
+    "sin-global": (30, 20000),
+    "tanh_sin-local": (500, 20000),
+    "tanh_sin-global": (100, 20000),
+}
 
 
 def _scale(part: pd.DataFrame) -> str:
@@ -444,7 +669,9 @@ def _stopped(df: pd.DataFrame) -> str:
     """'; stopped: L=1 3 plateau, ...' (how each depth's nets stopped), '' without the column."""
     if "stop_reason" not in df:
         return ""
-    per = df.groupby("depth").stop_reason.agg(lambda s: ", ".join(f"{n} {r}" for r, n in s.value_counts().sort_index().items()))
+    per = df.groupby("depth").stop_reason.agg(
+        lambda s: ", ".join(f"{n} {r}" for r, n in s.value_counts().sort_index().items())
+    )
     return "; stopped: " + "; ".join(f"L={int(L)} {v}" for L, v in per.items())
 
 
@@ -461,18 +688,30 @@ def _nonmonotonic(figure: str, name: str, est: dict, note: str, sound: list[str]
     if len(interior) < 2:
         more = [L for L in range(depths[0] + 1, depths[-1]) if L not in depths] if depths else []
         how = f"add L = {more[0]}" if more else f"add a depth beyond L = {depths[-1]}"
-        return not_applicable("3", statement, figure, name, shown + note,
-                              f"{len(interior)} interior depth(s) ({interior}): a non-monotonic curve needs at least two; {how}")
-    tests = [(a, b, exceeds(stats.difference(est[a], est[b]), 0.0, what=f"err(L={a}) - err(L={b})"))
-             for i, a in enumerate(depths[1:-1], 1) for b in depths[i + 1:]]
+        return not_applicable(
+            "3",
+            statement,
+            figure,
+            name,
+            shown + note,
+            f"{len(interior)} interior depth(s) ({interior}): a non-monotonic curve needs at least two; {how}",
+        )
+    tests = [
+        (a, b, exceeds(stats.difference(est[a], est[b]), 0.0, what=f"err(L={a}) - err(L={b})"))
+        for i, a in enumerate(depths[1:-1], 1)
+        for b in depths[i + 1 :]
+    ]
     a, b, t = max(tests, key=lambda abt: (abt[2].holds is True, abt[2].z if abt[2].z is not None else abt[2].effect))
     if t.holds is not True and any(x.holds is None for _, _, x in tests):
         a, b, t = next((a, b, x) for a, b, x in tests if x.holds is None)
-    return judge("3", statement, figure, name, t,
-                 f"{shown}; L={a} is worse than L={b} by {t.text()} (need > 0){note}", sound)
+    return judge(
+        "3", statement, figure, name, t, f"{shown}; L={a} is worse than L={b} by {t.text()} (need > 0){note}", sound
+    )
 
 
-LAZY_KERNEL = 0.1  # claim 5's regime: the net's own tangent kernel moved by at most 10 % (relative Frobenius) in training
+LAZY_KERNEL = (
+    0.1  # claim 5's regime: the net's own tangent kernel moved by at most 10 % (relative Frobenius) in training
+)
 LAZY_LR = 0.1  # ... and its error changes by less than 10 % between the two smallest swept rates
 
 
@@ -490,21 +729,36 @@ def _regime(part: pd.DataFrame, lr0: float, lr1: float | None, width) -> tuple[s
         t = exceeds(ch, LAZY_KERNEL, below=True, what="Theta_hat's relative change")
         ev.append(f"Theta_hat moved by {t.text('.3g')} in training at lr {lr0:.3g} (lazy: <= {LAZY_KERNEL:g})")
         if t.holds is not True:
-            bad.append(f"its tangent kernel moved by {ch} in training (lazy: <= {LAZY_KERNEL:g}"
-                       + (", not decided within the error bars)" if t.holds is None else ")"))
+            bad.append(
+                f"its tangent kernel moved by {ch} in training (lazy: <= {LAZY_KERNEL:g}"
+                + (", not decided within the error bars)" if t.holds is None else ")")
+            )
     else:
-        bad.append("Theta_hat's movement in training was not recorded (an older table), so laziness cannot be established")
+        bad.append(
+            "Theta_hat's movement in training was not recorded (an older table), so laziness cannot be established"
+        )
     if lr1 is not None:
         a = part[part.lr == lr0].set_index("seed").nn_test_error
         b = part[part.lr == lr1].set_index("seed").nn_test_error
         rel = stats.over_seeds(((b - a) / a).dropna().values)
-        d = exceeds(stats.Estimate(abs(rel.value), rel.se, rel.n, "seeds"), LAZY_LR, below=True,
-                    what="the error's change between the two smallest rates")
+        d = exceeds(
+            stats.Estimate(abs(rel.value), rel.se, rel.n, "seeds"),
+            LAZY_LR,
+            below=True,
+            what="the error's change between the two smallest rates",
+        )
         ev.append(f"error change from lr {lr0:.3g} to {lr1:.3g}: {d.text('+.3g')} (lazy: |change| <= {LAZY_LR:g})")
         if d.holds is False:
             bad.append(f"its error still depends on the rate at the small end ({rel} from lr {lr0:.3g} to {lr1:.3g})")
-    problem = (f"scale: at width {width} the net is not shown to be in the lazy regime the claim is about ("
-               + "; ".join(bad) + "; the paper: h = 5000, lr proportional to 1/h)") if bad else ""
+    problem = (
+        (
+            f"scale: at width {width} the net is not shown to be in the lazy regime the claim is about ("
+            + "; ".join(bad)
+            + "; the paper: h = 5000, lr proportional to 1/h)"
+        )
+        if bad
+        else ""
+    )
     return problem, "; ".join(ev)
 
 
@@ -525,8 +779,17 @@ def lr_claims(figure: str, table: pd.DataFrame, floor: float = 1.0) -> list[Verd
         curve = ok.groupby("lr").nn_test_error.mean().sort_index()
         subject = f"{name} L={L}"
         if len(curve) < 2:
-            out.append(judge("5", "small lr matches the kernel; the best lr is large", figure, subject, None,
-                             f"{len(curve)} rate(s) converged", why_none="fewer than two learning rates at which every seed converged"))
+            out.append(
+                judge(
+                    "5",
+                    "small lr matches the kernel; the best lr is large",
+                    figure,
+                    subject,
+                    None,
+                    f"{len(curve)} rate(s) converged",
+                    why_none="fewer than two learning rates at which every seed converged",
+                )
+            )
             continue
         swept = sorted(part.lr.unique())
         lr0 = float(swept[0])
@@ -535,13 +798,22 @@ def lr_claims(figure: str, table: pd.DataFrame, floor: float = 1.0) -> list[Verd
         regime, regime_ev = _regime(part, lr0, lr1, width) if lr0 in curve.index else ("", "")
         ntk = _kernel_estimates(part)[int(L)]
         at0 = part[part.lr == lr0].sort_values("seed")
-        for label, scope in (("the analytic NTK (Theta, Appendix A)", "paper"),
-                             ("the net's own tangent kernel at init (Theta_hat)", "extension")):
+        for label, scope in (
+            ("the analytic NTK (Theta, Appendix A)", "paper"),
+            ("the net's own tangent kernel at init (Theta_hat)", "extension"),
+        ):
             statement = f"at small lr the net matches {label}"
             if lr0 not in curve.index:
-                v = judge("5", statement, figure, subject, None, f"swept {lr0:.3g} ... {swept[-1]:.3g}",
-                          why_none=f"the smallest swept rate {lr0:.3g} did not converge for every seed within the budget, "
-                                   "so the small-lr end the claim is about was not reached")
+                v = judge(
+                    "5",
+                    statement,
+                    figure,
+                    subject,
+                    None,
+                    f"swept {lr0:.3g} ... {swept[-1]:.3g}",
+                    why_none=f"the smallest swept rate {lr0:.3g} did not converge for every seed within the budget, "
+                    "so the small-lr end the claim is about was not reached",
+                )
                 v.scope = scope
                 out.append(v)
                 continue
@@ -550,38 +822,72 @@ def lr_claims(figure: str, table: pd.DataFrame, floor: float = 1.0) -> list[Verd
                 k = ntk.value
                 if not np.isfinite(k):
                     continue
-                rel = stats.Estimate(abs(nn.value - k) / k, stats.combine(nn.se / k, nn.value * ntk.se / k**2), nn.n,
-                                     "seeds+test points" if ntk.se else "seeds")
+                rel = stats.Estimate(
+                    abs(nn.value - k) / k,
+                    stats.combine(nn.se / k, nn.value * ntk.se / k**2),
+                    nn.n,
+                    "seeds+test points" if ntk.se else "seeds",
+                )
                 kern = f"{ntk}"
             else:
                 ek = at0.entk_test_error.values.astype(float)
                 if not np.isfinite(ek).any():
                     continue
-                per = stats.over_seeds((at0.nn_test_error.values - ek) / ek)  # paired: each seed's net and its own kernel
+                per = stats.over_seeds(
+                    (at0.nn_test_error.values - ek) / ek
+                )  # paired: each seed's net and its own kernel
                 rel = stats.Estimate(abs(per.value), per.se, per.n, "seeds (paired)")
                 k = float(np.nanmean(ek))
                 kern = f"{stats.over_seeds(ek)} (per seed: " + ", ".join(f"{e:.4g}" for e in ek) + ")"
             t = exceeds(rel, 0.25, below=True, what="|NN - kernel| / kernel")
-            chance = [f"nothing learned: NN {nn} and kernel {k:.4g} both at the target's variance ({floor:g})"] \
-                if nn.value >= floor - Z * _se0(nn) and k >= floor else []
-            v = judge("5", statement, figure, subject, t,
-                      f"at lr={lr0:.3g} (the smallest swept rate): NN {nn} vs kernel {kern}: rel. diff {t.text('.3f')} "
-                      f"(need < 0.25); {regime_ev}; largest converged lr {curve.index.max():.3g}", chance + [regime])
+            chance = (
+                [f"nothing learned: NN {nn} and kernel {k:.4g} both at the target's variance ({floor:g})"]
+                if nn.value >= floor - Z * _se0(nn) and k >= floor
+                else []
+            )
+            v = judge(
+                "5",
+                statement,
+                figure,
+                subject,
+                t,
+                f"at lr={lr0:.3g} (the smallest swept rate): NN {nn} vs kernel {kern}: rel. diff {t.text('.3f')} "
+                f"(need < 0.25); {regime_ev}; largest converged lr {curve.index.max():.3g}",
+                chance + [regime],
+            )
             v.scope = scope
             out.append(v)
         mid = np.sqrt(curve.index.min() * curve.index.max())
         per = part.groupby("lr").agg(err=("nn_test_error", "mean"), ok=("converged", "all")).sort_index()
         choice = choose(per.index.values, per.err.values, ~per.ok.values)
         best = curve.idxmin()
-        edge = (f"the best converged rate {best:.3g} is the {choice.edge} end of the sweep "
-                + ("and every rate tried converged, so the largest converging rate (the top of the curve) is unknown"
-                   if choice.edge == "upper" else "(a smaller rate was not tried)")) if choice.at_edge else ""
+        edge = (
+            (
+                f"the best converged rate {best:.3g} is the {choice.edge} end of the sweep "
+                + (
+                    "and every rate tried converged, so the largest converging rate (the top of the curve) is unknown"
+                    if choice.edge == "upper"
+                    else "(a smaller rate was not tried)"
+                )
+            )
+            if choice.at_edge
+            else ""
+        )
         # the best rate against the middle, on a log scale; exact given the swept grid (the best is chosen on means)
         t = exceeds(stats.Estimate(float(np.log10(best)), 0.0), float(np.log10(mid)), what="log10 of the best lr")
-        out.append(judge("5", "the best lr lies in the large-lr regime", figure, subject, t,
-                         f"best lr {best:.3g} (error {curve.min():.4g}) vs the geometric middle of the converged range {mid:.3g}; "
-                         f"converged rates {curve.index.min():.3g} ... {curve.index.max():.3g}; swept "
-                         f"{per.index.min():.3g} ... {per.index.max():.3g}", [edge]))
+        out.append(
+            judge(
+                "5",
+                "the best lr lies in the large-lr regime",
+                figure,
+                subject,
+                t,
+                f"best lr {best:.3g} (error {curve.min():.4g}) vs the geometric middle of the converged range {mid:.3g}; "
+                f"converged rates {curve.index.min():.3g} ... {curve.index.max():.3g}; swept "
+                f"{per.index.min():.3g} ... {per.index.max():.3g}",
+                [edge],
+            )
+        )
     return out
 
 
@@ -607,12 +913,17 @@ def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
     root = "studies.mori_ueda"
     fig = v.figure if v.figure in decide.get(cfg, f"{root}.figures") else None
     s = decide.generic(
-        v, cfg,
+        v,
+        cfg,
         seeds=lambda v: (f"{root}.figures.{fig}.seeds", fig) if fig else None,
-        budget=lambda v: ((f"{root}.figures.fig3.max_epochs", "fig3 max_epochs", 2.0) if fig == "fig3"
-                          else (f"{root}.training.max_epochs", "training.max_epochs", 2.0)),
+        budget=lambda v: (
+            (f"{root}.figures.fig3.max_epochs", "fig3 max_epochs", 2.0)
+            if fig == "fig3"
+            else (f"{root}.training.max_epochs", "training.max_epochs", 2.0)
+        ),
         grow=lambda v: (f"{root}.lrsearch.grow_rounds", "lrsearch.grow_rounds"),
-        depths=lambda v: (f"{root}.figures.{fig}.depths", fig) if fig else None)
+        depths=lambda v: (f"{root}.figures.{fig}.depths", fig) if fig else None,
+    )
     if s is None and "scale" in v.reason:
         return decide.paper("the paper's d, N and P: config/paper.yaml")
     return s

@@ -31,10 +31,18 @@ def make_data(spec: "DataSpec", inputs: dict, ctx: object = None) -> xr.Dataset:
     return xr.Dataset(
         {
             "x_train": (("train_sample", "feature"), x),
-            "y_train": (("train_sample",), y, {"description": "labels used for training (noisy f, or sign f for classification)"}),
+            "y_train": (
+                ("train_sample",),
+                y,
+                {"description": "labels used for training (noisy f, or sign f for classification)"},
+            ),
             "f_train": (("train_sample",), f, {"description": "noiseless target f(x_train)"}),
             "x_test": (("test_sample", "feature"), xt),
-            "y_test": (("test_sample",), ft, {"description": "noiseless target f(x_test); classification compares signs"}),
+            "y_test": (
+                ("test_sample",),
+                ft,
+                {"description": "noiseless target f(x_test); classification compares signs"},
+            ),
         },
         attrs={"k": t.k, "locality": t.locality, "g": t.g, "d": d, "noise": t.noise, "task": spec.task},
     )

@@ -31,7 +31,9 @@ def run_entk(spec: "EntkSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset
     L, h = spec.shape.depth, spec.shape.width
     seeds_cfg = list(spec.seeds)
     init_s, _ = model_seeds(seeds_cfg, L)
-    params = init_params(layer_sizes(data.sizes["feature"], h, L), init_s, "glorot_uniform")  # float32, as training starts
+    params = init_params(
+        layer_sizes(data.sizes["feature"], h, L), init_s, "glorot_uniform"
+    )  # float32, as training starts
     x, y, xt, yt = data.x_train.values, data.y_train.values, data.x_test.values, data.y_test.values
     error = misclassification if spec.data.task == "classification" else mse
     preds, jit = [], []
@@ -44,7 +46,11 @@ def run_entk(spec: "EntkSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset
     f0 = predict(params, xt)
     return xr.Dataset(
         {
-            "test_error": (("seed",), error(preds, yt), {"description": "test error of the net linearised at its init, trained to interpolation"}),
+            "test_error": (
+                ("seed",),
+                error(preds, yt),
+                {"description": "test error of the net linearised at its init, trained to interpolation"},
+            ),
             "init_test_error": (("seed",), error(f0, yt), {"description": "test error of the net at initialisation"}),
             "prediction": (("seed", "test_sample"), preds.astype(np.float32)),
             "jitter": (("seed",), np.asarray(jit)),

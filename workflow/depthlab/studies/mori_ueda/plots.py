@@ -20,11 +20,23 @@ def _mark_divergences(ax, part: pd.DataFrame, agg: pd.DataFrame, color) -> None:
     for L, r in per[per["sum"] > 0].iterrows():
         if L in agg.index:
             ax.plot([L], [agg.loc[L, "mean"]], "o", mfc="none", mec="red", ms=9, mew=1.2)
-            ax.annotate(f"{int(r['sum'])}/{int(r['size'])} div.", (L, agg.loc[L, "mean"]), textcoords="offset points",
-                        xytext=(4, -9), fontsize=5, color="red")
+            ax.annotate(
+                f"{int(r['sum'])}/{int(r['size'])} div.",
+                (L, agg.loc[L, "mean"]),
+                textcoords="offset points",
+                xytext=(4, -9),
+                fontsize=5,
+                color="red",
+            )
         else:
-            ax.annotate(f"all {int(r['size'])} diverged", (L, 0.02), xycoords=ax.get_xaxis_transform(), fontsize=5, color="red",
-                        ha="center")
+            ax.annotate(
+                f"all {int(r['size'])} diverged",
+                (L, 0.02),
+                xycoords=ax.get_xaxis_transform(),
+                fontsize=5,
+                color="red",
+                ha="center",
+            )
 
 
 def depth_figure(table: pd.DataFrame, title: str, task: str = "regression"):
@@ -44,11 +56,20 @@ def depth_figure(table: pd.DataFrame, title: str, task: str = "regression"):
         sub = table[(table[key] == pd.Series(panel, index=key)).all(axis=1)]
         for name, part in sub.groupby("target", sort=True):
             color = noise_colors[part.noise.iloc[0]] if by_noise else palette[part.locality.iloc[0]]
-            label = f"{name} (d={part.d.iloc[0]}, N={part.n_train.iloc[0]}" + (f", eps={part.noise.iloc[0]:g})" if by_noise else ")")
+            label = f"{name} (d={part.d.iloc[0]}, N={part.n_train.iloc[0]}" + (
+                f", eps={part.noise.iloc[0]:g})" if by_noise else ")"
+            )
             agg = ps.mean_sd(ax, part, "depth", "nn_test_error", color, f"NN {label}")
             for L, lr in part.groupby("depth").lr.first().items():
                 if L in agg.index:
-                    ax.annotate(f"{lr:.2g}", (L, agg.loc[L, "mean"]), textcoords="offset points", xytext=(3, 4), fontsize=5, color=color)
+                    ax.annotate(
+                        f"{lr:.2g}",
+                        (L, agg.loc[L, "mean"]),
+                        textcoords="offset points",
+                        xytext=(3, 4),
+                        fontsize=5,
+                        color=color,
+                    )
             _mark_divergences(ax, part, agg, color)
             kern = part.groupby("depth", as_index=False)[["ntk_test_error", "nngp_test_error"]].first()
             ax.plot(kern.depth, kern.ntk_test_error, ps.NTK, marker="x", color=color, label=f"NTK {name}")
@@ -84,13 +105,24 @@ def lr_figure(table: pd.DataFrame, title: str, task: str = "regression"):
             label = f"L={L}" + (f" (max lr {max_lr:.3g})" if pd.notna(max_lr) else " (no lr converged)")
             if not shown.empty:
                 ps.mean_sd(ax, shown, "lr", "nn_test_error", colors[L], label)
-                ax.plot([max_lr], [shown[shown.lr == max_lr].nn_test_error.mean()], marker="v", color=colors[L], markersize=9)
+                ax.plot(
+                    [max_lr],
+                    [shown[shown.lr == max_lr].nn_test_error.mean()],
+                    marker="v",
+                    color=colors[L],
+                    markersize=9,
+                )
             rest = sub[~ok].groupby("lr").nn_test_error.mean().dropna()
             ax.plot(rest.index, rest.values, "o", mfc="none", color=colors[L], ms=5)
             ax.axhline(sub.ntk_test_error.iloc[0], ls=ps.NTK, color=colors[L], lw=1, label=f"NTK L={L}")
             if sub.entk_test_error.notna().any():
-                ax.axhline(sub.groupby("seed").entk_test_error.first().mean(), ls=ps.EMPIRICAL, color=colors[L], lw=1.5,
-                           label=f"own tangent kernel L={L}")
+                ax.axhline(
+                    sub.groupby("seed").entk_test_error.first().mean(),
+                    ls=ps.EMPIRICAL,
+                    color=colors[L],
+                    lw=1.5,
+                    label=f"own tangent kernel L={L}",
+                )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("learning rate $\\eta$ (open circles: not converged)")

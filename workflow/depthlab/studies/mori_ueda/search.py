@@ -19,14 +19,32 @@ if TYPE_CHECKING:
 def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
     data = inputs["data"]
     s = spec.search
-    search = SearchSettings(folds=s.folds, log10_lr_bounds=s.log10_lr_bounds, init_points=s.init_points,
-                            rounds=s.rounds, candidates_per_round=s.candidates_per_round, seed=s.seed,
-                            grow_rounds=s.grow_rounds, log10_lr_limits=s.log10_lr_limits,
-                            halving_eta=s.halving_eta, halving_rungs=s.halving_rungs, max_candidates=s.stack_candidates,
-                            first_rung_folds=s.first_rung_folds, first_rung_se=s.first_rung_se)
+    search = SearchSettings(
+        folds=s.folds,
+        log10_lr_bounds=s.log10_lr_bounds,
+        init_points=s.init_points,
+        rounds=s.rounds,
+        candidates_per_round=s.candidates_per_round,
+        seed=s.seed,
+        grow_rounds=s.grow_rounds,
+        log10_lr_limits=s.log10_lr_limits,
+        halving_eta=s.halving_eta,
+        halving_rungs=s.halving_rungs,
+        max_candidates=s.stack_candidates,
+        first_rung_folds=s.first_rung_folds,
+        first_rung_se=s.first_rung_se,
+    )
     sizes = layer_sizes(data.sizes["feature"], spec.shape.width, spec.shape.depth)
-    res = search_lr(data.x_train.values, data.y_train.values, sizes, "glorot_uniform", search,
-                    settings(spec.training, ctx.device), ctx.progress, ctx.checkpoint)
+    res = search_lr(
+        data.x_train.values,
+        data.y_train.values,
+        sizes,
+        "glorot_uniform",
+        search,
+        settings(spec.training, ctx.device),
+        ctx.progress,
+        ctx.checkpoint,
+    )
     return xr.Dataset(
         {
             "lr": (("eval",), res.lr),
@@ -37,19 +55,41 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
             "epochs": (("eval", "fold"), res.epochs),
             "score": (("eval",), res.score, {"description": "-log10(mean val_error over folds), maximised"}),
             "best_lr": ((), res.best_lr),
-            "lr_edge": ((), res.edge, {"description": "where best_lr lies among the rates evaluated: '', 'lower' or 'upper'"}),
+            "lr_edge": (
+                (),
+                res.edge,
+                {"description": "where best_lr lies among the rates evaluated: '', 'lower' or 'upper'"},
+            ),
             "lr_flagged": ((), res.flagged, {"description": "best_lr is at an edge the search could not grow past"}),
             "fold_of": (("train_sample",), res.fold_of),
-            **({} if res.pruned is None else {"pruned": (("eval", "fold"), res.pruned, {
-                "description": f"cut at a rung of successive halving (eta {s.halving_eta}, {s.halving_rungs} rungs): its "
-                               "val_error is the one at its rung, and it could not be chosen"})}),
+            **(
+                {}
+                if res.pruned is None
+                else {
+                    "pruned": (
+                        ("eval", "fold"),
+                        res.pruned,
+                        {
+                            "description": f"cut at a rung of successive halving (eta {s.halving_eta}, {s.halving_rungs} rungs): its "
+                            "val_error is the one at its rung, and it could not be chosen"
+                        },
+                    )
+                }
+            ),
         },
         coords={"fold": np.arange(search.folds), "depth": spec.shape.depth, "width": spec.shape.width},
-        attrs={"n_params": spec.shape.n_params,
-               "search": (f"successive halving, eta {s.halving_eta}, {s.halving_rungs} rungs"
-                          + (f", the first on {s.first_rung_folds} of {s.folds} folds" if s.first_rung_folds else "")
-                          + (f" (keeping too every candidate within {s.first_rung_se:g} SE of its best)"
-                             if s.first_rung_folds and s.first_rung_se else "")
-                          if s.halving_eta > 1
-                          else "full: every candidate trained to its budget")},
+        attrs={
+            "n_params": spec.shape.n_params,
+            "search": (
+                f"successive halving, eta {s.halving_eta}, {s.halving_rungs} rungs"
+                + (f", the first on {s.first_rung_folds} of {s.folds} folds" if s.first_rung_folds else "")
+                + (
+                    f" (keeping too every candidate within {s.first_rung_se:g} SE of its best)"
+                    if s.first_rung_folds and s.first_rung_se
+                    else ""
+                )
+                if s.halving_eta > 1
+                else "full: every candidate trained to its budget"
+            ),
+        },
     )

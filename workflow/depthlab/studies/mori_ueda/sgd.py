@@ -17,8 +17,15 @@ LOSSES = {"mse": MSE(), "logistic": Logistic()}
 
 
 def settings(t: "Training", device: str) -> TrainSettings:
-    return TrainSettings(loss=LOSSES[t.loss], optimizer=SGD(), batch_size=t.batch_size, check_every=t.check_every,
-                         stop=stop_rule(t), max_epochs=t.max_epochs, device=device)
+    return TrainSettings(
+        loss=LOSSES[t.loss],
+        optimizer=SGD(),
+        batch_size=t.batch_size,
+        check_every=t.check_every,
+        stop=stop_rule(t),
+        max_epochs=t.max_epochs,
+        device=device,
+    )
 
 
 def stop_rule(t: "Training") -> StopRule:

@@ -41,17 +41,23 @@ def check(sec: dict, config: dict) -> None:
         raise ConfigError(f"config error at {where0}.lrsearch.log10_lr_bounds: need low < high, got [{lo}, {hi}]")
     screen = sec["lrsearch"].get("halving", {}).get("first_rung_folds", 0)
     if screen >= sec["lrsearch"]["folds"]:
-        raise ConfigError(f"config error at {where0}.lrsearch.halving.first_rung_folds: {screen} must be below "
-                          f"lrsearch.folds = {sec['lrsearch']['folds']}; allowed: 0 (every fold) .. {sec['lrsearch']['folds'] - 1}")
+        raise ConfigError(
+            f"config error at {where0}.lrsearch.halving.first_rung_folds: {screen} must be below "
+            f"lrsearch.folds = {sec['lrsearch']['folds']}; allowed: 0 (every fold) .. {sec['lrsearch']['folds'] - 1}"
+        )
     se = sec["lrsearch"].get("halving", {}).get("first_rung_se", 0)
     if se and not screen:  # the SE rule belongs to the one-fold screen: alone it was ignored without a word
-        raise ConfigError(f"config error at {where0}.lrsearch.halving.first_rung_se: {se} needs a one-fold screen "
-                          "(halving.first_rung_folds: 1 .. folds - 1); without one, set first_rung_se: 0 or leave it out")
+        raise ConfigError(
+            f"config error at {where0}.lrsearch.halving.first_rung_se: {se} needs a one-fold screen "
+            "(halving.first_rung_folds: 1 .. folds - 1); without one, set first_rung_se: 0 or leave it out"
+        )
     every, train_every = sec["lrsearch"].get("check_every"), sec["training"]["check_every"]
     if every is not None and train_every % every:
         allowed = ", ".join(str(v) for v in range(1, train_every + 1) if train_every % v == 0)
-        raise ConfigError(f"config error at {where0}.lrsearch.check_every: {every} does not divide training.check_every = "
-                          f"{train_every} (the plateau window keeps its length in epochs); allowed: {allowed}")
+        raise ConfigError(
+            f"config error at {where0}.lrsearch.check_every: {every} does not divide training.check_every = "
+            f"{train_every} (the plateau window keeps its length in epochs); allowed: {allowed}"
+        )
     for fname, fig in sec["figures"].items():
         for tname, t in fig["targets"].items():
             where = f"{where0}.figures.{fname}.targets.{tname}"
@@ -62,14 +68,18 @@ def check(sec: dict, config: dict) -> None:
             if t["noise"] > 0 and fig["task"] == "classification":
                 raise ConfigError(f"config error at {where}.noise: label noise is only defined for task = regression")
             if sec["lrsearch"]["folds"] > t["n_train"]:
-                raise ConfigError(f"config error at {where0}.lrsearch.folds: {sec['lrsearch']['folds']} folds exceed "
-                                  f"n_train = {t['n_train']} of {where}")
+                raise ConfigError(
+                    f"config error at {where0}.lrsearch.folds: {sec['lrsearch']['folds']} folds exceed "
+                    f"n_train = {t['n_train']} of {where}"
+                )
             for L in fig["depths"] if fig["kind"] == "depth_sweep" else []:
                 try:
                     width_for_hidden_weights(d=t["d"], depth=L, budget=fig["budget"])
                 except ValueError as err:
-                    raise ConfigError(f"config error at {where0}.figures.{fname}.budget: {err} "
-                                      f"(target {tname}, depth {L} in figures.{fname}.depths)") from None
+                    raise ConfigError(
+                        f"config error at {where0}.figures.{fname}.budget: {err} "
+                        f"(target {tname}, depth {L} in figures.{fname}.depths)"
+                    ) from None
 
 
 def figures(config: dict) -> list[str]:
@@ -97,8 +107,13 @@ class DepthJob(Job):
 
 
 def _depth_jobs(config: dict, kind: str | None) -> list[DepthJob]:
-    return [DepthJob(f, t, L) for f in figures(config) if kind is None or _fig(config, f)["kind"] == kind
-            for t in sorted(_fig(config, f)["targets"]) for L in sorted(_fig(config, f)["depths"])]
+    return [
+        DepthJob(f, t, L)
+        for f in figures(config)
+        if kind is None or _fig(config, f)["kind"] == kind
+        for t in sorted(_fig(config, f)["targets"])
+        for L in sorted(_fig(config, f)["depths"])
+    ]
 
 
 # ---- specs -----------------------------------------------------------------------------------
@@ -132,8 +147,13 @@ class DataSpec(Spec):
     def from_config(cls, config: dict, job: DataJob) -> "DataSpec":
         fig = _fig(config, job.figure)
         t = fig["targets"][job.target]
-        return cls(job=job, target=Target(**{k: t[k] for k in ("k", "locality", "g", "d", "n_train", "noise")}),
-                   task=fig["task"], n_test=fig["n_test"], seed=config["seed"])
+        return cls(
+            job=job,
+            target=Target(**{k: t[k] for k in ("k", "locality", "g", "d", "n_train", "noise")}),
+            task=fig["task"],
+            n_test=fig["n_test"],
+            seed=config["seed"],
+        )
 
     def work(self) -> float:
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
@@ -141,8 +161,10 @@ class DataSpec(Spec):
 
     def memory(self) -> dict[str, int]:
         key = f"studies.{STUDY}.figures.{self.job.figure}"
-        return {f"{key}.n_test": mem.data(self.n_test, self.target.d),
-                f"{key}.targets.{self.job.target}.n_train": mem.data(self.target.n_train, self.target.d)}
+        return {
+            f"{key}.n_test": mem.data(self.n_test, self.target.d),
+            f"{key}.targets.{self.job.target}.n_train": mem.data(self.target.n_train, self.target.d),
+        }
 
 
 @dataclass(frozen=True)
@@ -156,16 +178,24 @@ class Training:
     loss: str  # mse | logistic
     patience: int | None  # plateau rule (checks without rel_tol improvement); None: only the loss's target (lr sweeps)
     rel_tol: float
-    plateau_growth: float  # the plateau window: max(patience, plateau_growth x checks so far); 0 for lr sweeps (no plateau rule)
+    plateau_growth: (
+        float  # the plateau window: max(patience, plateau_growth x checks so far); 0 for lr sweeps (no plateau rule)
+    )
 
 
 def _training(config: dict, figure: str, max_epochs: int) -> Training:
     tr = section(config)["training"]
     sweep = _fig(config, figure)["kind"] == "lr_sweep"
-    return Training(batch_size=tr["batch_size"], check_every=tr["check_every"], loss_threshold=float(tr["loss_threshold"]),
-                    max_epochs=max_epochs, loss="logistic" if _fig(config, figure)["task"] == "classification" else "mse",
-                    patience=None if sweep else tr["patience"], rel_tol=float(tr["rel_tol"]),
-                    plateau_growth=0.0 if sweep else float(tr["plateau_growth"]))
+    return Training(
+        batch_size=tr["batch_size"],
+        check_every=tr["check_every"],
+        loss_threshold=float(tr["loss_threshold"]),
+        max_epochs=max_epochs,
+        loss="logistic" if _fig(config, figure)["task"] == "classification" else "mse",
+        patience=None if sweep else tr["patience"],
+        rel_tol=float(tr["rel_tol"]),
+        plateau_growth=0.0 if sweep else float(tr["plateau_growth"]),
+    )
 
 
 def search_check_every(config: dict) -> int:
@@ -223,7 +253,9 @@ class Search:
     log10_lr_limits: tuple[float, float]  # how far it may grow
     halving_eta: int = 0  # successive halving within each round: keep the best 1/eta at each rung (0: the full search)
     halving_rungs: int = 2  # rungs below the budget
-    stack_candidates: int = 0  # candidates (x folds) per stack: a round larger than this trains in parts (0: all at once)
+    stack_candidates: int = (
+        0  # candidates (x folds) per stack: a round larger than this trains in parts (0: all at once)
+    )
     first_rung_folds: int = 0  # halving's first rung on only this many folds (0: every fold)
     first_rung_se: float = 0.0  # ... keeping too every candidate within this many paired SEs of its best
 
@@ -275,17 +307,28 @@ class LrSearchSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: DepthJob) -> "LrSearchSpec":
         ls = section(config)["lrsearch"]
-        search = Search(folds=ls["folds"], log10_lr_bounds=tuple(float(v) for v in ls["log10_lr_bounds"]),
-                        init_points=ls["init_points"], rounds=ls["rounds"], candidates_per_round=ls["candidates_per_round"],
-                        seed=seed(config["seed"], "search", job.depth, ls["seed"]), grow_rounds=ls["grow_rounds"],
-                        log10_lr_limits=tuple(float(v) for v in ls["log10_lr_limits"]),
-                        halving_eta=int(ls["halving"]["eta"]), halving_rungs=int(ls["halving"]["rungs"]),
-                        first_rung_folds=int(ls["halving"].get("first_rung_folds", 0)),
-                        first_rung_se=float(ls["halving"].get("first_rung_se", 0.0)))
+        search = Search(
+            folds=ls["folds"],
+            log10_lr_bounds=tuple(float(v) for v in ls["log10_lr_bounds"]),
+            init_points=ls["init_points"],
+            rounds=ls["rounds"],
+            candidates_per_round=ls["candidates_per_round"],
+            seed=seed(config["seed"], "search", job.depth, ls["seed"]),
+            grow_rounds=ls["grow_rounds"],
+            log10_lr_limits=tuple(float(v) for v in ls["log10_lr_limits"]),
+            halving_eta=int(ls["halving"]["eta"]),
+            halving_rungs=int(ls["halving"]["rungs"]),
+            first_rung_folds=int(ls["halving"].get("first_rung_folds", 0)),
+            first_rung_se=float(ls["halving"].get("first_rung_se", 0.0)),
+        )
         shape, training, data = Shape.of(config, job), _search_training(config, job.figure), _data(config, job)
         per = mem.nets(search.folds, shape.sizes(data.target.d), training.batch_size, data.target.n_train)
-        search = replace(search, stack_candidates=mem.per_stack(max(search.init_points, search.candidates_per_round), per,
-                                                                 mem.stack_budget(config)))
+        search = replace(
+            search,
+            stack_candidates=mem.per_stack(
+                max(search.init_points, search.candidates_per_round), per, mem.stack_budget(config)
+            ),
+        )
         return cls(job=job, data=data, shape=shape, training=training, search=search)
 
     def inputs(self) -> dict[str, Ref]:
@@ -296,8 +339,9 @@ class LrSearchSpec(Spec):
         s, n, t = self.search, self.data.target.n_train, self.training
         # candidate-epochs of the initial design and of each round (successive halving cuts them), each trains `folds`
         # nets on (folds - 1)/folds of n; growth rounds, when the choice sits at an edge, are absorbed by the fitted rate
-        epochs = (s.trained_epochs(t.max_epochs, t.check_every, s.init_points)
-                  + s.rounds * s.trained_epochs(t.max_epochs, t.check_every, s.candidates_per_round))
+        epochs = s.trained_epochs(t.max_epochs, t.check_every, s.init_points) + s.rounds * s.trained_epochs(
+            t.max_epochs, t.check_every, s.candidates_per_round
+        )
         return 6.0 * self.shape.n_params * n * (s.folds - 1) * epochs
 
     def calls(self) -> float:
@@ -313,11 +357,20 @@ class LrSearchSpec(Spec):
         width h on (folds - 1)/folds of the training points."""
         s, t, n = self.search, self.training, self.data.target.n_train
         C = max(s.init_points, s.candidates_per_round)
-        shape = {"d": self.data.target.d, "n": n * (s.folds - 1) // s.folds, "P": float(self.shape.n_params),
-                 "L": self.shape.depth, "h": float(self.shape.width), "M": min(C, s.stack_candidates or C) * s.folds,
-                 "B": t.batch_size, "adam": False}
-        epochs = s.folds * (s.trained_epochs(t.max_epochs, t.check_every, s.init_points)
-                            + s.rounds * s.trained_epochs(t.max_epochs, t.check_every, s.candidates_per_round))
+        shape = {
+            "d": self.data.target.d,
+            "n": n * (s.folds - 1) // s.folds,
+            "P": float(self.shape.n_params),
+            "L": self.shape.depth,
+            "h": float(self.shape.width),
+            "M": min(C, s.stack_candidates or C) * s.folds,
+            "B": t.batch_size,
+            "adam": False,
+        }
+        epochs = s.folds * (
+            s.trained_epochs(t.max_epochs, t.check_every, s.init_points)
+            + s.rounds * s.trained_epochs(t.max_epochs, t.check_every, s.candidates_per_round)
+        )
         return shape, float(epochs)
 
     def memory(self) -> dict[str, int]:
@@ -347,13 +400,21 @@ class TrainSpec(Spec):
     def from_config(cls, config: dict, job: DepthJob) -> "TrainSpec":
         fig = _fig(config, job.figure)
         sweep = fig["kind"] == "lr_sweep"
-        spec = cls(job=job, data=_data(config, job), shape=Shape.of(config, job),
-                   lrs=tuple(float(10.0**u) for u in sorted(fig["log10_lrs"])) if sweep else None,
-                   training=_training(config, job.figure, fig["max_epochs"] if sweep else section(config)["training"]["max_epochs"]),
-                   seeds=tuple(fig["seeds"]))
+        spec = cls(
+            job=job,
+            data=_data(config, job),
+            shape=Shape.of(config, job),
+            lrs=tuple(float(10.0**u) for u in sorted(fig["log10_lrs"])) if sweep else None,
+            training=_training(
+                config, job.figure, fig["max_epochs"] if sweep else section(config)["training"]["max_epochs"]
+            ),
+            seeds=tuple(fig["seeds"]),
+        )
         if not sweep:
             return spec
-        per = mem.nets(len(spec.seeds), spec.shape.sizes(spec.data.target.d), spec.training.batch_size, spec.data.target.n_train)
+        per = mem.nets(
+            len(spec.seeds), spec.shape.sizes(spec.data.target.d), spec.training.batch_size, spec.data.target.n_train
+        )
         return replace(spec, stack_lrs=mem.per_stack(len(spec.lrs), per, mem.stack_budget(config)))
 
     def inputs(self) -> dict[str, Ref]:
@@ -366,22 +427,34 @@ class TrainSpec(Spec):
 
     def calls(self) -> float:
         """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.plan.calls_of)."""
-        return float(batches(self.data.target.n_train, self.training.batch_size) * self.training.max_epochs * (self.shape.depth + 1))
+        return float(
+            batches(self.data.target.n_train, self.training.batch_size)
+            * self.training.max_epochs
+            * (self.shape.depth + 1)
+        )
 
     def trained(self, ds) -> float | None:
         """Epochs trained (``epochs``) over the planned nets x ``max_epochs``, in the units of :meth:`work` (the test
         predictions counted as done; a rate halved after a divergence is not recorded and not counted)."""
         M = (len(self.lrs) if self.lrs is not None else 1) * len(self.seeds)
-        return budget_share(ds, "epochs", M, self.training.max_epochs, fixed=M * self.data.n_test,
-                            per_unit=self.data.target.n_train)
+        return budget_share(
+            ds, "epochs", M, self.training.max_epochs, fixed=M * self.data.n_test, per_unit=self.data.target.n_train
+        )
 
     def gpu_shape(self) -> tuple[dict, float]:
         """(the stack's shape, its planned model-epochs at the budget) for depthlab.gpumodel."""
         C = len(self.lrs) if self.lrs is not None else 1
         t = self.data.target
-        shape = {"d": t.d, "n": t.n_train, "P": float(self.shape.n_params), "L": self.shape.depth,
-                 "h": float(self.shape.width), "M": min(C, self.stack_lrs or C) * len(self.seeds),
-                 "B": self.training.batch_size, "adam": False}
+        shape = {
+            "d": t.d,
+            "n": t.n_train,
+            "P": float(self.shape.n_params),
+            "L": self.shape.depth,
+            "h": float(self.shape.width),
+            "M": min(C, self.stack_lrs or C) * len(self.seeds),
+            "B": self.training.batch_size,
+            "adam": False,
+        }
         return shape, float(C * len(self.seeds) * self.training.max_epochs)
 
     def memory(self) -> dict[str, int]:
@@ -393,7 +466,9 @@ class TrainSpec(Spec):
         stack = min(C, self.stack_lrs or C) * len(self.seeds)  # an lr sweep in parts when it outgrows a stack
         # the stack training, and the finished parts' parameters kept on the CPU (one copy each)
         done = (M - stack) * mem.nets(1, self.shape.sizes(t.d), 0, 0) // 4
-        parts[self.shape.width_key(self.job.figure)] = mem.nets(stack, self.shape.sizes(t.d), self.training.batch_size, t.n_train) + done
+        parts[self.shape.width_key(self.job.figure)] = (
+            mem.nets(stack, self.shape.sizes(t.d), self.training.batch_size, t.n_train) + done
+        )
         return parts
 
 
@@ -459,7 +534,9 @@ class EntkSpec(Spec):
     def work(self) -> float:
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
         n, t = self.data.target.n_train, self.data.n_test
-        return len(self.seeds) * ((n + t) * self.shape.n_params * 2 + n**3 / 3 + t * n * self.shape.width * self.shape.depth)
+        return len(self.seeds) * (
+            (n + t) * self.shape.n_params * 2 + n**3 / 3 + t * n * self.shape.width * self.shape.depth
+        )
 
     def memory(self) -> dict[str, int]:
         """The layers' features of the training points and of one block of rows (core.tangent: 4096 at a time), the
@@ -468,9 +545,16 @@ class EntkSpec(Spec):
         key, t, n_test = f"studies.{STUDY}.figures.{self.job.figure}", self.data.target, self.data.n_test
         data = self.data.memory()
         rows = min(4096, max(t.n_train, n_test))
-        return {self.shape.width_key(self.job.figure): (t.n_train + rows) * self.shape.width * (self.shape.depth + 1) * 2 * mem.F64,
-                f"{key}.targets.{self.job.target}.n_train": data[f"{key}.targets.{self.job.target}.n_train"] + 3 * t.n_train**2 * mem.F64,
-                f"{key}.n_test": data[f"{key}.n_test"] + 4 * rows * t.n_train * mem.F64}  # a block's kernel, its products
+        return {
+            self.shape.width_key(self.job.figure): (t.n_train + rows)
+            * self.shape.width
+            * (self.shape.depth + 1)
+            * 2
+            * mem.F64,
+            f"{key}.targets.{self.job.target}.n_train": data[f"{key}.targets.{self.job.target}.n_train"]
+            + 3 * t.n_train**2 * mem.F64,
+            f"{key}.n_test": data[f"{key}.n_test"] + 4 * rows * t.n_train * mem.F64,
+        }  # a block's kernel, its products
 
 
 def _kinds(kind: str) -> tuple[str, ...]:
@@ -491,15 +575,26 @@ class FigureSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: FigureJob) -> "FigureSpec":
         fig = _fig(config, job.figure)
-        return cls(job=job, kind=fig["kind"], task=fig["task"], depths=tuple(sorted(fig["depths"])),
-                   targets={t: DataSpec.from_config(config, DataJob(job.figure, t)).target for t in sorted(fig["targets"])})
+        return cls(
+            job=job,
+            kind=fig["kind"],
+            task=fig["task"],
+            depths=tuple(sorted(fig["depths"])),
+            targets={t: DataSpec.from_config(config, DataJob(job.figure, t)).target for t in sorted(fig["targets"])},
+        )
 
     def inputs(self) -> dict[str, Ref]:
         """Per (target, depth) the train and ntk stores (entk too for an lr sweep); per target its data store, whose test
         labels give each kernel's test error its standard error over the test points."""
-        return {**{f"{stage}/{t}/L{L}": Ref(stage, DepthJob(self.job.figure, t, L))
-                   for t in self.targets for L in self.depths for stage in _kinds(self.kind)},
-                **{f"data/{t}": Ref("data", DataJob(self.job.figure, t)) for t in self.targets}}
+        return {
+            **{
+                f"{stage}/{t}/L{L}": Ref(stage, DepthJob(self.job.figure, t, L))
+                for t in self.targets
+                for L in self.depths
+                for stage in _kinds(self.kind)
+            },
+            **{f"data/{t}": Ref("data", DataJob(self.job.figure, t)) for t in self.targets},
+        }
 
 
 @dataclass(frozen=True)
@@ -531,11 +626,17 @@ class ClaimsSpec(ClaimsBase):
     def from_config(cls, config: dict, job: ClaimsJob) -> "ClaimsSpec":
         figs = section(config)["figures"]
         scale = "; ".join(
-            f"{name}: " + ", ".join(f"{t} (d={v['d']}, N={v['n_train']}" + (f", eps={v['noise']:g}" if v["noise"] else "") + ")"
-                                    for t, v in sorted(f["targets"].items()))
+            f"{name}: "
+            + ", ".join(
+                f"{t} (d={v['d']}, N={v['n_train']}" + (f", eps={v['noise']:g}" if v["noise"] else "") + ")"
+                for t, v in sorted(f["targets"].items())
+            )
             + (f", P={f['budget']:g}" if f["kind"] == "depth_sweep" else f", h={f['width']}")
             + f", L={sorted(f['depths'])}, N_test={f['n_test']}, seeds={len(f['seeds'])}"
             for name, f in sorted(figs.items())
         )
-        return cls(job=job, figures={name: FigureKind(f["kind"], _variant(f)) for name, f in sorted(figs.items())},
-                   scale_note=f"Scale: {scale}; CV folds={section(config)['lrsearch']['folds']}.")
+        return cls(
+            job=job,
+            figures={name: FigureKind(f["kind"], _variant(f)) for name, f in sorted(figs.items())},
+            scale_note=f"Scale: {scale}; CV folds={section(config)['lrsearch']['folds']}.",
+        )

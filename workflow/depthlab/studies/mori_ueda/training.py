@@ -46,16 +46,29 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     halvings = 0
     while True:
         ckpt = ctx.checkpoint.child(f"half{halvings}") if halvings and ctx.checkpoint is not None else ctx.checkpoint
-        grid = train_grid(data.x_train.values, data.y_train.values, lrs, init, order_s, settings,
-                          progress=ctx.progress, checkpoint=ckpt, stack_lrs=spec.stack_lrs)
+        grid = train_grid(
+            data.x_train.values,
+            data.y_train.values,
+            lrs,
+            init,
+            order_s,
+            settings,
+            progress=ctx.progress,
+            checkpoint=ckpt,
+            stack_lrs=spec.stack_lrs,
+        )
         n_div = int(grid.result.diverged.sum())
         if spec.lrs is not None or not n_div or halvings == HALVINGS:
             break
-        ctx.progress(f"L={L}: {n_div} of {len(seeds_cfg)} seeds diverged at lr {lrs[0]:.4g}: every seed again at {lrs[0] / 2:.4g}")
+        ctx.progress(
+            f"L={L}: {n_div} of {len(seeds_cfg)} seeds diverged at lr {lrs[0]:.4g}: every seed again at {lrs[0] / 2:.4g}"
+        )
         lrs, halvings = lrs / 2, halvings + 1
     res = grid.result
     pred = predict(res.params, data.x_test.values)  # [M, n_test], model m = (lr m // S, seed m % S)
-    err = np.where(res.diverged, np.nan, settings.loss.error(pred, data.y_test.values))  # diverged: counted, not averaged
+    err = np.where(
+        res.diverged, np.nan, settings.loss.error(pred, data.y_test.values)
+    )  # diverged: counted, not averaged
     conv = grid.grid(res.converged)
     ok = conv.all(axis=1)
     ds = xr.Dataset(
@@ -64,18 +77,35 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
             "train_loss": (("lr", "seed"), grid.grid(res.train_loss)),
             "epochs": (("lr", "seed"), grid.grid(res.epochs)),
             "converged": (("lr", "seed"), conv),
-            "stop_reason": (("lr", "seed"), grid.grid(reason_names(res.stop_reason)).astype(str),
-                            {"description": "why training stopped: " + settings.stop.describe("check", f"{settings.max_epochs} epochs")}),
+            "stop_reason": (
+                ("lr", "seed"),
+                grid.grid(reason_names(res.stop_reason)).astype(str),
+                {
+                    "description": "why training stopped: "
+                    + settings.stop.describe("check", f"{settings.max_epochs} epochs")
+                },
+            ),
             "diverged": (("lr", "seed"), grid.grid(res.diverged)),
             # the rate's place in its grid: the lrsearch store's choice (a depth sweep), or none (an lr sweep's own grid)
-            "lr_edge": ((), str(search.lr_edge.values) if search is not None else "",
-                        {"description": "'' (inside), 'lower' or 'upper': where the CV-chosen rate lies among the rates evaluated"}),
-            "lr_flagged": ((), bool(search.lr_flagged) if search is not None else False,
-                           {"description": "the CV-chosen rate sits at an edge its search could not grow past"}),
+            "lr_edge": (
+                (),
+                str(search.lr_edge.values) if search is not None else "",
+                {
+                    "description": "'' (inside), 'lower' or 'upper': where the CV-chosen rate lies among the rates evaluated"
+                },
+            ),
+            "lr_flagged": (
+                (),
+                bool(search.lr_flagged) if search is not None else False,
+                {"description": "the CV-chosen rate sits at an edge its search could not grow past"},
+            ),
             "history": (("lr", "seed", "check"), grid.grid(res.history)),
             "prediction": (("lr", "seed", "test_sample"), grid.grid(pred).astype(np.float32)),
-            "max_converged_lr": ((), float(lrs[ok].max()) if ok.any() else float("nan"),
-                                 {"description": "largest lr at which every seed reached the stop rule within max_epochs"}),
+            "max_converged_lr": (
+                (),
+                float(lrs[ok].max()) if ok.any() else float("nan"),
+                {"description": "largest lr at which every seed reached the stop rule within max_epochs"},
+            ),
         },
         coords={"lr": lrs, "seed": seeds_cfg, "check_epoch": (("check",), res.check_epochs), "depth": L, "width": h},
         # timings are left out of the store: identical runs give identical hashes
@@ -83,13 +113,24 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     )
     if spec.lrs is not None:  # an lr sweep (Fig. 3): how lazy each net was, for claim 5's regime test
         xk = data.x_train.values[:KERNEL_POINTS]
-        ds["ntk_change"] = (("lr", "seed"), grid.grid(kernel_change(init, to(res.params, "cpu"), xk, len(seeds_cfg))),
-                            {"description": f"|Theta_hat_T - Theta_hat_0|_F / |Theta_hat_0|_F of the net's own tangent kernel "
-                                            f"on its first {len(xk)} training points: small in the lazy regime"})
+        ds["ntk_change"] = (
+            ("lr", "seed"),
+            grid.grid(kernel_change(init, to(res.params, "cpu"), xk, len(seeds_cfg))),
+            {
+                "description": f"|Theta_hat_T - Theta_hat_0|_F / |Theta_hat_0|_F of the net's own tangent kernel "
+                f"on its first {len(xk)} training points: small in the lazy regime"
+            },
+        )
     if spec.lrs is None:  # one rate, the job's own (its search chose it): a variable of the job, not a dimension
         ds = ds.squeeze("lr").reset_coords("lr")
-        ds["lr"].attrs["description"] = (f"the rate the nets were trained at: the lrsearch store's choice (cv_lr), halved "
-                                         f"while some seed diverged (lr_halvings times, at most {HALVINGS})")
-        ds["cv_lr"] = ((), float(search.best_lr), {"description": "the rate the lrsearch store chose for this (target, depth)"})
+        ds["lr"].attrs["description"] = (
+            f"the rate the nets were trained at: the lrsearch store's choice (cv_lr), halved "
+            f"while some seed diverged (lr_halvings times, at most {HALVINGS})"
+        )
+        ds["cv_lr"] = (
+            (),
+            float(search.best_lr),
+            {"description": "the rate the lrsearch store chose for this (target, depth)"},
+        )
         ds["lr_halvings"] = ((), halvings, {"description": "how often cv_lr was halved because a seed diverged at it"})
     return ds

@@ -19,9 +19,16 @@ STUDY = Study(
         # machine, each job alone (README, 'GPU'); so its jobs run on the CPU and ask a cluster for no GPU
         Stage("sawtooth", S.SawtoothSpec, ".sawtooth_train:run_sawtooth", path="sawtooth/L{level}/{arch}.zarr"),
         Stage("radial_data", S.RadialDataSpec, ".radial_data:make_data", path="radial/{target}/{dist}/d{d}/data.zarr"),
-        Stage("radial", S.RadialSpec, ".radial_train:run_radial", path="radial/{target}/{dist}/d{d}/P{budget}/depth{depth}.zarr",
-              gpu=True),
-        Stage("learner", S.LearnerSpec, ".learner_train:run_learner", path="learner/{dist}/d{d}/m{width}.zarr", gpu=True),
+        Stage(
+            "radial",
+            S.RadialSpec,
+            ".radial_train:run_radial",
+            path="radial/{target}/{dist}/d{d}/P{budget}/depth{depth}.zarr",
+            gpu=True,
+        ),
+        Stage(
+            "learner", S.LearnerSpec, ".learner_train:run_learner", path="learner/{dist}/d{d}/m{width}.zarr", gpu=True
+        ),
         Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),
         Stage("claims", S.ClaimsSpec, ".claims:check", kind="claims"),
     ),

@@ -58,8 +58,10 @@ if TYPE_CHECKING:
     from depthlab import decide
     from .specs import ClaimsSpec
 
-NOTES = ["Criteria: see the docstring of `depthlab/studies/separation/claims.py`.",
-         "Depth counts hidden layers: depth 1 vs depth 2 are the literature's 2- vs 3-layer nets."]
+NOTES = [
+    "Criteria: see the docstring of `depthlab/studies/separation/claims.py`.",
+    "Depth counts hidden layers: depth 1 vs depth 2 are the literature's 2- vs 3-layer nets.",
+]
 
 
 def sawtooth_claims(table: pd.DataFrame, found: float) -> list[Verdict]:
@@ -67,38 +69,78 @@ def sawtooth_claims(table: pd.DataFrame, found: float) -> list[Verdict]:
     con = table[table.arch == "construction"].sort_values("level")
     for r in con.itertuples():
         exact = bool(r.max_abs_error <= 1e-12 and r.pieces == 2**r.level)  # an exact construction: no error bar
-        out.append(judge("S1", "a depth-L width-2 ReLU net equals Delta^L exactly", "sawtooth_error", f"L = {r.level}",
-                         Test(exact, float(r.max_abs_error), 0.0, 1e-12, None),
-                         f"max |net - Delta^L| = {r.max_abs_error:.3g}; pieces {r.pieces} (2^L = {2**r.level})"))
+        out.append(
+            judge(
+                "S1",
+                "a depth-L width-2 ReLU net equals Delta^L exactly",
+                "sawtooth_error",
+                f"L = {r.level}",
+                Test(exact, float(r.max_abs_error), 0.0, 1e-12, None),
+                f"max |net - Delta^L| = {r.max_abs_error:.3g}; pieces {r.pieces} (2^L = {2**r.level})",
+            )
+        )
     for (L, _arch), g in table[table.kind == "shallow"].groupby(["level", "arch"]):
         w, bound = int(g.width.iloc[0]), float(g.mse_bound.iloc[0])
         ok = g[~g.diverged]
-        statement = "one hidden layer of width w stays above the lower bound for w + 1 pieces (judged where w + 1 < 2^L)"
+        statement = (
+            "one hidden layer of width w stays above the lower bound for w + 1 pieces (judged where w + 1 < 2^L)"
+        )
         if w + 1 >= 2**L:
             need = int(np.floor(np.log2(w + 1))) + 1  # the smallest L with 2^L > w + 1
-            out.append(not_applicable("S2", statement, "sawtooth_error", f"L = {L}, width {w}", f"w + 1 = {w + 1}, 2^L = {2**L}",
-                                      f"w + 1 = {w + 1} >= 2^L = {2**L}: a one-hidden-layer net of this width can have as many "
-                                      f"pieces as Delta^L, so no piece-count bound applies; a width below {2**L - 1} at L = {L}, "
-                                      f"or L >= {need} at this width, makes it apply"))
+            out.append(
+                not_applicable(
+                    "S2",
+                    statement,
+                    "sawtooth_error",
+                    f"L = {L}, width {w}",
+                    f"w + 1 = {w + 1}, 2^L = {2**L}",
+                    f"w + 1 = {w + 1} >= 2^L = {2**L}: a one-hidden-layer net of this width can have as many "
+                    f"pieces as Delta^L, so no piece-count bound applies; a width below {2**L - 1} at L = {L}, "
+                    f"or L >= {need} at this width, makes it apply",
+                )
+            )
             continue
-        stopped = ", ".join(f"{n} {r}" for r, n in g.stop_reason.value_counts().sort_index().items()) if "stop_reason" in g else ""
+        stopped = (
+            ", ".join(f"{n} {r}" for r, n in g.stop_reason.value_counts().sort_index().items())
+            if "stop_reason" in g
+            else ""
+        )
         # the bound holds for every function of w + 1 pieces and the test MSE is a 2^16-point quadrature of the L2 error:
         # an exact comparison (no sampling error to carry)
         t = exceeds(stats.Estimate(float(ok.test_mse.min()), 0.0), bound * (1 - 1e-9), what="the smallest trained MSE")
-        out.append(judge("S2", statement, "sawtooth_error", f"L = {L}, width {w}", Test(t.holds is not False, *[
-                         getattr(t, f) for f in ("effect", "stderr", "threshold", "z")]),
-                         f"bound max(crossing {float(g.crossing_bound.iloc[0]):.4g}, window {float(g.window_bound.iloc[0]):.4g}) = "
-                         f"{bound:.4g}; trained MSE min {ok.test_mse.min():.4g}, best-by-training-loss "
-                         f"{g[g.best].test_mse.iloc[0]:.4g}; pieces found up to {ok.pieces.max()} (w + 1 = {w + 1})"
-                         + (f"; nets stopped: {stopped}" if stopped else "")))
+        out.append(
+            judge(
+                "S2",
+                statement,
+                "sawtooth_error",
+                f"L = {L}, width {w}",
+                Test(t.holds is not False, *[getattr(t, f) for f in ("effect", "stderr", "threshold", "z")]),
+                f"bound max(crossing {float(g.crossing_bound.iloc[0]):.4g}, window {float(g.window_bound.iloc[0]):.4g}) = "
+                f"{bound:.4g}; trained MSE min {ok.test_mse.min():.4g}, best-by-training-loss "
+                f"{g[g.best].test_mse.iloc[0]:.4g}; pieces found up to {ok.pieces.max()} (w + 1 = {w + 1})"
+                + (f"; nets stopped: {stopped}" if stopped else ""),
+            )
+        )
     deep = table[table.kind == "deep"]
     for arch, g in deep.groupby("arch"):
-        out.append(_found("question: trained from random init, does a deep narrow net find Delta^L?", f"depth L, {arch}",
-                          g[g.best], found))
+        out.append(
+            _found(
+                "question: trained from random init, does a deep narrow net find Delta^L?",
+                f"depth L, {arch}",
+                g[g.best],
+                found,
+            )
+        )
     con = table[(table.kind == "construct") & table.best]
     if len(con):
-        out.append(_found("question: started from the hand-built net plus noise, does training keep Delta^L?", "construct-w2",
-                          con, found))
+        out.append(
+            _found(
+                "question: started from the hand-built net plus noise, does training keep Delta^L?",
+                "construct-w2",
+                con,
+                found,
+            )
+        )
     return out
 
 
@@ -115,12 +157,27 @@ def _found(question: str, subject: str, best: pd.DataFrame, threshold: float) ->
         answer = f"found at L = {yes}; not found from L = {min(no)} on"
     else:
         answer = f"found at L = {yes}; not found at L = {no}"
-    detail = "; ".join(f"L={int(r.level)}: MSE {r.test_mse:.3g}, {int(r.pieces)} of {2 ** int(r.level)} pieces"
-                       + (f" (lr {r.lr:g}" + (f", {r.stop_reason}" if hasattr(r, "stop_reason") else "")
-                          + (f"; the best rate is the {r.lr_edge} end of the grid" if getattr(r, "lr_edge", "") else "") + ")"
-                          if np.isfinite(r.lr) else "") for r in best.itertuples())
-    return Verdict("S3", question, "sawtooth_error", subject, None,
-                   f"{answer}. {detail}. Found: test MSE <= {threshold:.3g} (0.1 % of the constant's 1/12).", kind="question")
+    detail = "; ".join(
+        f"L={int(r.level)}: MSE {r.test_mse:.3g}, {int(r.pieces)} of {2 ** int(r.level)} pieces"
+        + (
+            f" (lr {r.lr:g}"
+            + (f", {r.stop_reason}" if hasattr(r, "stop_reason") else "")
+            + (f"; the best rate is the {r.lr_edge} end of the grid" if getattr(r, "lr_edge", "") else "")
+            + ")"
+            if np.isfinite(r.lr)
+            else ""
+        )
+        for r in best.itertuples()
+    )
+    return Verdict(
+        "S3",
+        question,
+        "sawtooth_error",
+        subject,
+        None,
+        f"{answer}. {detail}. Found: test MSE <= {threshold:.3g} (0.1 % of the constant's 1/12).",
+        kind="question",
+    )
 
 
 def _failed(h: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -148,21 +205,35 @@ def radial_claims(table: pd.DataFrame) -> list[Verdict]:
             failed += bad
             curve = kept.groupby("d").test_nmse.mean().sort_index()
             se = kept.groupby("d").test_nmse.agg(lambda v: stats.over_seeds(v.values).se).reindex(curve.index)
-            growth[L] = (stats.slope(np.log2(curve.index.values.astype(float)), curve.values, point_se=se.values), curve)
+            growth[L] = (
+                stats.slope(np.log2(curve.index.values.astype(float)), curve.values, point_se=se.values),
+                curve,
+            )
         if 1 not in growth or 2 not in growth:
             continue
         s1, s2 = growth[1][0], growth[2][0]
-        ev = "; ".join(f"depth {L}: slope {s}/doubling of d, nMSE " + ", ".join(f"d={int(d)}: {v:.3g}" for d, v in c.items())
-                       for L, (s, c) in sorted(growth.items()))
+        ev = "; ".join(
+            f"depth {L}: slope {s}/doubling of d, nMSE " + ", ".join(f"d={int(d)}: {v:.3g}" for d, v in c.items())
+            for L, (s, c) in sorted(growth.items())
+        )
         ratio = g.groupby("d").r0_density_ratio.first()
         ev += "; density at r0 / its maximum: " + ", ".join(f"d={int(d)}: {v:.2f}" for d, v in ratio.items())
         if failed:
             ev += "; left out, worse than the constant predictor (failed to train): " + ", ".join(failed)
         test = exceeds(stats.difference(s1, s2), 0.0, what="slope(depth 1) - slope(depth 2)")
         ev += f"; slope difference {test.text()}"
-        out.append(judge("R1", "depth-1 (2-layer) error grows with d faster than depth-2 (3-layer)", "radial_error",
-                         f"{t}, {q}, P = {P}", test if np.isfinite(s1.value) and np.isfinite(s2.value) else None, ev,
-                         _unsound(g[g.depth.isin([1, 2])]), why_none="a slope could not be fitted"))
+        out.append(
+            judge(
+                "R1",
+                "depth-1 (2-layer) error grows with d faster than depth-2 (3-layer)",
+                "radial_error",
+                f"{t}, {q}, P = {P}",
+                test if np.isfinite(s1.value) and np.isfinite(s2.value) else None,
+                ev,
+                _unsound(g[g.depth.isin([1, 2])]),
+                why_none="a slope could not be fitted",
+            )
+        )
     return out
 
 
@@ -173,8 +244,11 @@ def _net(r) -> str:
 def _unsound(g: pd.DataFrame) -> list[str]:
     """Nets (or learner runs) of ``g`` (one row each, at its chosen rate) that did not converge or diverged, and chosen
     rates at a flagged edge of their grid."""
-    return [unconverged(g, _net), diverged(g, _net, "left out of the means, so the row rests on fewer nets than it trained"),
-            flagged(g, lambda r: ", ".join(f"{k} {getattr(r, k)}" for k in ("d", "depth", "width") if hasattr(r, k)))]
+    return [
+        unconverged(g, _net),
+        diverged(g, _net, "left out of the means, so the row rests on fewer nets than it trained"),
+        flagged(g, lambda r: ", ".join(f"{k} {getattr(r, k)}" for k in ("d", "depth", "width") if hasattr(r, k))),
+    ]
 
 
 def _curve(g: pd.DataFrame, col: str = "test_nmse") -> pd.Series:
@@ -193,11 +267,14 @@ def es16_claims(table: pd.DataFrame, near: float) -> list[Verdict]:
         one, two = _curve(g[g.depth == 1]), _curve(g[g.depth == 2])
         one_train = _curve(g[g.depth == 1], "train_nmse") if "train_nmse" in g else pd.Series(dtype=float)
         shells = g.groupby("d").shells.first()
-        ev = (f"test nMSE depth 1: {_fmt(one)}; depth 2: {_fmt(two)}"
-              + (f"; training nMSE depth 1: {_fmt(one_train)}" if len(one_train) else "")
-              + "; shells N: " + ", ".join(f"d={d}: {n}" for d, n in shells.items())
-              + f"; judged at the largest d: depth 1 test nMSE in [{1 - near:g}, {1 + near:g}] and training nMSE >= {1 - near:g}; "
-                f"depth 2 test nMSE < {1 - near:g} at every d")
+        ev = (
+            f"test nMSE depth 1: {_fmt(one)}; depth 2: {_fmt(two)}"
+            + (f"; training nMSE depth 1: {_fmt(one_train)}" if len(one_train) else "")
+            + "; shells N: "
+            + ", ".join(f"d={d}: {n}" for d, n in shells.items())
+            + f"; judged at the largest d: depth 1 test nMSE in [{1 - near:g}, {1 + near:g}] and training nMSE >= {1 - near:g}; "
+            f"depth 2 test nMSE < {1 - near:g} at every d"
+        )
         problems = _unsound(g)
         ok = None
         why = "no depth-1 or depth-2 net has an error"
@@ -211,19 +288,32 @@ def es16_claims(table: pd.DataFrame, near: float) -> list[Verdict]:
                 ok = two_ok
                 what = _fit(test, train, near)
                 if what:
-                    problems.append(f"the depth-1 nets {what} at d = {int(one.index[-1])} (test nMSE {test:.3g}, training nMSE "
-                                    f"{train:.3g}) ({_FIT[what]}): not the approach to the variance from below that the claim describes")
-        out.append(judge("R2", "ES16 target: the 1-hidden-layer error reaches the target's variance as d grows (from below, "
-                               "without overfitting) while the 2-hidden-layer error stays below it", "es16_error", f"P = {P}",
-                         Test(ok, float(one.iloc[-1]), float("nan"), 1 - near, None) if ok is not None and len(one) else ok, ev,
-                         problems, why_none=why))
+                    problems.append(
+                        f"the depth-1 nets {what} at d = {int(one.index[-1])} (test nMSE {test:.3g}, training nMSE "
+                        f"{train:.3g}) ({_FIT[what]}): not the approach to the variance from below that the claim describes"
+                    )
+        out.append(
+            judge(
+                "R2",
+                "ES16 target: the 1-hidden-layer error reaches the target's variance as d grows (from below, "
+                "without overfitting) while the 2-hidden-layer error stays below it",
+                "es16_error",
+                f"P = {P}",
+                Test(ok, float(one.iloc[-1]), float("nan"), 1 - near, None) if ok is not None and len(one) else ok,
+                ev,
+                problems,
+                why_none=why,
+            )
+        )
     return out
 
 
-_FIT = {"overfit": "training low, test high",
-        "underfit": "training and test both above the variance: worse than the constant predictor on their own training "
-                    "data, they learned nothing",
-        "neither fit nor learned": "test above the variance, training at it"}
+_FIT = {
+    "overfit": "training low, test high",
+    "underfit": "training and test both above the variance: worse than the constant predictor on their own training "
+    "data, they learned nothing",
+    "neither fit nor learned": "test above the variance, training at it",
+}
 
 
 def _fit(test: float, train: float, near: float) -> str:
@@ -250,11 +340,25 @@ def learner_claims(table: pd.DataFrame, small: float) -> list[Verdict]:
         for rule in sorted(poly, key=lambda r: int(r[:-1])):
             g = learner[learner.width_rule == rule]
             curve, red = _curve(g), _curve(part[(part.model == "reduced") & (part.width_rule == rule)])
-            t = all_of(*[exceeds(_over_seeds(g, d), small, below=True, what=f"the learner's nMSE at d={int(d)}") for d in curve.index])
-            out.append(judge("R3", f"the 3-layer learner at poly(d) width reaches a small test error (nMSE <= {small:g}) at every d",
-                             "learner_error", f"{q}, m = {rule}", t,
-                             f"learner nMSE {_fmt_se(g)} (rates {_rates(g)}); reduced model {_fmt(red)}" + (f"; {contrast}" if contrast else "")
-                             + f"; deciding d: {t.text()}", _unsound(g)))
+            t = all_of(
+                *[
+                    exceeds(_over_seeds(g, d), small, below=True, what=f"the learner's nMSE at d={int(d)}")
+                    for d in curve.index
+                ]
+            )
+            out.append(
+                judge(
+                    "R3",
+                    f"the 3-layer learner at poly(d) width reaches a small test error (nMSE <= {small:g}) at every d",
+                    "learner_error",
+                    f"{q}, m = {rule}",
+                    t,
+                    f"learner nMSE {_fmt_se(g)} (rates {_rates(g)}); reduced model {_fmt(red)}"
+                    + (f"; {contrast}" if contrast else "")
+                    + f"; deciding d: {t.text()}",
+                    _unsound(g),
+                )
+            )
         nets = part[part.model == "1 hidden layer"]
         if len(nets) and poly:
             first = sorted(poly, key=lambda r: int(r[:-1]))[0]
@@ -262,13 +366,26 @@ def learner_claims(table: pd.DataFrame, small: float) -> list[Verdict]:
             budget = ", ".join(f"d={int(d)}: {int(n)}" for d, n in nets.groupby("d").n_params.first().items())
             top = nets.d.max()
             rests = pd.concat([nets[nets.d == top], learner[(learner.width_rule == first) & (learner.d == top)]])
-            out.append(judge("R3", f"1-hidden-layer nets with the learner's parameter count fail where it does not (nMSE > {small:g} at "
-                                   "the largest d)", "learner_error", f"{q}, parameters of m = {first}",
-                             all_of(exceeds(_over_seeds(nets, top), small, what="the 1-hidden-layer nMSE at the largest d"),
-                                    exceeds(_over_seeds(learner[learner.width_rule == first], top), small, below=True,
-                                            what="the learner's nMSE at the largest d")),
-                             f"1 hidden layer nMSE {_fmt_se(nets)} (parameters {budget}); learner m = {first}: {_fmt(mine)}",
-                             _unsound(rests)))
+            out.append(
+                judge(
+                    "R3",
+                    f"1-hidden-layer nets with the learner's parameter count fail where it does not (nMSE > {small:g} at "
+                    "the largest d)",
+                    "learner_error",
+                    f"{q}, parameters of m = {first}",
+                    all_of(
+                        exceeds(_over_seeds(nets, top), small, what="the 1-hidden-layer nMSE at the largest d"),
+                        exceeds(
+                            _over_seeds(learner[learner.width_rule == first], top),
+                            small,
+                            below=True,
+                            what="the learner's nMSE at the largest d",
+                        ),
+                    ),
+                    f"1 hidden layer nMSE {_fmt_se(nets)} (parameters {budget}); learner m = {first}: {_fmt(mine)}",
+                    _unsound(rests),
+                )
+            )
     return out
 
 
@@ -287,7 +404,9 @@ def _rates(g: pd.DataFrame) -> str:
     return ", ".join(f"d={int(d)}: {v:g}" for d, v in per.items())
 
 
-INIT_FACTOR = 1.0  # R4 "stays small": the deviation after the first check at most this many times its init sampling error
+INIT_FACTOR = (
+    1.0  # R4 "stays small": the deviation after the first check at most this many times its init sampling error
+)
 ALPHA_FLOOR = 0.1  # R4's alpha gap: relative to max(|alpha_T^reduced|, this x alpha at the start)
 
 
@@ -338,8 +457,15 @@ def _rise_test(end: float, start: float, noise: float) -> tuple[float, float]:
     return end - start, max(noise, 1e-6 * abs(start))
 
 
-def symmetrisation_claims(curves: pd.DataFrame, growth: float, gap: float, most: float = np.inf,
-                          runs: pd.DataFrame | None = None, small: float = np.inf, flow_tol: float = 0.05) -> list[Verdict]:
+def symmetrisation_claims(
+    curves: pd.DataFrame,
+    growth: float,
+    gap: float,
+    most: float = np.inf,
+    runs: pd.DataFrame | None = None,
+    small: float = np.inf,
+    flow_tol: float = 0.05,
+) -> list[Verdict]:
     """R4 from the learner curves, judged in the gradient-flow regime (SPEC §4): at the flow rates of each d that
     :func:`flow_rates` finds in the regime, on every seed that trained (final test nMSE below 1: a net at the target's
     variance is not evidence, named).
@@ -362,7 +488,11 @@ def symmetrisation_claims(curves: pd.DataFrame, growth: float, gap: float, most:
         label = f"{q}, m = {rule}" if rule.endswith("d") else f"{q}, m = {rule} (fixed)"
         contrast = not rule.endswith("d")
         prefix = "contrast (a width that does not grow with d, not the claim): " if contrast else ""
-        problems = [] if runs is None else _unsound(runs[(runs.model == "learner") & (runs.dist == q) & (runs.width_rule == rule)])
+        problems = (
+            []
+            if runs is None
+            else _unsound(runs[(runs.model == "learner") & (runs.dist == q) & (runs.width_rule == rule)])
+        )
         dev_rows, gap_rows, beside, dead, no_flow, untrained = [], [], [], [], [], []
         small_t, rise_t, last_t, gap_t = [], [], [], []
         for d, g in part.groupby("d"):
@@ -372,8 +502,10 @@ def symmetrisation_claims(curves: pd.DataFrame, growth: float, gap: float, most:
             best = g[g.regime == "best"]
             if len(best):
                 bdev = best.groupby("step").deviation.mean()
-                beside.append(f"d={d}: at the best-training rate {best.lr.iloc[0]:g} start {bdev.iloc[0]:.3g}, max "
-                              f"{bdev.iloc[1:].max() if len(bdev) > 1 else np.nan:.3g}, end {bdev.iloc[-1]:.3g}")
+                beside.append(
+                    f"d={d}: at the best-training rate {best.lr.iloc[0]:g} start {bdev.iloc[0]:.3g}, max "
+                    f"{bdev.iloc[1:].max() if len(bdev) > 1 else np.nan:.3g}, end {bdev.iloc[-1]:.3g}"
+                )
             flow = g[g.regime == "flow"]
             rates, notes = flow_rates(flow, flow_tol) if len(flow) else ([], ["no flow rates recorded"])
             if not rates:
@@ -393,49 +525,103 @@ def symmetrisation_claims(curves: pd.DataFrame, growth: float, gap: float, most:
                     noise = noise if np.isfinite(noise) else 0.0
                     held = _held(after) if len(after) else np.array([start])
                     lasting = float(held.max())
-                    small_t.append(exceeds(stats.Estimate(lasting / limit, noise / limit if noise else 0.0), 1.0, below=True,
-                                           what=f"the lasting deviation / its limit (d={d}, lr {lr:g}, seed {sd})"))
+                    small_t.append(
+                        exceeds(
+                            stats.Estimate(lasting / limit, noise / limit if noise else 0.0),
+                            1.0,
+                            below=True,
+                            what=f"the lasting deviation / its limit (d={d}, lr {lr:g}, seed {sd})",
+                        )
+                    )
                     rise, se = _rise_test(end, start, noise)
-                    rise_t.append(Test(bool(rise <= Z * se), rise, se, 0.0, -rise / se,
-                                       "", f" (d={d}, lr {lr:g}, seed {sd}: end {end:.3g} vs start {start:.3g}, noise {se:.2g})"))
+                    rise_t.append(
+                        Test(
+                            bool(rise <= Z * se),
+                            rise,
+                            se,
+                            0.0,
+                            -rise / se,
+                            "",
+                            f" (d={d}, lr {lr:g}, seed {sd}: end {end:.3g} vs start {start:.3g}, noise {se:.2g})",
+                        )
+                    )
                     lasted = bool(len(held) > 1 and (held[:-1] > growth * start).any())
                     last_t.append(Test(not lasted, float(held.max() / start), 0.0, growth, None))
-                    dev_rows.append(f"d={d} (m={m}) lr {lr:g} seed {sd}: start {start:.3g} (sqrt(pi-1)/sqrt(m) = {init:.3g}), "
-                                    f"lasting max {lasting:.3g} vs limit {limit:.3g}, end {end:.3g}")
+                    dev_rows.append(
+                        f"d={d} (m={m}) lr {lr:g} seed {sd}: start {start:.3g} (sqrt(pi-1)/sqrt(m) = {init:.3g}), "
+                        f"lasting max {lasting:.3g} vs limit {limit:.3g}, end {end:.3g}"
+                    )
                     a_T, r_T, a_0 = float(final.alpha), float(final.reduced_alpha), float(h.alpha.iloc[0])
                     denom = max(abs(r_T), ALPHA_FLOOR * abs(a_0))
-                    gcurve = (h.alpha - h.reduced_alpha).abs().values / np.maximum(h.reduced_alpha.abs().values, ALPHA_FLOOR * abs(a_0))
+                    gcurve = (h.alpha - h.reduced_alpha).abs().values / np.maximum(
+                        h.reduced_alpha.abs().values, ALPHA_FLOOR * abs(a_0)
+                    )
                     gnoise = stats.robust_noise(gcurve[-w:])
-                    gap_t.append(exceeds(stats.Estimate(abs(a_T - r_T) / denom, gnoise if np.isfinite(gnoise) else 0.0), gap,
-                                         below=True, what=f"the final alpha gap (d={d}, lr {lr:g}, seed {sd})"))
+                    gap_t.append(
+                        exceeds(
+                            stats.Estimate(abs(a_T - r_T) / denom, gnoise if np.isfinite(gnoise) else 0.0),
+                            gap,
+                            below=True,
+                            what=f"the final alpha gap (d={d}, lr {lr:g}, seed {sd})",
+                        )
+                    )
                     red = float(final.reduced_test_nmse)
                     if np.isfinite(red) and red > small:
                         untrained.append(f"d={d} lr {lr:g} seed {sd} (nMSE {red:.3g})")
-                    gap_rows.append(f"d={d} lr {lr:g} seed {sd}: final alpha {a_T:.3g} vs reduced {r_T:.3g}, gap {abs(a_T - r_T) / denom:.3g}"
-                                    + (f", reduced nMSE {red:.3g}" if np.isfinite(red) else ""))
+                    gap_rows.append(
+                        f"d={d} lr {lr:g} seed {sd}: final alpha {a_T:.3g} vs reduced {r_T:.3g}, gap {abs(a_T - r_T) / denom:.3g}"
+                        + (f", reduced nMSE {red:.3g}" if np.isfinite(red) else "")
+                    )
         basis = []
         if no_flow:
-            basis.append("no flow rate in the gradient-flow regime at " + ", ".join(no_flow)
-                         + f" (tolerance {flow_tol:g}; add a smaller flow rate)")
+            basis.append(
+                "no flow rate in the gradient-flow regime at "
+                + ", ".join(no_flow)
+                + f" (tolerance {flow_tol:g}; add a smaller flow rate)"
+            )
         if dead:
             basis.append("left out, not trained (test nMSE >= 1, not evidence): " + ", ".join(dead))
         judged_any = bool(small_t)
         tail = ("; beside, not judged: " + "; ".join(beside)) if beside else ""
-        stmt_a = (prefix + f"in the gradient-flow regime the deviation |F/alpha - |x|| / ||x|| stays small (after the first "
-                  f"check at most max({most:g}, {INIT_FACTOR:g} x its init sampling error)) and does not compound (ends at most "
-                  f"{Z:g} x its noise above its start; no rise beyond x{growth:g} its start lasting more than one check)")
-        stmt_b = prefix + f"in the gradient-flow regime alpha_T of the finite net follows the reduced model's (final relative gap <= {gap:g})"
+        stmt_a = (
+            prefix + f"in the gradient-flow regime the deviation |F/alpha - |x|| / ||x|| stays small (after the first "
+            f"check at most max({most:g}, {INIT_FACTOR:g} x its init sampling error)) and does not compound (ends at most "
+            f"{Z:g} x its noise above its start; no rise beyond x{growth:g} its start lasting more than one check)"
+        )
+        stmt_b = (
+            prefix
+            + f"in the gradient-flow regime alpha_T of the finite net follows the reduced model's (final relative gap <= {gap:g})"
+        )
         miss = "; ".join(basis) if basis else ""
         if judged_any:
             t_a = all_of(*small_t, *rise_t, *last_t)
             worst = max(small_t, key=lambda t: t.effect)
-            ev_a = "; ".join(dev_rows) + f"; worst lasting deviation / its limit {worst.text('.3g')}" + (f"; {miss}" if miss else "") + tail
+            ev_a = (
+                "; ".join(dev_rows)
+                + f"; worst lasting deviation / its limit {worst.text('.3g')}"
+                + (f"; {miss}" if miss else "")
+                + tail
+            )
             v_a = judge("R4", stmt_a, "learner_alpha", label, t_a, ev_a, problems + ([miss] if no_flow else []))
             t_b = all_of(*gap_t)
-            v_b = judge("R4", stmt_b, "learner_alpha", label, t_b, "; ".join(gap_rows) + (f"; {miss}" if miss else ""),
-                        problems + ([miss] if no_flow else []) + ([
-                            f"the reduced model did not train ({', '.join(untrained)}, above the learner's threshold {small:g}): "
-                            "a gap to it measures nothing"] if untrained else []))
+            v_b = judge(
+                "R4",
+                stmt_b,
+                "learner_alpha",
+                label,
+                t_b,
+                "; ".join(gap_rows) + (f"; {miss}" if miss else ""),
+                problems
+                + ([miss] if no_flow else [])
+                + (
+                    [
+                        f"the reduced model did not train ({', '.join(untrained)}, above the learner's threshold {small:g}): "
+                        "a gap to it measures nothing"
+                    ]
+                    if untrained
+                    else []
+                ),
+            )
         else:
             why = miss or "no learner curves"
             v_a = judge("R4", stmt_a, "learner_alpha", label, None, why + tail, problems, why_none=why)
@@ -457,8 +643,15 @@ def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Ver
     if "learner_error" in tables:
         verdicts += learner_claims(tables["learner_error"], spec.learner_small)
     if "learner_alpha" in tables:
-        verdicts += symmetrisation_claims(tables["learner_alpha"], spec.deviation_growth, spec.alpha_gap, spec.deviation_max,
-                                          tables.get("learner_error"), spec.learner_small, spec.flow_tolerance)
+        verdicts += symmetrisation_claims(
+            tables["learner_alpha"],
+            spec.deviation_growth,
+            spec.alpha_gap,
+            spec.deviation_max,
+            tables.get("learner_error"),
+            spec.learner_small,
+            spec.flow_tolerance,
+        )
     return verdicts, [spec.scale_note, *NOTES]
 
 
@@ -482,21 +675,39 @@ def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
             factor *= 4
         if factor > 1:
             parts.append(decide.Suggestion(f"learner steps {steps * factor}", [(f"{lr}.steps", steps * factor)]))
-        return decide.combine(*parts, decide.generic(
-            v, cfg, seeds=lambda v: (f"{lr}.seeds", "the learner"),
-            budget=None if factor > 1 else (lambda v: (f"{lr}.steps", "learner steps", 2.0)),
-            grow=lambda v: (f"{lr}.lr_growth.rounds", "learner lr_growth.rounds")))
+        return decide.combine(
+            *parts,
+            decide.generic(
+                v,
+                cfg,
+                seeds=lambda v: (f"{lr}.seeds", "the learner"),
+                budget=None if factor > 1 else (lambda v: (f"{lr}.steps", "learner steps", 2.0)),
+                grow=lambda v: (f"{lr}.lr_growth.rounds", "learner lr_growth.rounds"),
+            ),
+        )
     if v.claim == "R2" and "underfit" in v.reason:
         return decide.paper("depth-1 nets that train at d = 64: a larger budget P and N, config/paper.yaml")
     if v.figure == "sawtooth_error":
         sec = f"{root}.sawtooth"
-        return decide.generic(v, cfg, seeds=lambda v: (f"{sec}.seeds", "the sawtooth"),
-                              budget=lambda v: (f"{sec}.training.max_epochs", "sawtooth max_epochs", 2.0))
+        return decide.generic(
+            v,
+            cfg,
+            seeds=lambda v: (f"{sec}.seeds", "the sawtooth"),
+            budget=lambda v: (f"{sec}.training.max_epochs", "sawtooth max_epochs", 2.0),
+        )
     if v.figure in ("learner_error",):
-        return decide.generic(v, cfg, seeds=lambda v: (f"{lr}.seeds", "the learner"),
-                              budget=lambda v: (f"{lr}.steps", "learner steps", 2.0),
-                              grow=lambda v: (f"{lr}.lr_growth.rounds", "learner lr_growth.rounds"))
+        return decide.generic(
+            v,
+            cfg,
+            seeds=lambda v: (f"{lr}.seeds", "the learner"),
+            budget=lambda v: (f"{lr}.steps", "learner steps", 2.0),
+            grow=lambda v: (f"{lr}.lr_growth.rounds", "learner lr_growth.rounds"),
+        )
     sec = f"{root}.radial"
-    return decide.generic(v, cfg, seeds=lambda v: (f"{sec}.seeds", "the radial nets"),
-                          budget=lambda v: (f"{sec}.training.max_epochs", "radial max_epochs", 2.0),
-                          grow=lambda v: (f"{sec}.search.grow_rounds", "radial search.grow_rounds"))
+    return decide.generic(
+        v,
+        cfg,
+        seeds=lambda v: (f"{sec}.seeds", "the radial nets"),
+        budget=lambda v: (f"{sec}.training.max_epochs", "radial max_epochs", 2.0),
+        grow=lambda v: (f"{sec}.search.grow_rounds", "radial search.grow_rounds"),
+    )

@@ -28,8 +28,16 @@ def make_construction(spec: "ConstructionSpec", inputs: dict, ctx=None) -> xr.Da
         out.append(predict(p, plot[:, None])[0])
     return xr.Dataset(
         {
-            "max_abs_error": (("level",), np.asarray(err), {"description": "max |net - Delta^L| over 2^16 + 1 grid points"}),
-            "pieces": (("level",), np.asarray(count, dtype=np.int64), {"description": "exact linear pieces on [0, 1], from the weights"}),
+            "max_abs_error": (
+                ("level",),
+                np.asarray(err),
+                {"description": "max |net - Delta^L| over 2^16 + 1 grid points"},
+            ),
+            "pieces": (
+                ("level",),
+                np.asarray(count, dtype=np.int64),
+                {"description": "exact linear pieces on [0, 1], from the weights"},
+            ),
             "target_pieces": (("level",), 2 ** np.asarray(levels, dtype=np.int64)),
             "prediction": (("level", "plot_point"), np.stack(out)),
             "target": (("level", "plot_point"), np.stack([sawtooth(plot, L) for L in levels])),

@@ -48,8 +48,13 @@ def row_blocks(n: int, M: int, m: int) -> list[slice]:
 def first_layer(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     """F(x) for every model: V [M, m, d], X [n, d] -> [M, n] (in row blocks: :func:`row_blocks`)."""
     norm = V.norm(dim=2).unsqueeze(1)
-    return torch.cat([(norm * torch.relu(torch.einsum("nd,Mmd->Mnm", X[s], V))).mean(2)
-                      for s in row_blocks(X.shape[0], V.shape[0], V.shape[1])], 1)
+    return torch.cat(
+        [
+            (norm * torch.relu(torch.einsum("nd,Mmd->Mnm", X[s], V))).mean(2)
+            for s in row_blocks(X.shape[0], V.shape[0], V.shape[1])
+        ],
+        1,
+    )
 
 
 def second_layer(F: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -89,7 +94,9 @@ def net_grads(V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor
         g = r * (on * w.unsqueeze(1)).sum(2) / (n * m2)  # dL/dF_n
         a += torch.bmm(g.unsqueeze(1), rp).squeeze(1)  # sum_n g_n sigma(v_i.x_n), [M, m]
         G = (pre > 0).to(pre.dtype) * g.unsqueeze(2)  # g_n sigma'(v_i.x_n), [M, rows, m]
-        B += torch.bmm(G.transpose(1, 2), Xs.expand(V.shape[0], Xs.shape[0], Xs.shape[1]))  # sum_n g_n sigma'(v_i.x_n) x_n
+        B += torch.bmm(
+            G.transpose(1, 2), Xs.expand(V.shape[0], Xs.shape[0], Xs.shape[1])
+        )  # sum_n g_n sigma'(v_i.x_n) x_n
         Lsum += (r * r).sum(1)
         del pre, rp, G  # before the next block's are made: one block's arrays alive at a time
     gV = (V / norm.clamp_min(torch.finfo(V.dtype).tiny).unsqueeze(2) * a.unsqueeze(2) + norm.unsqueeze(2) * B) / m
@@ -101,8 +108,9 @@ def _per_model(lr: float | torch.Tensor, like: torch.Tensor, dims: int) -> torch
     return lr if not isinstance(lr, torch.Tensor) else lr.to(like.dtype).reshape(-1, *([1] * dims))
 
 
-def net_step(V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor,
-             lr: float | torch.Tensor) -> torch.Tensor:
+def net_step(
+    V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor, lr: float | torch.Tensor
+) -> torch.Tensor:
     """One mean-field gradient step of every neuron, in place (``lr``: one rate, or one per model [M]); returns the loss
     before the step [M]."""
     L, gV, gw, gb = net_grads(V, w, b, X, y)
@@ -128,8 +136,15 @@ def reduced_grads(alpha: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torc
     return 0.5 * (r * r).mean(1), galpha, gw, gb
 
 
-def reduced_step(alpha: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor,
-                 lr: float | torch.Tensor, d: int) -> torch.Tensor:
+def reduced_step(
+    alpha: torch.Tensor,
+    w: torch.Tensor,
+    b: torch.Tensor,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    lr: float | torch.Tensor,
+    d: int,
+) -> torch.Tensor:
     """One step of the reduced model, in place: alpha <- alpha exp(-eta 4 C_d dL/dalpha), the exact solution over the step
     of dalpha/dt = 4 C_d alpha E[S |x|] (= -4 C_d alpha dL/dalpha) with the gradient held fixed, so alpha keeps its sign
     as C_d mean |v_i|^2 does (the explicit Euler step can flip it at a large rate); the second layer moves as the net's
@@ -153,7 +168,9 @@ def deviation(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
     return (F / alpha_of(V).unsqueeze(1) - r).norm(dim=1) / r.norm()
 
 
-def init(M: int, m: int, m2: int, d: int, gen: torch.Generator, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def init(
+    M: int, m: int, m2: int, d: int, gen: torch.Generator, dtype=torch.float32
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A spherically symmetric first layer, v_i ~ N(0, I / (d C_d)) so that alpha = C_d E|v|^2 = 1 in expectation
     (F ~ |x| at the start); second layer w_j, b_j ~ N(0, 1)."""
     V = torch.randn(M, m, d, generator=gen, dtype=dtype) / math.sqrt(d * c_d(d))

@@ -36,8 +36,13 @@ RECORDS = ("nmse", "reduced_nmse", "train_nmse", "alpha", "reduced_alpha", "devi
 
 def stop_rule(spec: "LearnerSpec", variance: float) -> StopRule:
     """On the learner's own loss, (1/2) MSE: ``abs_tol`` is in nMSE units, so (abs_tol / 2) Var(y_train) here."""
-    return StopRule(patience=spec.patience, rel_tol=spec.rel_tol, abs_tol=spec.abs_tol * variance / 2, grow=spec.plateau_growth,
-                    min_checks=-(-spec.min_steps // spec.check_every))
+    return StopRule(
+        patience=spec.patience,
+        rel_tol=spec.rel_tol,
+        abs_tol=spec.abs_tol * variance / 2,
+        grow=spec.plateau_growth,
+        min_checks=-(-spec.min_steps // spec.check_every),
+    )
 
 
 def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
@@ -76,15 +81,22 @@ def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.D
                     loss = L.loss(L.second_layer(L.first_layer(V, X), w, b), Y)  # the training loss the rule watches
                     f = L.second_layer(L.first_layer(V, XT), w, b)
                     fr = L.second_layer(alpha.unsqueeze(1) * XT.norm(dim=1), wr, br)
-                    now = {"nmse": ((f - YT) ** 2).mean(1) / var, "reduced_nmse": ((fr - YT) ** 2).mean(1) / var,
-                           "train_nmse": 2 * loss / var_train, "alpha": L.alpha_of(V), "reduced_alpha": alpha,
-                           "deviation": L.deviation(V, XT)}
+                    now = {
+                        "nmse": ((f - YT) ** 2).mean(1) / var,
+                        "reduced_nmse": ((fr - YT) ** 2).mean(1) / var,
+                        "train_nmse": 2 * loss / var_train,
+                        "alpha": L.alpha_of(V),
+                        "reduced_alpha": alpha,
+                        "deviation": L.deviation(V, XT),
+                    }
                 value = loss.double().cpu().numpy()
                 bad = ~np.isfinite(value)
                 for k, v in now.items():
                     rec[k][active, c] = np.where(bad, np.nan, v.double().cpu().numpy())
                 rule.diverge(state, active[bad], t)
-                stop = bad | rule.update(state, active, np.where(bad, np.inf, value), np.zeros(len(active), dtype=bool), t)
+                stop = bad | rule.update(
+                    state, active, np.where(bad, np.inf, value), np.zeros(len(active), dtype=bool), t
+                )
             if t == spec.steps:
                 rule.budget(state, active[~stop], t)
                 stop[:] = True
@@ -98,66 +110,152 @@ def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.D
                 rule.diverge(state, active[bad], t + 1)
                 active, (V, w, b, alpha, wr, br, lr) = _leave(bad, active, final, (V, w, b, alpha, wr, br, lr))
             if (t + 1) % max(1, spec.steps // 4) == 0:
-                ctx.progress(f"{spec.job.dist} d={d} m={m}: step {t + 1}/{spec.steps}, {len(active)} of {M} still training")
-        return [{"rec": {k: v[i * S:(i + 1) * S] for k, v in rec.items()}, "reason": state.reason[i * S:(i + 1) * S],
-                 "stopped": state.stopped_at[i * S:(i + 1) * S], "final": final[i * S:(i + 1) * S]} for i in range(len(rates))]
+                ctx.progress(
+                    f"{spec.job.dist} d={d} m={m}: step {t + 1}/{spec.steps}, {len(active)} of {M} still training"
+                )
+        return [
+            {
+                "rec": {k: v[i * S : (i + 1) * S] for k, v in rec.items()},
+                "reason": state.reason[i * S : (i + 1) * S],
+                "stopped": state.stopped_at[i * S : (i + 1) * S],
+                "final": final[i * S : (i + 1) * S],
+            }
+            for i in range(len(rates))
+        ]
 
     def score(x: dict) -> tuple[float, bool]:
         tr = np.array([_last(row) for row in x["rec"]["train_nmse"]])
         return (float(np.mean(tr)) if np.isfinite(tr).all() else np.nan), bool((x["reason"] == DIVERGED).any())
 
-    found = edges.search(np.asarray(spec.lrs), train, score, step=spec.lr_factor, limits=spec.lr_limits, rounds=spec.lr_rounds)
+    found = edges.search(
+        np.asarray(spec.lrs), train, score, step=spec.lr_factor, limits=spec.lr_limits, rounds=spec.lr_rounds
+    )
     c = found.choice
     at = found.results[c.index]
     converged = np.isin(at["reason"], [TARGET, PLATEAU])
-    ctx.progress(f"{spec.job.dist} d={d} m={m}: final train nMSE per rate "
-                 + ", ".join(f"{lr:g}: {score(x)[0]:.4g}" for lr, x in zip(found.lrs, found.results))
-                 + f"; chosen {c.lr:g}" + (f" ({c.edge} edge{', flagged' if c.flagged else ''})" if c.at_edge else "")
-                 + f"; test nMSE " + ", ".join(f"{_last(row):.3g}" for row in at["rec"]["nmse"]))  # noqa: F541 (a store stage: kept)
+    ctx.progress(
+        f"{spec.job.dist} d={d} m={m}: final train nMSE per rate "
+        + ", ".join(f"{lr:g}: {score(x)[0]:.4g}" for lr, x in zip(found.lrs, found.results))
+        + f"; chosen {c.lr:g}"
+        + (f" ({c.edge} edge{', flagged' if c.flagged else ''})" if c.at_edge else "")
+        + f"; test nMSE "  # noqa: F541 (a store stage: kept)
+        + ", ".join(f"{_last(row):.3g}" for row in at["rec"]["nmse"])
+    )
     flow = train(np.asarray(spec.flow_lrs, dtype=float), 0) if spec.flow_lrs else []
     if flow:
-        ctx.progress(f"{spec.job.dist} d={d} m={m}: flow rates " + ", ".join(
-            f"{lr:g}: train nMSE {score(x)[0]:.4g}" for lr, x in zip(spec.flow_lrs, flow)))
+        ctx.progress(
+            f"{spec.job.dist} d={d} m={m}: flow rates "
+            + ", ".join(f"{lr:g}: train nMSE {score(x)[0]:.4g}" for lr, x in zip(spec.flow_lrs, flow))
+        )
     start_profile = _profile(torch.cat([starts[s][0] for s in range(S)]).to(dev), spec, d, dev)
     end_profile = _profile(torch.cat(at["final"]), spec, d, dev)
     grid_train = np.array([[_last(row) for row in x["rec"]["train_nmse"]] for x in found.results])
-    flow_vars = {} if not flow else {
-        f"flow_{k}": (("flow_lr", "seed", "check"), np.stack([x["rec"][src] for x in flow]),
-                      {"description": f"{what}, at each of the small (gradient-flow) rates flow_lr (NaN after it stopped)"})
-        for k, src, what in (("test_nmse", "nmse", "test MSE / Var(y) of the learner"),
-                             ("train_nmse", "train_nmse", "training MSE / Var(y_train) of the learner"),
-                             ("reduced_test_nmse", "reduced_nmse", "test MSE / Var(y) of the reduced model"),
-                             ("alpha", "alpha", "alpha = C_d mean |v_i|^2 of the finite first layer"),
-                             ("reduced_alpha", "reduced_alpha", "alpha of the reduced model"),
-                             ("deviation", "deviation", "|F/alpha - |x|| / ||x|| over the test inputs"))}
+    flow_vars = (
+        {}
+        if not flow
+        else {
+            f"flow_{k}": (
+                ("flow_lr", "seed", "check"),
+                np.stack([x["rec"][src] for x in flow]),
+                {"description": f"{what}, at each of the small (gradient-flow) rates flow_lr (NaN after it stopped)"},
+            )
+            for k, src, what in (
+                ("test_nmse", "nmse", "test MSE / Var(y) of the learner"),
+                ("train_nmse", "train_nmse", "training MSE / Var(y_train) of the learner"),
+                ("reduced_test_nmse", "reduced_nmse", "test MSE / Var(y) of the reduced model"),
+                ("alpha", "alpha", "alpha = C_d mean |v_i|^2 of the finite first layer"),
+                ("reduced_alpha", "reduced_alpha", "alpha of the reduced model"),
+                ("deviation", "deviation", "|F/alpha - |x|| / ||x|| over the test inputs"),
+            )
+        }
+    )
     if flow:
-        flow_vars["flow_stop_reason"] = (("flow_lr", "seed"), np.stack([reason_names(x["reason"]) for x in flow]),
-                                         {"description": "why training stopped at each flow rate"})
+        flow_vars["flow_stop_reason"] = (
+            ("flow_lr", "seed"),
+            np.stack([reason_names(x["reason"]) for x in flow]),
+            {"description": "why training stopped at each flow rate"},
+        )
     return xr.Dataset(
         {
-            "test_nmse": (("seed", "check"), at["rec"]["nmse"], {"description": "test MSE / Var(y) of the learner (NaN after it stopped)"}),
-            "train_nmse": (("seed", "check"), at["rec"]["train_nmse"], {"description": "training MSE / Var(y_train) of the learner"}),
-            "reduced_test_nmse": (("seed", "check"), at["rec"]["reduced_nmse"], {"description": "the same of the reduced model (F = alpha |x|)"}),
-            "alpha": (("seed", "check"), at["rec"]["alpha"], {"description": "alpha = C_d mean |v_i|^2 of the finite first layer"}),
-            "reduced_alpha": (("seed", "check"), at["rec"]["reduced_alpha"], {"description": "alpha of the reduced model"}),
-            "deviation": (("seed", "check"), at["rec"]["deviation"], {"description": "|F/alpha - |x|| / ||x|| over the test inputs"}),
+            "test_nmse": (
+                ("seed", "check"),
+                at["rec"]["nmse"],
+                {"description": "test MSE / Var(y) of the learner (NaN after it stopped)"},
+            ),
+            "train_nmse": (
+                ("seed", "check"),
+                at["rec"]["train_nmse"],
+                {"description": "training MSE / Var(y_train) of the learner"},
+            ),
+            "reduced_test_nmse": (
+                ("seed", "check"),
+                at["rec"]["reduced_nmse"],
+                {"description": "the same of the reduced model (F = alpha |x|)"},
+            ),
+            "alpha": (
+                ("seed", "check"),
+                at["rec"]["alpha"],
+                {"description": "alpha = C_d mean |v_i|^2 of the finite first layer"},
+            ),
+            "reduced_alpha": (
+                ("seed", "check"),
+                at["rec"]["reduced_alpha"],
+                {"description": "alpha of the reduced model"},
+            ),
+            "deviation": (
+                ("seed", "check"),
+                at["rec"]["deviation"],
+                {"description": "|F/alpha - |x|| / ||x|| over the test inputs"},
+            ),
             "converged": (("seed",), converged, {"description": "stopped because its training loss stopped improving"}),
-            "stop_reason": (("seed",), reason_names(at["reason"]),
-                            {"description": "why training stopped: " + rule.describe("check", f"{spec.steps} steps")}),
+            "stop_reason": (
+                ("seed",),
+                reason_names(at["reason"]),
+                {"description": "why training stopped: " + rule.describe("check", f"{spec.steps} steps")},
+            ),
             "stopped_step": (("seed",), at["stopped"]),
-            "start_profile": (("seed", "plane", "angle"), start_profile, {"description": "F(u) / alpha on great circles, at the start"}),
-            "end_profile": (("seed", "plane", "angle"), end_profile, {"description": "F(u) / alpha on great circles, when it stopped"}),
-            "grid_train_nmse": (("lr", "seed"), grid_train, {"description": "final training nMSE at every rate of the grid"}),
+            "start_profile": (
+                ("seed", "plane", "angle"),
+                start_profile,
+                {"description": "F(u) / alpha on great circles, at the start"},
+            ),
+            "end_profile": (
+                ("seed", "plane", "angle"),
+                end_profile,
+                {"description": "F(u) / alpha on great circles, when it stopped"},
+            ),
+            "grid_train_nmse": (
+                ("lr", "seed"),
+                grid_train,
+                {"description": "final training nMSE at every rate of the grid"},
+            ),
             "best_lr": ((), c.lr, {"description": "the rate with the lowest mean final training loss"}),
-            "lr_edge": ((), c.edge, {"description": "'' (inside), 'lower' or 'upper': where best_lr lies in the grid of rates trained"}),
+            "lr_edge": (
+                (),
+                c.edge,
+                {"description": "'' (inside), 'lower' or 'upper': where best_lr lies in the grid of rates trained"},
+            ),
             "lr_flagged": ((), c.flagged, {"description": "best_lr is at an edge the grid could not grow past"}),
             **flow_vars,
         },
-        coords={"seed": list(spec.seeds), "check_step": (("check",), np.asarray(checks)), "lr": found.lrs,
-                **({"flow_lr": np.asarray(spec.flow_lrs, dtype=float)} if flow else {}),
-                "angle": np.linspace(0.0, 2 * np.pi, spec.profile_points)},
-        attrs={"dist": spec.job.dist, "d": d, "width": m, "width_rule": spec.width_rule, "second_width": m2,
-               "n_params": L.n_params(m, m2, d), "r0": r0, "input_scale": scale, "C_d": L.c_d(d)},
+        coords={
+            "seed": list(spec.seeds),
+            "check_step": (("check",), np.asarray(checks)),
+            "lr": found.lrs,
+            **({"flow_lr": np.asarray(spec.flow_lrs, dtype=float)} if flow else {}),
+            "angle": np.linspace(0.0, 2 * np.pi, spec.profile_points),
+        },
+        attrs={
+            "dist": spec.job.dist,
+            "d": d,
+            "width": m,
+            "width_rule": spec.width_rule,
+            "second_width": m2,
+            "n_params": L.n_params(m, m2, d),
+            "r0": r0,
+            "input_scale": scale,
+            "C_d": L.c_d(d),
+        },
     )
 
 

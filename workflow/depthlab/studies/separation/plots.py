@@ -15,15 +15,23 @@ from .sawtooth import mse_bound
 
 def _style(arch: str) -> tuple[str, str]:
     kind = arch.split("-")[0]
-    return {"deep": (ps.NET, "o"), "shallow": (ps.NTK, "s"), "construct": (ps.EMPIRICAL, "^"), "construction": ("", "*")}[kind]
+    return {
+        "deep": (ps.NET, "o"),
+        "shallow": (ps.NTK, "s"),
+        "construct": (ps.EMPIRICAL, "^"),
+        "construction": ("", "*"),
+    }[kind]
 
 
 def _arch_label(arch: str, g: pd.DataFrame) -> str:
     if arch == "construction":
         return "hand-built depth L, width 2 (exact)"
     kind, w = arch.split("-w")
-    label = {"deep": f"depth L, width {w}, random init", "shallow": f"1 hidden layer, as many parameters as depth L width {w}",
-             "construct": "hand-built + noise, trained"}[kind]
+    label = {
+        "deep": f"depth L, width {w}, random init",
+        "shallow": f"1 hidden layer, as many parameters as depth L width {w}",
+        "construct": "hand-built + noise, trained",
+    }[kind]
     return label
 
 
@@ -40,8 +48,15 @@ def error_figure(table: pd.DataFrame) -> plt.Figure:
         y = np.maximum(g.test_mse.values, 1e-12)
         ax.plot(g.level, y, style or "none", marker=marker, color=colors[arch], label=_arch_label(arch, g), ms=6)
         if arch.startswith("shallow"):
-            ax.plot(g.level, np.maximum(mse_bound(g.width.values + 1, g.level.values), 1e-12), ":", color=colors[arch], lw=2,
-                    alpha=0.6, label=f"lower bound, 1 hidden layer of width {int(g.width.iloc[-1])} (w + 1 pieces)")
+            ax.plot(
+                g.level,
+                np.maximum(mse_bound(g.width.values + 1, g.level.values), 1e-12),
+                ":",
+                color=colors[arch],
+                lw=2,
+                alpha=0.6,
+                label=f"lower bound, 1 hidden layer of width {int(g.width.iloc[-1])} (w + 1 pieces)",
+            )
     ax.axhline(1 / 12, color="grey", lw=1, label="the constant 1/2 (MSE 1/12)")
     ax.set_yscale("log")
     ax.set_xlabel("L (target $\\Delta^L$ has $2^L$ linear pieces)")
@@ -126,7 +141,9 @@ def es16_figure(table: pd.DataFrame) -> plt.Figure:
         ax.set_ylabel("test MSE / Var(g)")
         ax.set_title(f"P = {P} parameters", fontsize=9)
         ps.legend_below(ax, ncol=2)
-    return ps.finish(fig, "ES16: random signs on thin radial shells, Eldan-Shamir inputs: 1 vs 2 hidden layers at equal parameters")
+    return ps.finish(
+        fig, "ES16: random signs on thin radial shells, Eldan-Shamir inputs: 1 vs 2 hidden layers at equal parameters"
+    )
 
 
 def _rule_order(rules) -> list[str]:
@@ -157,7 +174,15 @@ def learner_error_figure(table: pd.DataFrame) -> plt.Figure:
                 ps.mean_sd(ax, red, "d", "test_nmse", "black", "reduced model (F = alpha |x|)", fmt=":x")
         net = part[part.model == "1 hidden layer"]
         if len(net):
-            ps.mean_sd(ax, net, "d", "test_nmse", "crimson", f"1 hidden layer, parameters of the m = {rules[0]} learner", fmt="--s")
+            ps.mean_sd(
+                ax,
+                net,
+                "d",
+                "test_nmse",
+                "crimson",
+                f"1 hidden layer, parameters of the m = {rules[0]} learner",
+                fmt="--s",
+            )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("input dimension d")
@@ -174,7 +199,11 @@ def learner_alpha_figure(table: pd.DataFrame) -> plt.Figure:
     ps.theme()
     if "regime" not in table:
         table = table.assign(regime="best", lr=1.0)
-    cols = [(q, rule) for q in sorted(table.dist.unique()) for rule in _rule_order(table[table.dist == q].width_rule.unique())]
+    cols = [
+        (q, rule)
+        for q in sorted(table.dist.unique())
+        for rule in _rule_order(table[table.dist == q].width_rule.unique())
+    ]
     fig, axes = plt.subplots(2, len(cols), figsize=(3.6 * len(cols), 7.2), squeeze=False)
     dims = sorted(table.d.unique())
     colors = dict(zip(dims, sns.color_palette("viridis", len(dims))))
@@ -204,8 +233,11 @@ def learner_alpha_figure(table: pd.DataFrame) -> plt.Figure:
         bottom.set_yscale("log")
         bottom.set_xlabel("flow time lr x step")
         ps.legend_below(bottom, ncol=2)
-    return ps.finish(fig, "The first layer stays near its symmetrisation alpha |x| in the gradient-flow regime: alpha_t of the "
-                          "finite net against the reduced (infinite-width) model, and the deviation over flow time")
+    return ps.finish(
+        fig,
+        "The first layer stays near its symmetrisation alpha |x| in the gradient-flow regime: alpha_t of the "
+        "finite net against the reduced (infinite-width) model, and the deviation over flow time",
+    )
 
 
 def first_layer_figure(table: pd.DataFrame) -> plt.Figure:
@@ -221,8 +253,14 @@ def first_layer_figure(table: pd.DataFrame) -> plt.Figure:
             ax = axes[i][j]
             part = table[(table.dist == q) & (table.d == d)]
             for (rule, when, plane), g in part.groupby(["width_rule", "when", "plane"]):
-                ax.plot(g.angle, g.F_over_alpha, "-" if when == "end" else ":", color=colors[rule], lw=1.2 if when == "end" else 0.8,
-                        label=f"{rule_label(rule)}, {'trained' if when == 'end' else 'start'}" if plane == 0 else None)
+                ax.plot(
+                    g.angle,
+                    g.F_over_alpha,
+                    "-" if when == "end" else ":",
+                    color=colors[rule],
+                    lw=1.2 if when == "end" else 0.8,
+                    label=f"{rule_label(rule)}, {'trained' if when == 'end' else 'start'}" if plane == 0 else None,
+                )
             ax.axhline(1.0, color="black", lw=1.5, alpha=0.5, label="alpha |u| / alpha = 1 (symmetrisation)")
             ax.set_title(f"{q.replace('_', '-')}, d = {d}", fontsize=9)
             ax.set_xlabel("angle t on a great circle")

@@ -106,8 +106,12 @@ def target_radius(d: int, dist: str, quantile: float, halfwidth: float) -> tuple
     # refine the lobe's maximum between its grid neighbours
     from scipy.optimize import minimize_scalar
 
-    best = minimize_scalar(lambda r: -es_density(np.array([r]), d)[0], bounds=(grid[i - 1], grid[i + 1]), method="bounded",
-                           options={"xatol": 1e-12 * grid[i]})
+    best = minimize_scalar(
+        lambda r: -es_density(np.array([r]), d)[0],
+        bounds=(grid[i - 1], grid[i + 1]),
+        method="bounded",
+        options={"xatol": 1e-12 * grid[i]},
+    )
     r0 = float(best.x)
     p0 = float(es_density(np.array([r0]), d)[0])
     return r0, p0 / max(p0, float(p.max())), float(np.interp(r0, grid, cdf))

@@ -58,7 +58,9 @@ def construction(level: int, dtype: "torch.dtype | None" = None) -> "Params":
     return params
 
 
-def pieces(params: "Params", m: int = 0, lo: float = 0.0, hi: float = 1.0, rtol: float = 1e-9) -> tuple[int, np.ndarray]:
+def pieces(
+    params: "Params", m: int = 0, lo: float = 0.0, hi: float = 1.0, rtol: float = 1e-9
+) -> tuple[int, np.ndarray]:
     """Exact number of linear pieces on [lo, hi] of model m of a stack of 1-D-input ReLU nets, from its weights.
 
     Propagates the partition of [lo, hi] on which every unit of the current layer is affine:

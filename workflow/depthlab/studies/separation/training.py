@@ -19,6 +19,18 @@ OPTIMIZERS = {"adam": Adam(), "sgd": SGD()}
 def settings(t: "Training", device: str, variance: float = 1.0) -> TrainSettings:
     """``variance``: of the training targets, the unit of ``abs_tol`` (an improvement of the training MSE smaller than
     abs_tol Var(y) is none: a net memorising its last points has stopped improving what the claims measure)."""
-    return TrainSettings(loss=MSE(), optimizer=OPTIMIZERS[t.optimizer], batch_size=t.batch_size, check_every=t.check_every,
-                         stop=StopRule(threshold=t.loss_threshold, patience=t.patience, rel_tol=t.rel_tol,
-                                       abs_tol=t.abs_tol * variance, grow=t.plateau_growth), max_epochs=t.max_epochs, device=device)
+    return TrainSettings(
+        loss=MSE(),
+        optimizer=OPTIMIZERS[t.optimizer],
+        batch_size=t.batch_size,
+        check_every=t.check_every,
+        stop=StopRule(
+            threshold=t.loss_threshold,
+            patience=t.patience,
+            rel_tol=t.rel_tol,
+            abs_tol=t.abs_tol * variance,
+            grow=t.plateau_growth,
+        ),
+        max_epochs=t.max_epochs,
+        device=device,
+    )

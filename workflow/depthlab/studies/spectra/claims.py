@@ -39,11 +39,26 @@ if TYPE_CHECKING:
     from depthlab import decide
     from .specs import ClaimsSpec
 
-PAPER_KERNELS = ("rf", "ntk", "rf_bias", "ntk_bias")  # B1 is Bietti & Bach's claim for these (their code's bias variants
+PAPER_KERNELS = (
+    "rf",
+    "ntk",
+    "rf_bias",
+    "ntk_bias",
+)  # B1 is Bietti & Bach's claim for these (their code's bias variants
 # included); the Mori & Ueda kernels and the Laplace kernel are beyond it (SPEC §3: "so the two studies meet")
-FAMILY = {"rf": "rf", "rf_bias": "rf", "ntk": "ntk", "ntk_bias": "ntk", "mu_ntk": "mu_ntk", "mu_nngp": "mu_nngp", "laplace": "laplace"}
-NOTES = ["Criteria: see the docstring of `depthlab/studies/spectra/claims.py`.",
-         "Eigenvalues are of kernels normalised to kappa(1) = 1; depth counts hidden layers (Bietti & Bach's L = depth + 1)."]
+FAMILY = {
+    "rf": "rf",
+    "rf_bias": "rf",
+    "ntk": "ntk",
+    "ntk_bias": "ntk",
+    "mu_ntk": "mu_ntk",
+    "mu_nngp": "mu_nngp",
+    "laplace": "laplace",
+}
+NOTES = [
+    "Criteria: see the docstring of `depthlab/studies/spectra/claims.py`.",
+    "Eigenvalues are of kernels normalised to kappa(1) = 1; depth counts hidden layers (Bietti & Bach's L = depth + 1).",
+]
 
 
 def _scoped(v: Verdict, paper: bool) -> Verdict:
@@ -62,20 +77,45 @@ def _b1(table: pd.DataFrame, tol: float, spread: float) -> list[Verdict]:
         fitted = g.dropna(subset=["slope"])
         theory = float(g.theory_slope.iloc[0])
         if fitted.empty:
-            out.append(judge("B1", "mu_k decays as k^(-d-2nu+1) at every depth", "slopes", f"{fam}, d = {d}", None,
-                             f"theory {theory:g}", why_none="no reliable tail to fit"))
+            out.append(
+                judge(
+                    "B1",
+                    "mu_k decays as k^(-d-2nu+1) at every depth",
+                    "slopes",
+                    f"{fam}, d = {d}",
+                    None,
+                    f"theory {theory:g}",
+                    why_none="no reliable tail to fit",
+                )
+            )
             continue
         off = float(np.max(np.abs(fitted.slope - theory)))
         spreads = [float(p.slope.max() - p.slope.min()) for _, p in fitted.groupby("parity")]
-        per = "; ".join(f"depth {int(r.depth)} {r.parity} {r.slope:.3f} (k {r.fit_k_lo}-{r.fit_k_hi}; log k fit {r.slope_log_k:.3f})"
-                        for r in fitted.itertuples())
+        per = "; ".join(
+            f"depth {int(r.depth)} {r.parity} {r.slope:.3f} (k {r.fit_k_lo}-{r.fit_k_hi}; log k fit {r.slope_log_k:.3f})"
+            for r in fitted.itertuples()
+        )
         missing = g[g.slope.isna()]
-        note = ("; no reliable tail for: " + ", ".join(f"depth {int(r.depth)} {r.parity}" for r in missing.itertuples())) if len(missing) else ""
-        t = all_of(exceeds(stats.Estimate(off, 0.0), tol, below=True, what="max |slope - theory|"),
-                   exceeds(stats.Estimate(max(spreads), 0.0), spread, below=True, what="the spread over depths"))
-        out.append(judge("B1", "mu_k decays as k^(-d-2nu+1) at every depth", "slopes", f"{fam}, d = {d}", t,
-                           f"theory {theory:g}; {per}; max |slope - theory| = {off:.3f} (need <= {tol}); "
-                           f"spread over depths {max(spreads):.3f} (need <= {spread}){note}"))
+        note = (
+            ("; no reliable tail for: " + ", ".join(f"depth {int(r.depth)} {r.parity}" for r in missing.itertuples()))
+            if len(missing)
+            else ""
+        )
+        t = all_of(
+            exceeds(stats.Estimate(off, 0.0), tol, below=True, what="max |slope - theory|"),
+            exceeds(stats.Estimate(max(spreads), 0.0), spread, below=True, what="the spread over depths"),
+        )
+        out.append(
+            judge(
+                "B1",
+                "mu_k decays as k^(-d-2nu+1) at every depth",
+                "slopes",
+                f"{fam}, d = {d}",
+                t,
+                f"theory {theory:g}; {per}; max |slope - theory| = {off:.3f} (need <= {tol}); "
+                f"spread over depths {max(spreads):.3f} (need <= {spread}){note}",
+            )
+        )
     return out
 
 
@@ -109,18 +149,40 @@ def b2(table: pd.DataFrame, spread: float, n_min: int) -> list[Verdict]:
     lap = rates[rates.kernel == "laplace"].rate
     for fam, g in rates[rates.family.isin(["rf", "ntk"])].groupby("family"):
         if len(g) < 2:
-            out.append(judge("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, None,
-                             f"{len(g)} depth(s)", why_none="fewer than two depths"))
+            out.append(
+                judge(
+                    "B2",
+                    "KRR learning curves of different depths decay at the same rate",
+                    "learning_curves",
+                    fam,
+                    None,
+                    f"{len(g)} depth(s)",
+                    why_none="fewer than two depths",
+                )
+            )
             continue
-        parts = {(r.kernel, int(r.depth)): table[(table.kernel == r.kernel) & (table.depth == r.depth)] for r in g.itertuples()}
+        parts = {
+            (r.kernel, int(r.depth)): table[(table.kernel == r.kernel) & (table.depth == r.depth)]
+            for r in g.itertuples()
+        }
         est = {key: _rate(part, n_min) for key, part in parts.items()}
         hi, lo = max(est, key=lambda k: est[k].value), min(est, key=lambda k: est[k].value)
         test = exceeds(_rate(parts[hi], n_min, b=parts[lo]), spread, below=True, what="the spread of the rates")
-        out.append(judge("B2", "KRR learning curves of different depths decay at the same rate", "learning_curves", fam, test,
-                           "rates " + ", ".join(f"depth {L} ({k}) {e}" for (k, L), e in est.items())
-                           + f" (slopes of log MSE vs log n over n >= {n_min}, SE from the fit's residuals)"
-                           + f"; spread {test.text('.3f')} (depth {hi[1]} ({hi[0]}) minus depth {lo[1]} ({lo[0]}), "
-                           "the slope of the difference of their log curves: they share one data set)" + (f"; Laplace {lap.iloc[0]:.3f}" if len(lap) else "")))
+        out.append(
+            judge(
+                "B2",
+                "KRR learning curves of different depths decay at the same rate",
+                "learning_curves",
+                fam,
+                test,
+                "rates "
+                + ", ".join(f"depth {L} ({k}) {e}" for (k, L), e in est.items())
+                + f" (slopes of log MSE vs log n over n >= {n_min}, SE from the fit's residuals)"
+                + f"; spread {test.text('.3f')} (depth {hi[1]} ({hi[0]}) minus depth {lo[1]} ({lo[0]}), "
+                "the slope of the difference of their log curves: they share one data set)"
+                + (f"; Laplace {lap.iloc[0]:.3f}" if len(lap) else ""),
+            )
+        )
     return out
 
 
@@ -135,18 +197,42 @@ def _b3(table: pd.DataFrame, factor: float, n_min: int) -> list[Verdict]:
         per_n = g.groupby("n").agg(measured=("best_mse", "mean"), predicted=("predicted_best_mse", "first"))
         per_n = per_n[per_n.index >= n_min]
         if per_n.empty or per_n.predicted.isna().all():
-            out.append(judge("B3", "the spectrum predicts the learning curve", "learning_curves", f"{kern}, depth {L}", None,
-                             "", why_none=f"no n >= {n_min} with a prediction"))
+            out.append(
+                judge(
+                    "B3",
+                    "the spectrum predicts the learning curve",
+                    "learning_curves",
+                    f"{kern}, depth {L}",
+                    None,
+                    "",
+                    why_none=f"no n >= {n_min} with a prediction",
+                )
+            )
             continue
         ratio = per_n.predicted / per_n.measured
         tests = []
         for n, r in ratio.items():
             m = stats.over_seeds(g[g.n == n].best_mse.values)
-            tests.append(exceeds(stats.Estimate(abs(float(np.log(r))), m.se / m.value if m.value else float("nan")),
-                                 float(np.log(factor)), below=True, what=f"|log(predicted / measured)| at n={n}"))
-        out.append(judge("B3", "the spectrum predicts the learning curve", "learning_curves", f"{kern}, depth {L}", all_of(*tests),
-                           "predicted / measured best-over-ridge test MSE: " + ", ".join(f"n={n}: {r:.3f}" for n, r in ratio.items())
-                           + f" (need within x{factor:g} for every n >= {n_min})"))
+            tests.append(
+                exceeds(
+                    stats.Estimate(abs(float(np.log(r))), m.se / m.value if m.value else float("nan")),
+                    float(np.log(factor)),
+                    below=True,
+                    what=f"|log(predicted / measured)| at n={n}",
+                )
+            )
+        out.append(
+            judge(
+                "B3",
+                "the spectrum predicts the learning curve",
+                "learning_curves",
+                f"{kern}, depth {L}",
+                all_of(*tests),
+                "predicted / measured best-over-ridge test MSE: "
+                + ", ".join(f"n={n}: {r:.3f}" for n, r in ratio.items())
+                + f" (need within x{factor:g} for every n >= {n_min})",
+            )
+        )
     return out
 
 
@@ -172,7 +258,9 @@ def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
         if mine:
             top = max(mine, key=lambda k: k["depth"])
             new = {"kernel": top["kernel"], "depth": int(top["depth"]) + 1}
-            return decide.Suggestion(f"KRR kernel {new['kernel']} at depth {new['depth']}", [(f"{krr}.kernels", kernels + [new])])
+            return decide.Suggestion(
+                f"KRR kernel {new['kernel']} at depth {new['depth']}", [(f"{krr}.kernels", kernels + [new])]
+            )
     if "inside the error bars" in v.reason:
         n = decide.get(cfg, f"{krr}.trials")
         m = decide.needed_seeds(n, v.z) or 2 * n

@@ -31,7 +31,6 @@ from depthlab.core.kernels import appendix_a_sphere, dot_forms, kappa0, kappa1
 from .families import FIXED_DEPTH, NU
 
 
-
 def theory_slope(name: str, d: int) -> float:
     """The log-log slope of mu_k in k that the theorem predicts: -(d + 2 nu - 1)."""
     return -(d + 2 * NU[name] - 1)

@@ -42,8 +42,15 @@ def effective_ridge(lam: np.ndarray, mult: np.ndarray, n: int, delta: float, tai
     return float(np.exp(brentq(g, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=500)))
 
 
-def predicted_mse(lam: np.ndarray, mult: np.ndarray, power: np.ndarray, n: int, delta: float,
-                  lam_tail: float = 0.0, power_tail: float = 0.0) -> float:
+def predicted_mse(
+    lam: np.ndarray,
+    mult: np.ndarray,
+    power: np.ndarray,
+    n: int,
+    delta: float,
+    lam_tail: float = 0.0,
+    power_tail: float = 0.0,
+) -> float:
     """E0 sum (1 - L)^2 power: the predicted test MSE of KRR with n samples and ridge delta (the (K + delta I) convention).
 
     lam, mult: eigenvalues and multiplicities up to a degree K; power: the target's power in each (||f_k||^2,
@@ -55,7 +62,9 @@ def predicted_mse(lam: np.ndarray, mult: np.ndarray, power: np.ndarray, n: int, 
         dof = np.sum(mult * L)
         return float(n / (n - dof) * (np.sum((1 - L) ** 2 * power) + power_tail)) if dof < n else float("nan")
     L = lam / (lam + kappa)
-    dof2 = np.sum(mult * L**2) + (lam[-1] / kappa) * (lam_tail / kappa)  # the tail's sum of L^2 (L <= lam_K / kappa there)
+    dof2 = np.sum(mult * L**2) + (lam[-1] / kappa) * (
+        lam_tail / kappa
+    )  # the tail's sum of L^2 (L <= lam_K / kappa there)
     e0 = n / (n - dof2)
     return float(e0 * (np.sum((1 - L) ** 2 * power) + power_tail))
 

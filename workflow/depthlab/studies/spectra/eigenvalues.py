@@ -91,7 +91,9 @@ class Spectrum:
     reliable: np.ndarray  # [K] bool: the two rules agree to rtol and |mu| is far above the floor
 
 
-def mercer_eigenvalues(kappa: Callable[[np.ndarray], np.ndarray], d: int, k_max: int, panels: int, rtol: float) -> Spectrum:
+def mercer_eigenvalues(
+    kappa: Callable[[np.ndarray], np.ndarray], d: int, k_max: int, panels: int, rtol: float
+) -> Spectrum:
     """mu_0 .. mu_kmax of kappa on S^(d-1) by both rules (see the module docstring); d >= 3."""
     if d < 3:
         raise ValueError(f"d must be >= 3 (the Gegenbauer weight (1 - t^2)^((d-3)/2)), got {d}")
@@ -109,7 +111,9 @@ def mercer_eigenvalues(kappa: Callable[[np.ndarray], np.ndarray], d: int, k_max:
     return Spectrum(mu=mu, mu_check=mu_check, rel_diff=rel, floor=floor, reliable=reliable)
 
 
-def decay_fit(mu: np.ndarray, reliable: np.ndarray, parity: int, k_min: int, shift: float = 0.0) -> tuple[float, int, int, int]:
+def decay_fit(
+    mu: np.ndarray, reliable: np.ndarray, parity: int, k_min: int, shift: float = 0.0
+) -> tuple[float, int, int, int]:
     """Least-squares slope of log mu_k vs log(k + shift) over the reliable, positive k >= k_min of one parity.
 
     With ``shift`` = (d - 2)/2 (:func:`fit_shift`) the fit has no leading finite-k bias: the Gegenbauer

@@ -26,10 +26,20 @@ def eigen_table(inputs: list[StoreInput]) -> pd.DataFrame:
     for ds in _stores(inputs):
         for i, L in enumerate(ds.depth.values):
             for k in ds.k.values:
-                rows.append({"kernel": ds.attrs["kernel"], "d": int(ds.attrs["d"]), "depth": int(L), "k": int(k),
-                             "mu": float(ds.mu.values[i, k]), "mu_check": float(ds.mu_check.values[i, k]),
-                             "rel_diff": float(ds.rel_diff.values[i, k]), "reliable": bool(ds.reliable.values[i, k]),
-                             "multiplicity": int(ds.multiplicity.values[k]), "theory_slope": float(ds.theory_slope)})
+                rows.append(
+                    {
+                        "kernel": ds.attrs["kernel"],
+                        "d": int(ds.attrs["d"]),
+                        "depth": int(L),
+                        "k": int(k),
+                        "mu": float(ds.mu.values[i, k]),
+                        "mu_check": float(ds.mu_check.values[i, k]),
+                        "rel_diff": float(ds.rel_diff.values[i, k]),
+                        "reliable": bool(ds.reliable.values[i, k]),
+                        "multiplicity": int(ds.multiplicity.values[k]),
+                        "theory_slope": float(ds.theory_slope),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -39,12 +49,21 @@ def slope_table(inputs: list[StoreInput]) -> pd.DataFrame:
     for ds in _stores(inputs):
         for i, L in enumerate(ds.depth.values):
             for j, parity in enumerate(ds.parity.values):
-                rows.append({"kernel": ds.attrs["kernel"], "d": int(ds.attrs["d"]), "depth": int(L), "parity": str(parity),
-                             "slope": float(ds.slope.values[i, j]), "slope_log_k": float(ds.slope_log_k.values[i, j]),
-                             "theory_slope": float(ds.theory_slope),
-                             "fit_k_lo": int(ds.fit_k_lo.values[i, j]), "fit_k_hi": int(ds.fit_k_hi.values[i, j]),
-                             "fit_points": int(ds.fit_points.values[i, j]),
-                             "reliable_k_max": int(np.flatnonzero(ds.reliable.values[i]).max(initial=-1))})
+                rows.append(
+                    {
+                        "kernel": ds.attrs["kernel"],
+                        "d": int(ds.attrs["d"]),
+                        "depth": int(L),
+                        "parity": str(parity),
+                        "slope": float(ds.slope.values[i, j]),
+                        "slope_log_k": float(ds.slope_log_k.values[i, j]),
+                        "theory_slope": float(ds.theory_slope),
+                        "fit_k_lo": int(ds.fit_k_lo.values[i, j]),
+                        "fit_k_hi": int(ds.fit_k_hi.values[i, j]),
+                        "fit_points": int(ds.fit_points.values[i, j]),
+                        "reliable_k_max": int(np.flatnonzero(ds.reliable.values[i]).max(initial=-1)),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -59,9 +78,18 @@ def krr_table(inputs: list[StoreInput]) -> pd.DataFrame:
         pred = dict(zip(th.n.values.tolist(), th.predicted_best_mse.values.tolist())) if th is not None else {}
         for t in ds.trial.values:
             for i, n in enumerate(ds.n.values):
-                rows.append({"kernel": ds.attrs["kernel"], "depth": int(ds.attrs["depth"]), "trial": int(t), "n": int(n),
-                             "best_mse": float(ds.best_mse.values[t, i]), "best_ridge": float(ds.best_ridge.values[t, i]),
-                             "rate": float(ds.rate), "predicted_best_mse": float(pred.get(int(n), np.nan))})
+                rows.append(
+                    {
+                        "kernel": ds.attrs["kernel"],
+                        "depth": int(ds.attrs["depth"]),
+                        "trial": int(t),
+                        "n": int(n),
+                        "best_mse": float(ds.best_mse.values[t, i]),
+                        "best_ridge": float(ds.best_ridge.values[t, i]),
+                        "rate": float(ds.rate),
+                        "predicted_best_mse": float(pred.get(int(n), np.nan)),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -81,8 +109,11 @@ def draw(spec: "FigureSpec", tab: pd.DataFrame):
         return plots.krr_figure(tab)
     if name == "slopes":
         return plots.slope_figure(tab)
-    title = ("Mori & Ueda's kernels on the sphere (|x|^2 = d): Mercer eigenvalues per depth" if name == "mori_ueda_eigenvalues"
-             else "Bietti & Bach: Mercer eigenvalues of deep ReLU kernels on the sphere, per depth")
+    title = (
+        "Mori & Ueda's kernels on the sphere (|x|^2 = d): Mercer eigenvalues per depth"
+        if name == "mori_ueda_eigenvalues"
+        else "Bietti & Bach: Mercer eigenvalues of deep ReLU kernels on the sphere, per depth"
+    )
     return plots.eigen_figure(tab, title)
 
 

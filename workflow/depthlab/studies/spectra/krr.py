@@ -30,8 +30,9 @@ def gram(kappa: Callable[[np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray
     return kappa(np.clip(a @ b.T, -1.0, 1.0))
 
 
-def learning_curve(k_train: np.ndarray, k_test: np.ndarray, y: np.ndarray, y_test: np.ndarray, ns: list[int],
-                   ridges: np.ndarray) -> np.ndarray:
+def learning_curve(
+    k_train: np.ndarray, k_test: np.ndarray, y: np.ndarray, y_test: np.ndarray, ns: list[int], ridges: np.ndarray
+) -> np.ndarray:
     """Test MSE [len(ns), len(ridges)] of KRR on the first n training points, for every n and ridge lambda.
 
     k_train: [N, N] kernel between training points (N >= max(ns)), k_test: [N_test, N].

@@ -24,8 +24,11 @@ def run_krr(spec: "KrrSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
     mse = []
     for t in data.trial.values:
         x, xt = data.x_train.values[t, :N], data.x_test.values[t]
-        mse.append(krr.learning_curve(krr.gram(kap, x, x), krr.gram(kap, xt, x), data.y_train.values[t, :N],
-                                      data.y_test.values[t], ns, ridges))
+        mse.append(
+            krr.learning_curve(
+                krr.gram(kap, x, x), krr.gram(kap, xt, x), data.y_train.values[t, :N], data.y_test.values[t], ns, ridges
+            )
+        )
         ctx.progress(f"{name} depth {depth}: trial {t} done, best test MSE at n = {N}: {mse[-1][-1].min():.4g}")
     mse = np.stack(mse)  # [trial, n, ridge]
     best = mse.min(2)
@@ -35,8 +38,11 @@ def run_krr(spec: "KrrSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
             "test_mse": (("trial", "n", "ridge"), mse),
             "best_mse": (("trial", "n"), best, {"description": "test MSE at the best ridge of the grid"}),
             "best_ridge": (("trial", "n"), ridges[mse.argmin(2)]),
-            "rate": ((), krr.rate(np.asarray(ns), mean, spec.fit_n_min),
-                     {"description": "slope of log(mean best test MSE) vs log n over n >= fit_n_min"}),
+            "rate": (
+                (),
+                krr.rate(np.asarray(ns), mean, spec.fit_n_min),
+                {"description": "slope of log(mean best test MSE) vs log n over n >= fit_n_min"},
+            ),
         },
         coords={"trial": data.trial.values, "n": ns, "ridge": ridges},
         attrs={"kernel": name, "depth": depth},

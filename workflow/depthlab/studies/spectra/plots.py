@@ -9,8 +9,15 @@ import seaborn as sns
 
 from depthlab import plotstyle as ps
 
-LABEL = {"rf": "RF (NNGP)", "ntk": "NTK", "rf_bias": "RF, 2 layers with bias", "ntk_bias": "NTK, 2 layers with bias",
-         "mu_ntk": "Mori & Ueda NTK", "mu_nngp": "Mori & Ueda NNGP", "laplace": "Laplace exp(-sqrt(1-u))"}
+LABEL = {
+    "rf": "RF (NNGP)",
+    "ntk": "NTK",
+    "rf_bias": "RF, 2 layers with bias",
+    "ntk_bias": "NTK, 2 layers with bias",
+    "mu_ntk": "Mori & Ueda NTK",
+    "mu_nngp": "Mori & Ueda NNGP",
+    "laplace": "Laplace exp(-sqrt(1-u))",
+}
 ROWS = [("rf", "rf_bias"), ("ntk", "ntk_bias"), ("mu_ntk",), ("mu_nngp",), ("laplace",)]
 
 
@@ -41,15 +48,28 @@ def eigen_figure(table: pd.DataFrame, title: str) -> plt.Figure:
             for (kern, L), g in part.groupby(["kernel", "depth"]):
                 style = "--" if kern.endswith("_bias") else "-"
                 even, odd = g[g.k % 2 == 0], g[g.k % 2 == 1]
-                ax.plot(even.k, even.mu, style, color=colors[L], lw=1, label=f"{_layers(kern, L)}" + (" bias" if kern.endswith("_bias") else ""))
+                ax.plot(
+                    even.k,
+                    even.mu,
+                    style,
+                    color=colors[L],
+                    lw=1,
+                    label=f"{_layers(kern, L)}" + (" bias" if kern.endswith("_bias") else ""),
+                )
                 ax.plot(odd.k, odd.mu, ".", color=colors[L], ms=2)
             if not part.empty:
                 theory = part.theory_slope.iloc[0]
                 k0 = np.array([part.k.min() * 4, part.k.max()])
                 anchor = part[part.k == part.k.max() // 2].mu.max()
                 if np.isfinite(anchor):
-                    ax.plot(k0, anchor * (k0 / (part.k.max() // 2)) ** theory, color="grey", lw=2, alpha=0.5,
-                            label=f"k^{theory:g} (theory)")
+                    ax.plot(
+                        k0,
+                        anchor * (k0 / (part.k.max() // 2)) ** theory,
+                        color="grey",
+                        lw=2,
+                        alpha=0.5,
+                        label=f"k^{theory:g} (theory)",
+                    )
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_title(f"{LABEL[family[0]]}, d = {d}", fontsize=9)
@@ -95,7 +115,17 @@ def krr_figure(table: pd.DataFrame) -> plt.Figure:
         agg = g.groupby("n").best_mse.agg(["mean", "std"]).fillna({"std": 0.0})
         label = f"{LABEL.get(kern, kern)}, {_layers(kern, L)}: rate {g.rate.iloc[0]:.3f}"
         color = "k" if kern == "laplace" else colors[L]
-        ax.errorbar(agg.index, agg["mean"], yerr=agg["std"], fmt=style[kern], marker="o", ms=3, color=color, capsize=2, label=label)
+        ax.errorbar(
+            agg.index,
+            agg["mean"],
+            yerr=agg["std"],
+            fmt=style[kern],
+            marker="o",
+            ms=3,
+            color=color,
+            capsize=2,
+            label=label,
+        )
         if "predicted_best_mse" in g and g.predicted_best_mse.notna().any():
             pred = g.groupby("n").predicted_best_mse.first()
             ax.plot(pred.index, pred.values, ":", marker="x", ms=4, lw=1.5, color=color, alpha=0.8)
@@ -104,4 +134,6 @@ def krr_figure(table: pd.DataFrame) -> plt.Figure:
     ax.set_xlabel("training-set size n (dotted with crosses: predicted from the kernel's spectrum)")
     ax.set_ylabel("test MSE at the best ridge")
     ps.legend_below(ax, ncol=1)
-    return ps.finish(fig, "Kernel ridge regression on the sphere, bump target: learning curves per depth (Bietti & Bach)")
+    return ps.finish(
+        fig, "Kernel ridge regression on the sphere, bump target: learning curves per depth (Bietti & Bach)"
+    )

@@ -34,15 +34,21 @@ def check(sec: dict, config: dict) -> None:
     where = f"studies.{STUDY}"
     e = sec["eigen"]
     if e["fit_k_min"] >= e["k_max"]:
-        raise ConfigError(f"config error at {where}.eigen.fit_k_min: {e['fit_k_min']} must be below eigen.k_max = {e['k_max']}")
+        raise ConfigError(
+            f"config error at {where}.eigen.fit_k_min: {e['fit_k_min']} must be below eigen.k_max = {e['k_max']}"
+        )
     k = sec["krr"]
     for i, entry in enumerate(k["kernels"]):
         fixed = FIXED_DEPTH.get(entry["kernel"])
         if fixed is not None and entry["depth"] != fixed:
-            raise ConfigError(f"config error at {where}.krr.kernels.{i}.depth: kernel {entry['kernel']} exists at depth "
-                              f"{fixed} only, got {entry['depth']}")
+            raise ConfigError(
+                f"config error at {where}.krr.kernels.{i}.depth: kernel {entry['kernel']} exists at depth "
+                f"{fixed} only, got {entry['depth']}"
+            )
         if fixed is None and entry["depth"] < 1:
-            raise ConfigError(f"config error at {where}.krr.kernels.{i}.depth: kernel {entry['kernel']} needs depth >= 1")
+            raise ConfigError(
+                f"config error at {where}.krr.kernels.{i}.depth: kernel {entry['kernel']} needs depth >= 1"
+            )
     if max(k["n_train"]) < 2:
         raise ConfigError(f"config error at {where}.krr.n_train: need a training-set size of at least 2")
 
@@ -101,9 +107,15 @@ class EigenSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: EigenJob) -> "EigenSpec":
         e = section(config)["eigen"]
-        return cls(job=job, depths=tuple(depths_of(config, job.kernel)),
-                   beta=float(e["beta"]) if job.kernel.startswith("mu_") else None,
-                   k_max=e["k_max"], panels=e["panels"], rtol=float(e["rtol"]), fit_k_min=e["fit_k_min"])
+        return cls(
+            job=job,
+            depths=tuple(depths_of(config, job.kernel)),
+            beta=float(e["beta"]) if job.kernel.startswith("mu_") else None,
+            k_max=e["k_max"],
+            panels=e["panels"],
+            rtol=float(e["rtol"]),
+            fit_k_min=e["fit_k_min"],
+        )
 
     def work(self) -> float:
         """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
@@ -133,8 +145,15 @@ class KrrDataSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: KrrDataJob) -> "KrrDataSpec":
         k = section(config)["krr"]
-        return cls(job=job, d=k["d"], n_train=max(k["n_train"]), n_test=k["n_test"], threshold=float(k["threshold"]),
-                   trials=k["trials"], seed=config["seed"])
+        return cls(
+            job=job,
+            d=k["d"],
+            n_train=max(k["n_train"]),
+            n_test=k["n_test"],
+            threshold=float(k["threshold"]),
+            trials=k["trials"],
+            seed=config["seed"],
+        )
 
     def memory(self) -> dict[str, int]:
         return {f"studies.{STUDY}.krr.n_test": self.trials * mem.data(self.n_train + self.n_test, self.d)}
@@ -157,8 +176,13 @@ class KrrSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: KrrJob) -> "KrrSpec":
         k = section(config)["krr"]
-        return cls(job=job, data=KrrDataSpec.from_config(config, KrrDataJob()), n_train=tuple(sorted(k["n_train"])),
-                   log10_ridges=tuple(float(v) for v in sorted(k["log10_ridges"], reverse=True)), fit_n_min=k["fit_n_min"])
+        return cls(
+            job=job,
+            data=KrrDataSpec.from_config(config, KrrDataJob()),
+            n_train=tuple(sorted(k["n_train"])),
+            log10_ridges=tuple(float(v) for v in sorted(k["log10_ridges"], reverse=True)),
+            fit_n_min=k["fit_n_min"],
+        )
 
     def inputs(self) -> dict[str, Ref]:
         return {"data": Ref("krr_data", KrrDataJob())}
@@ -179,8 +203,9 @@ class KrrSpec(Spec):
     def memory(self) -> dict[str, int]:
         N, Nt, L = self.data.n_train, self.data.n_test, max(1, int(self.job.depth))
         sq, test = self.GRAM_SQ[0] + self.GRAM_SQ[1] * L, self.GRAM_TEST[0] + self.GRAM_TEST[1] * L
-        return {f"studies.{STUDY}.krr.n_train": mem.data(N + Nt, self.data.d)
-                + int((sq * N * N + test * Nt * N) * mem.F64)}
+        return {
+            f"studies.{STUDY}.krr.n_train": mem.data(N + Nt, self.data.d) + int((sq * N * N + test * Nt * N) * mem.F64)
+        }
 
 
 @dataclass(frozen=True)
@@ -203,9 +228,16 @@ class TheorySpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: KrrJob) -> "TheorySpec":
         k = section(config)["krr"]
-        return cls(job=job, d=k["d"], threshold=float(k["threshold"]), n_train=tuple(sorted(k["n_train"])),
-                   log10_ridges=tuple(float(v) for v in sorted(k["log10_ridges"], reverse=True)),
-                   k_max=k["theory_k_max"], panels=k["theory_panels"], rtol=float(section(config)["eigen"]["rtol"]))
+        return cls(
+            job=job,
+            d=k["d"],
+            threshold=float(k["threshold"]),
+            n_train=tuple(sorted(k["n_train"])),
+            log10_ridges=tuple(float(v) for v in sorted(k["log10_ridges"], reverse=True)),
+            k_max=k["theory_k_max"],
+            panels=k["theory_panels"],
+            rtol=float(section(config)["eigen"]["rtol"]),
+        )
 
     def memory(self) -> dict[str, int]:
         return {f"studies.{STUDY}.krr.theory_k_max": 3 * (self.k_max + 1) * (self.panels * 24 + 2 * 40 * 24) * mem.F64}
@@ -224,13 +256,20 @@ class FigureSpec(Spec):
             refs = [(stage, j.kernel, j.depth) for j in KrrSpec.jobs(config) for stage in ("krr", "theory")]
         else:
             mu = job.figure == "mori_ueda_eigenvalues"
-            refs = [("eigen", j.kernel, j.d) for j in EigenSpec.jobs(config)
-                    if job.figure == "slopes" or j.kernel.startswith("mu_") == mu]
+            refs = [
+                ("eigen", j.kernel, j.d)
+                for j in EigenSpec.jobs(config)
+                if job.figure == "slopes" or j.kernel.startswith("mu_") == mu
+            ]
         return cls(job=job, refs=tuple(refs))
 
     def inputs(self) -> dict[str, Ref]:
-        return {f"{stage}/{kernel}/{'d' if stage == 'eigen' else 'L'}{n}":
-                Ref(stage, EigenJob(kernel, n) if stage == "eigen" else KrrJob(kernel, n)) for stage, kernel, n in self.refs}
+        return {
+            f"{stage}/{kernel}/{'d' if stage == 'eigen' else 'L'}{n}": Ref(
+                stage, EigenJob(kernel, n) if stage == "eigen" else KrrJob(kernel, n)
+            )
+            for stage, kernel, n in self.refs
+        }
 
 
 @dataclass(frozen=True)
@@ -249,11 +288,18 @@ class ClaimsSpec(ClaimsBase):
     @classmethod
     def from_config(cls, config: dict, job: ClaimsJob) -> "ClaimsSpec":
         e, k = section(config)["eigen"], section(config)["krr"]
-        return cls(job=job, slope_tolerance=0.1, depth_spread=0.2, rate_spread=0.1, theory_factor=1.25, theory_n_min=100,
-                   rate_n_min=k["fit_n_min"],
-                   scale_note=f"Scale: eigenvalues k = 0..{e['k_max']} on S^(d-1) for d = {sorted(e['dims'])}, "
-                              f"depths {sorted(e['depths'])} (Mori & Ueda kernel: {sorted(e['mori_ueda_depths'])}, beta = {e['beta']}), "
-                              f"{e['panels']} quadrature panels, agreement rtol {e['rtol']:g}, fits against log(k + (d-2)/2) over the reliable "
-                              f"k = {e['fit_k_min']} ... {e['k_max']}; "
-                              f"KRR on S^{k['d'] - 1}, n = {sorted(k['n_train'])}, {k['n_test']} test points, "
-                              f"{k['trials']} trial(s), rates over n >= {k['fit_n_min']}.")
+        return cls(
+            job=job,
+            slope_tolerance=0.1,
+            depth_spread=0.2,
+            rate_spread=0.1,
+            theory_factor=1.25,
+            theory_n_min=100,
+            rate_n_min=k["fit_n_min"],
+            scale_note=f"Scale: eigenvalues k = 0..{e['k_max']} on S^(d-1) for d = {sorted(e['dims'])}, "
+            f"depths {sorted(e['depths'])} (Mori & Ueda kernel: {sorted(e['mori_ueda_depths'])}, beta = {e['beta']}), "
+            f"{e['panels']} quadrature panels, agreement rtol {e['rtol']:g}, fits against log(k + (d-2)/2) over the reliable "
+            f"k = {e['fit_k_min']} ... {e['k_max']}; "
+            f"KRR on S^{k['d'] - 1}, n = {sorted(k['n_train'])}, {k['n_test']} test points, "
+            f"{k['trials']} trial(s), rates over n >= {k['fit_n_min']}.",
+        )

@@ -40,17 +40,34 @@ def run_theory(spec: "TheorySpec", inputs: dict, ctx) -> xr.Dataset:
             kappa[i, j] = el.effective_ridge(mu, mult, int(n), n * lam, lam_tail)
             pred[i, j] = el.predicted_mse(mu, mult, power, int(n), n * lam, lam_tail, power_tail)
     ratio = mu[-1] / np.where(kappa > 0, kappa, np.nan)
-    ctx.progress(f"{name} depth {depth}: spectrum to k = {kr}, trace left {lam_tail:.2e}, target power left {power_tail:.2e}; "
-                 f"predicted best test MSE at n = {ns[-1]}: {pred[-1].min():.4g}")
+    ctx.progress(
+        f"{name} depth {depth}: spectrum to k = {kr}, trace left {lam_tail:.2e}, target power left {power_tail:.2e}; "
+        f"predicted best test MSE at n = {ns[-1]}: {pred[-1].min():.4g}"
+    )
     return xr.Dataset(
         {
             "predicted_mse": (("n", "ridge"), pred, {"description": "eigenlearning prediction of the test MSE"}),
-            "predicted_best_mse": (("n",), pred.min(1), {"description": "the prediction at the best ridge of the grid"}),
+            "predicted_best_mse": (
+                ("n",),
+                pred.min(1),
+                {"description": "the prediction at the best ridge of the grid"},
+            ),
             "kappa": (("n", "ridge"), kappa, {"description": "the effective ridge the theory solves for"}),
-            "tail_ratio": (("n", "ridge"), ratio, {"description": "mu_K / kappa: the truncated spectrum's reach below kappa (<< 1)"}),
+            "tail_ratio": (
+                ("n", "ridge"),
+                ratio,
+                {"description": "mu_K / kappa: the truncated spectrum's reach below kappa (<< 1)"},
+            ),
             "mu": (("k",), mu),
             "target_power": (("k",), power, {"description": "||f_k||^2 = N(d, k) c_k^2 of the bump"}),
         },
         coords={"n": ns, "ridge": ridges, "k": np.arange(kr + 1)},
-        attrs={"kernel": name, "depth": depth, "d": d, "k_reliable": kr, "trace_tail": lam_tail, "power_tail": power_tail},
+        attrs={
+            "kernel": name,
+            "depth": depth,
+            "d": d,
+            "k_reliable": kr,
+            "trace_tail": lam_tail,
+            "power_tail": power_tail,
+        },
     )
