@@ -33,7 +33,7 @@ SMK_ARGS ?=
 SLOW ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-slow test-chaos report bench plan paper-check clean help check-config
+.PHONY: setup run test test-slow test-chaos report bench plan paper-check clean help check-config format
 
 help: setup
 	@echo "make run [CONFIG=config/smoke.yaml] [SMK_ARGS=\"<target> --dry-run\"] [VERBOSE=1]  build (default: config/config.yaml)"
