@@ -37,6 +37,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
+from depthlab import outputs  # noqa: E402
 from depthlab.core.device import describe, resolve_device, set_threads  # noqa: E402
 from depthlab.core.losses.hinge import Hinge  # noqa: E402
 from depthlab.core.losses.mse import MSE  # noqa: E402
@@ -595,6 +596,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--only-compiled", action="store_true", help="only the compiled-vs-eager trainer step")
     args = ap.parse_args(argv)
+    try:  # before any work: a file of its own, never inside a run's folder
+        outputs.bench_file(args.out)
+    except outputs.OutputRefused as e:
+        raise SystemExit(f"error: {e}") from None
     set_threads()
     main_threads = pin_threads(1)  # the trainer cases: one thread for torch, BLAS and numba alike
     dev = resolve_device(args.device)
@@ -799,8 +804,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"x{low:.2f} -> {'adopt where the warm-up repays' if low >= 1.3 else 'keep eager'}"
             )
     if args.only_compiled:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+        outputs.write_bench(json.dumps(out, indent=2) + "\n", args.out)
         print(f"wrote {args.out}")
         return
     if not args.skip_ntk:
@@ -865,8 +869,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.skip_pipeline:
         print("pipeline:")
         out["pipeline"] = pipeline_overhead("config/smoke.yaml" if args.quick else "config/config.yaml")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    outputs.write_bench(json.dumps(out, indent=2) + "\n", args.out)
     print(f"wrote {args.out}")
 
 

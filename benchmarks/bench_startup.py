@@ -31,6 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_workflow import PINNED, ROOT, _snakemake_cmd, tool_env  # noqa: E402
 
+from depthlab import outputs  # noqa: E402
+
 TARGET = "results/mori_ueda/figures/fig1.png"
 SIDES = {
     "gc on": [sys.executable, "-c", "import sys; sys.argv[0] = 'depthlab'; from depthlab.cli import main; main()"],
@@ -63,6 +65,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reps", type=int, default=5, help="runs of each job on each side (default: %(default)s)")
     ap.add_argument("--out", default="results/bench/bench_startup.json")
     args = ap.parse_args(argv)
+    try:  # before any work
+        outputs.bench_file(args.out)
+    except outputs.OutputRefused as e:
+        raise SystemExit(f"error: {e}") from None
     print("threads: every job 1 (torch, BLAS, numba pinned); one job at a time", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="depthlab-bench-startup-") as scratch:
@@ -100,10 +106,8 @@ def main(argv: list[str] | None = None) -> None:
         f"ratio {total['gc on'] / total['launcher']:.2f}x",
         flush=True,
     )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"target": TARGET, "stages": rows, "sum_s": total}, indent=1))
-    print(f"wrote {out}")
+    outputs.write_bench(json.dumps({"target": TARGET, "stages": rows, "sum_s": total}, indent=1), args.out)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from depthlab import outputs
+
 ROOT = Path(__file__).resolve().parents[1]
 # A `scontrol` that fails at once: where slurm-wlm is installed with no controller running, the SLURM plugin's probe
 # would otherwise add ~9 s to every Snakemake start (tests/shims/scontrol).
@@ -123,6 +125,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--out", default="results/bench/bench_workflow.json")
     args = ap.parse_args(argv)
+    try:  # before any work
+        outputs.bench_file(args.out)
+    except outputs.OutputRefused as e:
+        raise SystemExit(f"error: {e}") from None
     print(
         f"threads: every job 1 (torch, BLAS, numba pinned); {args.cores} jobs at a time; config {args.config}",
         flush=True,
@@ -142,9 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  stock / coalesced: Snakemake CPU {ratio_cpu:.2f}x, wall {ratio_wall:.2f}x", flush=True)
     dry = dry_run(args.dry_config)
     print(f"  dry run of {args.dry_config}: {dry:.2f} s", flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
+    outputs.write_bench(
         json.dumps(
             {
                 "config": args.config,
@@ -158,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
             indent=1,
         )
     )
-    print(f"wrote {out}")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

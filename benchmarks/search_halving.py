@@ -151,15 +151,16 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     if a.workers < 1 or a.jobs < 0:
         raise SystemExit(f"error: --workers must be at least 1 and --jobs 0 (all) or more; got {a.workers}, {a.jobs}")
-    from depthlab import storage
+    from depthlab import outputs, storage
     from depthlab.config import ConfigError
 
     try:  # before any search: neither output may land in a run's results folder (or at the root)
-        if a.stores:
+        if a.stores:  # DIR itself (a link to / makes DIR/full '/full', which is not the root), then each side
+            outputs.user_folder(a.stores, what="--stores")
             for side in ("full", "pruned"):
-                storage.check_output_folder(Path(a.stores) / side, what="--stores")
+                outputs.user_folder(Path(a.stores) / side, what="--stores")
         if a.out:
-            storage.check_user_file(a.out, what="--out")
+            outputs.user_file(a.out, what="--out")
     except storage.OutputRefused as e:
         raise SystemExit(f"error: {e}") from None
     try:

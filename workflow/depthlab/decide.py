@@ -314,7 +314,7 @@ def write_fork(config_path: Path, raw: dict, d: Decision, out: Path, results: st
         f"# planned +{d.seconds / 3600:.2f} core-h over the base's {d.base_seconds / 3600:.2f}; the rows it is to decide:\n"
         + "".join(f"#   {r.study} {r.verdict.claim} ({r.verdict.subject}): {r.suggestion.text}\n" for r in d.chosen)
     )
-    storage.write_text(head + yaml.safe_dump(cfg, sort_keys=False), out)
+    storage.write_user_file((head + yaml.safe_dump(cfg, sort_keys=False)).encode(), out, what="--out")
 
 
 def render(d: Decision, budget_s: float) -> str:
@@ -372,22 +372,23 @@ def run(args: Any) -> int:
         results = p if p.is_dir() else Path(full["results"])
         if not any(results.glob("*/claims.json")):
             return fail(f"{results}: no study's claims.json: run it first (make run CONFIG=...)")
+        name = f"{results.name}-decide"
+        out = Path(args.out) if args.out else results.parent / f"{name}.yaml"
+        new_results = str(out.with_suffix("")) if args.out else str(results.parent / name)
+        storage.check_user_file(out, what="--out")  # before any work: never inside a run's folder, its folder exists
+        storage.check_output_folder(Path(new_results), what="the fork's results folder")
         unknown = sorted(set(args.study or []) - set(full["studies"]))
         if unknown:
             return fail(
                 f"--study {', '.join(unknown)}: not a study of this run; its studies: {', '.join(sorted(full['studies']))}"
             )
         d = decide(results, full, budget, args.study)
-    except (DecideError, dlc.ConfigError) as e:
+    except (DecideError, dlc.ConfigError, storage.OutputRefused) as e:
         return fail(str(e))
     print(render(d, budget))
     if not d.changes:
         return 0
-    name = f"{results.name}-decide"
-    out = Path(args.out) if args.out else results.parent / f"{name}.yaml"
-    new_results = str(out.with_suffix("")) if args.out else str(results.parent / name)
     try:
-        storage.check_output_folder(Path(new_results), what="the fork's results folder")
         write_fork(source, raw, d, out, new_results)
     except storage.OutputRefused as e:
         return fail(str(e))
