@@ -17,13 +17,13 @@ from helpers import ROOT
 # Records the collector's state when the stage's own code starts (run_store is what calls it), then runs the command.
 _PROBE = r"""
 import gc, json, sys
-from depthlab import cli
+from depthlab import runner
 seen = {}
-_run_store = cli.run_store
+_run_store = runner.run_store
 def probe(*args, **kw):
     seen.update(enabled=gc.isenabled(), frozen=gc.get_freeze_count(), torch="torch" in sys.modules)
     return _run_store(*args, **kw)
-cli.run_store = probe
+runner.run_store = probe
 sys.argv = ["depthlab", *sys.argv[1:]]
 from depthlab._launch import main
 main()

@@ -159,8 +159,8 @@ def test_a_checkpoint_from_other_code_is_ignored_and_the_run_starts_afresh(tmp_p
 
 def test_run_store_tags_its_checkpoint_with_the_stage_code_fingerprint(tmp_path, monkeypatch):
     """The CLI hands each stage a checkpoint carrying that stage's code fingerprint (the one its store records)."""
-    from depthlab import cli
     from depthlab import config as cfg
+    from depthlab import runner
     from depthlab import provenance as prov
     from depthlab.studies import get_study
 
@@ -169,13 +169,13 @@ def test_run_store_tags_its_checkpoint_with_the_stage_code_fingerprint(tmp_path,
     study = get_study("separation")
     stage = study.stage("radial_data")
     spec = study.spec(config, stage.name, study.jobs(config, stage.name)[0])
-    monkeypatch.setattr(cli.storage, "write_store", lambda ds, out, rec: seen.update(record=rec))
+    monkeypatch.setattr(runner.storage, "write_store", lambda ds, out, rec: seen.update(record=rec))
 
     def fn(spec, inputs, ctx):
         seen["code"] = ctx.checkpoint.code
         return None
 
-    cli.run_store(study, spec, fn, {}, tmp_path / "x.zarr", str(tmp_path), "cpu", 1)
+    runner.run_store(study, spec, fn, {}, tmp_path / "x.zarr", str(tmp_path), "cpu", 1)
     assert seen["code"] == prov.code_fingerprint(stage.fingerprint_modules) == seen["record"]["code_fingerprint"]
 
 
