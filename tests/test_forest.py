@@ -182,3 +182,18 @@ def test_the_legend_counts_the_papers_rows_as_the_index_does_and_a_row_without_a
     assert "1 extension row(s) drawn, not counted" in " ".join(t.get_text() for t in fig.texts)
     assert any(ax.get_title(loc="left") == "depth dependence" for ax in fig.axes)
     fig.clf()
+
+
+def test_a_long_reason_is_wrapped_whole_onto_a_taller_row_not_cut():
+    words = [f"w{i}" for i in range(60)]  # about 240 characters: three lines
+    long = {**ROWS[2], "reason": "inconclusive: " + " ".join(words)}
+    short = forest.run_figure("t", [ROWS[0], ROWS[2]])
+    fig = forest.run_figure("t", [ROWS[0], long])
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    drawn = next(t for t in texts if "w0" in t)
+    assert drawn.split() == ["inconclusive:", *words] and "\u2026" not in drawn  # every word, in order
+    assert all(len(line) <= forest.REASON_CHARS for line in drawn.splitlines()) and len(drawn.splitlines()) == 3
+    assert fig.get_figheight() > short.get_figheight()  # the row grew to hold its lines
+    huge = forest.run_figure("t", [{**ROWS[2], "reason": "x " * 5000}])
+    lines = next(t.get_text() for ax in huge.axes for t in ax.texts if "x x" in t.get_text()).splitlines()
+    assert len(lines) == forest.REASON_LINES and lines[-1] == "(the rest in claims.md)"

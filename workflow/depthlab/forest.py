@@ -4,8 +4,8 @@ One line per claim row: the effect as a dot with its error bar (effect +- SE; a 
 its threshold as a black tick on the same line, the dot coloured by the row's verdict (four states, the legend
 counts them).  Rows are grouped by claim, one panel each, because claims compare quantities on different scales
 (a Spearman rho, a ratio of iterations, an error).  A row with no compared number (not applicable, or inconclusive
-before any comparison) has no dot: its verdict is written on the line.  Beside every line: the verdict and the first
-words of its reason (claims.md has it in full).  Questions (answered, never judged) are counted in the title, not drawn.
+before any comparison) has no dot: its verdict is written on the line.  Beside every line: the verdict and its
+reason, wrapped onto as many lines as it needs (up to REASON_LINES; claims.md has every word).  Questions (answered, never judged) are counted in the title, not drawn.
 
 Rows are plain dicts, as claims.json holds them, so the same code draws a run being built (``run_claims``) and an old
 run's file (``diff --plot``).  Everything drawn from a row is text in the picture, never markup.
@@ -14,6 +14,7 @@ run's file (``diff --plot``).  Everything drawn from a row is text in the pictur
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any, Iterable, Sequence
 
 COLOURS = {"holds": "#1a9850", "does not hold": "#d73027", "inconclusive": "#f59e0b", "not applicable": "#8c8c8c"}
@@ -25,6 +26,9 @@ TOP_IN = 0.85  # the figure's title and legend
 WIDTH_IN = 13.0
 LEFT, RIGHT = 0.25, 0.58  # the panels' horizontal extent (fractions of the width): labels left, verdicts right
 DPI = 100
+REASON_CHARS = 100  # characters per line of a reason: what the right-hand margin holds at 6.5 pt
+REASON_LINES = 8  # a longer reason ends with a pointer to claims.md
+LINES_PER_ROW = 2  # lines of 6.5 pt text one ROW_IN holds
 # plain matplotlib with a light grid: no seaborn import (seconds of a claims job's start-up)
 STYLE = {
     "axes.grid": True,
@@ -64,6 +68,23 @@ def verdict(row: dict) -> str:
 def _short(text: Any, n: int) -> str:
     s = " ".join(str(text).split())
     return s if len(s) <= n else s[: n - 1] + "\u2026"
+
+
+def _wrapped(text: str) -> list[str]:
+    """A reason's lines: wrapped at word boundaries, never cut mid-word; past REASON_LINES, a pointer to claims.md."""
+    lines = textwrap.wrap(" ".join(text.split()), REASON_CHARS, break_long_words=True, break_on_hyphens=False) or [""]
+    if len(lines) > REASON_LINES:
+        lines = lines[: REASON_LINES - 1] + ["(the rest in claims.md)"]
+    return lines
+
+
+def _verdict_text(r: dict, v: str) -> list[str]:
+    why = _reason(r)
+    return _wrapped(("no compared number; " if _num(r, "effect") is None else "") + v + (": " + why if why else ""))
+
+
+def _units(lines: list[str]) -> int:
+    return max(1, math.ceil(len(lines) / LINES_PER_ROW))
 
 
 def _reason(row: dict) -> str:
@@ -106,7 +127,19 @@ def draw(title: str, panels: Sequence[tuple[str, list[dict]]], *, sides: Sequenc
 def _draw(
     plt: Any, Line2D: Any, title: str, panels: Sequence[tuple[str, list[dict]]], sides: Sequence[str], note: str
 ) -> Any:
-    tall = [ROW_IN * max(1, len(rows)) * len(sides) + 0.15 for _, rows in panels]
+    # a row's height follows its reason's lines (an absent side takes one line)
+    units = [
+        max(
+            1,
+            sum(
+                _units(_verdict_text(row[side], verdict(row[side])) if row.get(side) else [""])
+                for row in rows
+                for side in sides
+            ),
+        )
+        for _, rows in panels
+    ]
+    tall = [ROW_IN * u + 0.15 for u in units]
     height = TOP_IN + sum(t + HEAD_IN for t in tall) + 0.1
     fig = plt.figure(figsize=(WIDTH_IN, height), dpi=DPI)
     counts = {s: 0 for s in STATES}
@@ -123,7 +156,8 @@ def _draw(
         for row in rows:
             for k, side in enumerate(sides):
                 r = row.get(side)
-                y -= 1.0
+                lines = _verdict_text(r, verdict(r)) if r is not None else [""]
+                y -= (_units(lines) + 1) / 2  # the row's centre: half its own height below the last one's
                 ys.append(y)
                 labels.append(_short(row["label"], 46) + (f" [{side}]" if side else ""))
                 if r is None:
@@ -161,9 +195,16 @@ def _draw(
                 if th is not None:
                     ax.plot([th], [y], marker="|", ms=11, mew=1.6, color="black", gid="threshold")
                     xs.append(th)
-                why = _reason(r)
-                text = _short(("no compared number; " if e is None else "") + v + (": " + why if why else ""), 100)
-                ax.text(1.005, y, text, transform=ax.get_yaxis_transform(), fontsize=6.5, va="center", color=colour)
+                ax.text(
+                    1.005,
+                    y,
+                    "\n".join(lines),
+                    transform=ax.get_yaxis_transform(),
+                    fontsize=6.5,
+                    va="center",
+                    color=colour,
+                )
+                y -= (_units(lines) - 1) / 2  # and the rest of its height
         ax.set_ylim(y - 0.7, 0.3)
         ax.set_yticks(ys)
         ax.set_yticklabels(labels, fontsize=6.5)
