@@ -257,3 +257,14 @@ def test_a_fifo_as_a_benchmark_file_is_never_opened(tmp_path):
 def test_plan_check_refuses_a_factor_that_is_not_a_finite_ratio_above_one(tmp_path, factor):
     p = _run(["-m", "depthlab", "plan", "--check", str(tmp_path), "--factor", factor], tmp_path)
     assert p.returncode == 2 and "--factor" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_no_writer_writes_into_the_installed_package(tmp_path):
+    """plan --calibrate --costs into the package's own costs_gpu.json (the README once said so) would change what every
+    later plan prints and mark the checkout dirty: refused, the shipped file untouched."""
+    shipped = ROOT / "workflow" / "depthlab" / "costs_gpu.json"
+    before = shipped.read_bytes()
+    run = _results_folder(tmp_path / "run")
+    p = _run(["-m", "depthlab", "plan", "--calibrate", str(run), "--costs", str(shipped)], tmp_path)
+    assert p.returncode == 2 and "inside the depthlab package" in p.stderr, p.stderr[-2000:]
+    assert shipped.read_bytes() == before

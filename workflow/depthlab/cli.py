@@ -107,7 +107,7 @@ def _minutes(text: str) -> float:
 
 def diff_runs(args: argparse.Namespace) -> None:
     """depthlab diff A B: config keys, stores and claim rows that differ between two runs (depthlab.compare)."""
-    from . import compare
+    from . import compare, outputs
 
     try:
         d = compare.diff(compare.load(args.a), compare.load(args.b))
@@ -117,7 +117,7 @@ def diff_runs(args: argparse.Namespace) -> None:
             ("--plot", args.plot),
         ):  # before any work: one line, no traceback
             if path:
-                storage.check_user_file(path, protect=folders, what=opt)
+                outputs.user_file(path, protect=folders, what=opt)
         if args.markdown:
             storage.write_user_file(compare.markdown(d).encode(), args.markdown, protect=folders, what="--markdown")
         if args.plot:
@@ -279,6 +279,7 @@ def audit(args: argparse.Namespace) -> None:
 
 
 def plan(args: argparse.Namespace) -> None:
+    from . import outputs
     from . import plan as pl
 
     for opt, folder in (("--measure", args.measure), ("--check", args.check)):  # a results folder, or one line
@@ -295,7 +296,7 @@ def plan(args: argparse.Namespace) -> None:
     if args.calibrate:
         try:
             if args.costs:  # before any fitting: --costs must not land in a run's folder nor in a missing one
-                storage.check_user_file(
+                outputs.user_file(
                     args.costs,
                     protect=tuple(r for r in args.calibrate if Path(r).is_dir()),
                     what="plan --calibrate --costs",

@@ -11,14 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import storage
-from .provenance import REPO
+from .provenance import PACKAGE_DIR, REPO
 
 BENCH_DIR = REPO / "results" / "bench"  # the benchmarks' default folder (git-ignored, not a run's results folder)
 OutputRefused = storage.OutputRefused
 
 
 def user_file(path: str | Path, *, protect: tuple = (), what: str = "the output") -> Path:
-    """A file the command will write: ``storage.check_user_file`` (raises :class:`OutputRefused`, one line)."""
+    """A file the command will write: ``storage.check_user_file`` (raises :class:`OutputRefused`, one line), and never
+    a file of the installed package (its shipped calibrations, say: a refit there would mark the checkout dirty and
+    change what every later plan on this machine prints, unasked)."""
+    real = Path(path).resolve()
+    if real == PACKAGE_DIR or PACKAGE_DIR in real.parents:
+        raise OutputRefused(
+            f"{what} {path}: lies inside the depthlab package ({PACKAGE_DIR}); write it elsewhere and name it where "
+            "it is read (plan --costs FILE / --gpu-costs FILE); to ship it, copy it in and commit"
+        )
     return storage.check_user_file(path, protect=protect, what=what)
 
 
