@@ -164,6 +164,7 @@ def test_every_inconclusive_row_of_the_smoke_run_says_what_would_decide_it(smoke
     assert n > 0
 
 
+@pytest.mark.slow  # a second run beside the shared smoke run (about a minute and a half): `make test` stays under 10 minutes
 def test_decide_forks_the_seed_changes_and_the_fork_decides_those_rows(smoke_run, tmp_path):
     """Smoke rows left inconclusive for one seed (the fractal rows' 'to decide: training.seeds [0, 1]'): depthlab decide
     writes the fork's config and forks the run; the fork's run trains the second seeds alone and its rows no longer

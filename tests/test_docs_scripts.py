@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # a full audit --strict of the smoke run (about a minute): `make test` stays under 10 minutes
 def test_publish_copies_the_runs_claims_below_a_header_that_says_what_ran(smoke_run, tmp_path):
     out = tmp_path / "claims.md"
     p = subprocess.run(

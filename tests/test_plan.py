@@ -426,6 +426,7 @@ def test_the_gpus_a_machine_offers_come_from_cuda_visible_devices_else_nvidia_sm
         os.environ["PATH"] = old
 
 
+@pytest.mark.slow  # a run of its own (about a minute): `make test` stays under 10 minutes
 def test_locally_at_most_as_many_gpu_jobs_run_at_once_as_gpus_are_found(root, tmp_path):
     """A local run caps its GPU jobs at the GPUs found (here: two, by CUDA_VISIBLE_DEVICES), unless it
     declares --resources gpu=N; with none found, no job asks for one (device: cuda here, so that no calibration moves a
