@@ -83,12 +83,13 @@ def load(arg: str) -> Side:
         raise DiffError(f"{arg}: its results folder {root} does not exist (has it run?)")
     recorded = _recorded_config(root)
     cfg = recorded if recorded is not None else given
-    from .results import _record, _stores
+    from .results import store_record, stores_below
 
     stores: dict[str, tuple[str, str]] = {}
-    for p in _stores(root):
+    for p in stores_below(root):
         try:
-            rec = _record(p)  # the record from the store's zarr.json alone, through the safe reader; no array opened
+            # the record from the store's zarr.json alone, through the safe reader; no array opened
+            rec = store_record(p)
         except Exception:  # an unreadable store is listed as such, never a traceback
             stores[storage.relpath(p, root)] = ("(unreadable)", "")
             continue

@@ -321,7 +321,7 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
     ``.snakemake``, and has none for NEW's paths: so the fork, not Snakemake, must decide what NEW may reuse.)"""
     from . import provenance as prov
     from . import safeio
-    from .results import _record
+    from .results import store_record
     from .study import ClaimsJob, FigureJob, Ref
     from .studies import get_study
 
@@ -379,7 +379,7 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
                 if not src.is_dir() or src.is_symlink():
                     continue
                 try:
-                    rec = _record(src)
+                    rec = store_record(src)
                 except Exception:  # an unreadable record: left to NEW's run
                     out.skipped += 1
                     continue

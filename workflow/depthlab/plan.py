@@ -59,12 +59,12 @@ class StageCost:
 
 def _stores(results: Path):
     """(store path relative to results, record) of every store below ``results`` with a readable record."""
-    from .results import ResultsError, _record, _stores as stores_below
+    from .results import ResultsError, store_record, stores_below
 
     for study_dir in sorted(p for p in results.iterdir() if p.is_dir() and p.name not in ("logs", "benchmarks")):
         for path in stores_below(study_dir):
             try:
-                yield path.relative_to(results), _record(path)
+                yield path.relative_to(results), store_record(path)
             except ResultsError:
                 continue
 
@@ -965,7 +965,7 @@ MAX_RUNTIME_MIN = 7 * 24 * 60  # the longest time limit most SLURM partitions al
 
 def job_seconds(spec: Any, study: str, stage: str, costs: dict[str, StageCost] | None = None) -> float:
     """A job's predicted seconds on one CPU core (the cost model of ``depthlab plan``)."""
-    costs = _shipped_costs() if costs is None else costs
+    costs = shipped_costs() if costs is None else costs
     return spec_seconds(stage_cost(costs, f"{study}/{stage}"), spec, fallback_rate(costs))
 
 
@@ -986,7 +986,7 @@ def chain_priorities(
     from .study import Ref
     from .studies import get_study
 
-    costs = _shipped_costs() if costs is None else costs
+    costs = shipped_costs() if costs is None else costs
     own: dict[tuple[str, Any], int] = {}
     readers: dict[tuple[str, Any], list[tuple[str, Any]]] = {}
     for name in sorted(config["studies"]):
@@ -1027,7 +1027,7 @@ def job_resources(
     else its ``device``: :func:`depthlab.config.device_of`) is ``cpu``, or is ``auto`` and the GPU calibration says
     this job is slower on the GPU than on one CPU core (:func:`cpu_is_faster`): such a job asks for no GPU and runs
     on the CPU."""
-    costs = _shipped_costs() if costs is None else costs
+    costs = shipped_costs() if costs is None else costs
     need_mb = sum(spec.memory().values()) / 2**20
     work = spec.work()
     secs = job_seconds(spec, study, stage, costs)
@@ -1055,8 +1055,8 @@ def cpu_is_faster(
     calibrations (``costs.json``, ``costs_gpu.json``).  Only where the GPU calibration timed that stage at this size
     (within 10x the largest job it timed): beyond it the GPU estimate is an upper bound (a GPU's throughput grows with
     the job), and a stage it never timed is left to the GPU."""
-    costs = _shipped_costs() if costs is None else costs
-    gpu_costs = _shipped_gpu_costs() if gpu_costs is None else gpu_costs
+    costs = shipped_costs() if costs is None else costs
+    gpu_costs = shipped_gpu_costs() if gpu_costs is None else gpu_costs
     key = f"{study}/{stage}"
     if key not in gpu_costs or key not in costs:
         return False
@@ -1067,7 +1067,7 @@ def cpu_is_faster(
 
 
 @functools.lru_cache(maxsize=1)
-def _shipped_gpu_costs() -> dict[str, StageCost]:
+def shipped_gpu_costs() -> dict[str, StageCost]:
     """The package's GPU calibration (none when it is absent or was not measured on CUDA), read once per process;
     $DEPTHLAB_COSTS_GPU names another file (one that does not exist: no calibration, so no job is moved to the CPU)."""
     return gpu_calibration(os.environ.get("DEPTHLAB_COSTS_GPU") or COSTS_GPU)[0]
@@ -1091,6 +1091,6 @@ def local_gpus(env: dict | None = None) -> int:
 
 
 @functools.lru_cache(maxsize=1)
-def _shipped_costs() -> dict[str, StageCost]:
+def shipped_costs() -> dict[str, StageCost]:
     """The package's calibration, read once per process (Snakemake asks for every job's resources)."""
     return load_costs()

@@ -43,7 +43,7 @@ class Found:
     job: dict[str, Any] = field(default_factory=dict)
 
 
-def _record(path: Path) -> dict[str, Any]:
+def store_record(path: Path) -> dict[str, Any]:
     """The provenance record of the store at ``path``, read from its root ``zarr.json`` alone (no arrays opened)."""
     meta = path / "zarr.json"
     try:
@@ -65,7 +65,7 @@ def _record(path: Path) -> dict[str, Any]:
     return rec
 
 
-def _stores(folder: Path):
+def stores_below(folder: Path):
     """Every ``*.zarr`` directory below ``folder`` (not descending into stores; temporary writes skipped)."""
     for dirpath, dirnames, _ in os.walk(folder):
         keep = []
@@ -147,9 +147,9 @@ def find(
         raise ResultsError(f"{folder}: no results of study {study} here")
     pat = _pattern(st.path, st.job_type)
     found: list[Found] = []
-    for p in _stores(folder):
+    for p in stores_below(folder):
         rel = p.relative_to(root).as_posix()
-        rec = _record(p)
+        rec = store_record(p)
         mine = (rec.get("study"), rec.get("stage")) == (study, stage)
         if not mine:
             if pat.match(p.relative_to(folder).as_posix()):
@@ -521,11 +521,11 @@ def list_results(results: str | Path) -> str:
         for p in root.iterdir()
         if p.is_dir() and p.name not in known and not p.name.startswith(".") and p.name not in ("logs", "benchmarks")
     ):
-        first = next(_stores(other), None)
+        first = next(stores_below(other), None)
         if first is None:
             continue
         try:
-            rec = _record(first)
+            rec = store_record(first)
         except ResultsError:
             continue
         src = rec.get("study_source") or {}
@@ -539,10 +539,10 @@ def list_results(results: str | Path) -> str:
         by_stage: dict[str, list[Found]] = {}
         records: dict[str, str] = {}
         machines: dict[str, int] = {}
-        for p in _stores(study_dir):
+        for p in stores_below(study_dir):
             rel = p.relative_to(root).as_posix()
             try:
-                rec = _record(p)
+                rec = store_record(p)
             except ResultsError as e:
                 lines.append(f"  ! {e}")
                 continue

@@ -290,12 +290,12 @@ def run_child(cmd: list[str], env: dict[str, str]) -> int:
 def _store_inodes(root: Path) -> dict[str, int]:
     """relative store path -> the inode of its zarr.json (hard-linked stores share it)."""
     from . import storage
-    from .results import _stores
+    from .results import stores_below
 
     out = {}
     if not root.is_dir():
         return out
-    for p in _stores(root):
+    for p in stores_below(root):
         try:
             out[storage.relpath(p, root)] = (p / "zarr.json").stat().st_ino
         except OSError:

@@ -20,7 +20,7 @@ for _configfile in workflow.configfiles:
     dlc.read_yaml(_configfile)
 config = dlc.validate(config, source=workflow.configfiles[-1] if workflow.configfiles else None)
 try:  # the package's calibration, checked before any job (a damaged costs.json: one line naming the file and key)
-    dlplan._shipped_costs()
+    dlplan.shipped_costs()
 except dlplan.CostsError as e:
     sys.exit(f"depthlab: {e}")
 R = config["results"].rstrip("/")  # results root: every output lands below it (quoted wherever it reaches a shell)
@@ -348,7 +348,7 @@ def config_json(wildcards):
 def _planned_seconds(job):
     """A job's planned seconds, from the cost model of `depthlab plan` (0 for the config snapshot and the index)."""
     rname, wc = job.rule.name, job.wildcards
-    costs = dlplan._shipped_costs()
+    costs = dlplan.shipped_costs()
     for study in STUDIES:
         for st in get_study(study).store_stages():
             if rname == f"{study}_{st.name}":
