@@ -39,7 +39,7 @@ def planned_anew(rows: list[dict], results: Path, config: dict, costs_path: Path
             f"{rec['study']}/{rec['stage']}",
             get_study(rec["study"]).spec_from_dict(rec["spec"]),
         )
-        for rel, rec in pl._stores(results)
+        for rel, rec in pl.stores_with_records(results)
     }
     out, kept = [], 0
     for r in rows:

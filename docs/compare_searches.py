@@ -86,7 +86,7 @@ def _choice(ds: xr.Dataset) -> tuple[float, float, float]:
 
 def _seconds(results: Path, rel: Path) -> float | None:
     """The job's seconds from its Snakemake benchmark file (``depthlab.plan``'s reader: a damaged timing is refused)."""
-    return plan._seconds(results / "benchmarks" / rel.with_suffix(".tsv"))
+    return plan.tsv_seconds(results / "benchmarks" / rel.with_suffix(".tsv"))
 
 
 def compare(full: Path, pruned: Path) -> tuple[list[dict], dict]:

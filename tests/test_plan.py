@@ -326,7 +326,7 @@ def test_a_damaged_timings_file_is_refused_naming_it(tmp_path, text):
 
 
 def test_a_stage_that_declares_no_gpu_runs_on_the_cpu_and_a_study_can_be_put_there(monkeypatch):
-    from depthlab.runner import job_device
+    from depthlab.placement import job_device
 
     monkeypatch.delenv("DEPTHLAB_DEVICE_BY_STUDY", raising=False)
     assert job_device("cuda", "separation", gpu_stage=False) == "cpu"
@@ -379,7 +379,7 @@ def test_under_auto_a_job_the_gpu_calibration_times_slower_than_one_core_asks_fo
     """Small nets gain nothing from a GPU.  Where the GPU calibration timed a stage at this size and
     predicts the job slower than on one CPU core, device: auto asks for no GPU and the job runs on the CPU (device: cuda
     keeps it there); beyond 10x the largest job timed (an upper bound) or for a stage never timed, the GPU is kept."""
-    from depthlab.runner import job_device
+    from depthlab.placement import job_device
 
     cpu = {"mori_ueda/train": pl.StageCost(overhead_s=2.0, rate=1e6, jobs=5, max_work=1e8)}
     slow_gpu = {"mori_ueda/train": pl.StageCost(overhead_s=10.0, rate=2e6, jobs=5, max_work=1e6)}

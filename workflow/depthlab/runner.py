@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import config as cfg
-from . import machine
+from . import machine, placement
 from . import provenance as prov
 from . import storage
 from .study import load_json, to_plain
@@ -197,34 +196,6 @@ def start_gc() -> None:
         gc.enable()
 
 
-def job_device(device: str, study: str, gpu_stage: bool, cpu_faster: bool = False) -> str:
-    """Where a store job runs: the CPU for a stage that does not declare it can use a GPU (its cluster request asks for
-    none, and small models ran slower on one); else the study's entry in $DEPTHLAB_DEVICE_BY_STUDY (the config's
-    ``device_by_study``, set by the workflow), else ``device``; and the CPU when that is ``auto`` and the calibrations
-    predict this job faster on one CPU core than on the GPU (``cpu_faster``: :func:`depthlab.plan.cpu_is_faster`, the
-    same rule by which the workflow asks no GPU for it)."""
-    if not gpu_stage:
-        return "cpu"
-    raw = os.environ.get("DEPTHLAB_DEVICE_BY_STUDY") or "{}"
-    try:
-        by_study = json.loads(raw)
-    except ValueError:
-        by_study = None
-    if not isinstance(by_study, dict) or any(v not in cfg.DEVICES for v in by_study.values()):
-        raise SystemExit(
-            f"error: $DEPTHLAB_DEVICE_BY_STUDY must map study names to one of {', '.join(cfg.DEVICES)}; "
-            f"got {raw[:200]!r}"
-        )
-    chosen = by_study.get(study, device)
-    return "cpu" if chosen == "auto" and cpu_faster else chosen
-
-
-def _cpu_faster(study: str, spec) -> bool:
-    from . import plan
-
-    return plan.cpu_is_faster(study, spec.STAGE, spec.work(), calls=plan.calls_of(spec))
-
-
 def _terminated(signum, _frame) -> None:
     """SIGTERM (``timeout``, ``scancel``, a SLURM time limit, a stopped Snakemake) raises here, so the job unwinds: its
     output lock and temporary store go (their context managers), and its checkpoint stays for the next run."""
@@ -260,7 +231,9 @@ def stage(args: argparse.Namespace) -> None:
                 inputs,
                 out,
                 args.results,
-                job_device(args.device, study.name, st.gpu, st.gpu and _cpu_faster(study.name, spec)),
+                placement.job_device(
+                    args.device, study.name, st.gpu, st.gpu and placement.spec_cpu_faster(study.name, spec)
+                ),
                 args.threads,
             )
         elif st.kind == "figure":
