@@ -90,12 +90,12 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     if a.repeat < 1:
         raise SystemExit("error: --repeat must be at least 1")
-    from depthlab import storage
+    from depthlab import outputs
 
     if a.out:
         try:
-            storage.check_user_file(a.out, what="--out")
-        except storage.OutputRefused as e:
+            outputs.user_file(a.out, what="--out")
+        except outputs.OutputRefused as e:
             raise SystemExit(f"error: {e}") from None
     best: dict[str, dict[str, float]] = {"native": {}, "portable": {}}
     info = {}
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
             f"portable / native x{ratios[k]:.2f}"
         )
     if a.out:
-        storage.write_user_file(
+        outputs.write_user_file(
             json.dumps({"seconds": best, "ratio": ratios, "sides": info}, indent=1).encode(), a.out, what="--out"
         )
 

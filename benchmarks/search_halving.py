@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     if a.workers < 1 or a.jobs < 0:
         raise SystemExit(f"error: --workers must be at least 1 and --jobs 0 (all) or more; got {a.workers}, {a.jobs}")
-    from depthlab import outputs, storage
+    from depthlab import outputs
     from depthlab.config import ConfigError
 
     try:  # before any search: neither output may land in a run's results folder (or at the root)
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
                 outputs.user_folder(Path(a.stores) / side, what="--stores")
         if a.out:
             outputs.user_file(a.out, what="--out")
-    except storage.OutputRefused as e:
+    except outputs.OutputRefused as e:
         raise SystemExit(f"error: {e}") from None
     try:
         config = _with_halving(load(a.config), a.halving)
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"pruned: {rows[0]['pruned']['search'] if rows else '-'}; full: {rows[0]['full']['search'] if rows else '-'}")
     if a.out:
         try:
-            storage.write_user_file(
+            outputs.write_user_file(
                 json.dumps(
                     {
                         "config": a.config,
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
                 a.out,
                 what="--out",
             )
-        except storage.OutputRefused as e:
+        except outputs.OutputRefused as e:
             raise SystemExit(f"error: {e}") from None
         except OSError as e:  # a full disk (or /dev/full): the table above is printed; say why the file is not
             raise SystemExit(

@@ -37,12 +37,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
-    from depthlab import storage
+    from depthlab import outputs
 
     if a.out:
         try:
-            storage.check_user_file(a.out, what="--out")
-        except storage.OutputRefused as e:
+            outputs.user_file(a.out, what="--out")
+        except outputs.OutputRefused as e:
             raise SystemExit(f"error: {e}") from None
 
     import numpy as np
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{(row[lo] / lo) / (row[hi] / hi):.2f}x"
             )
     if a.out:
-        storage.write_user_file(json.dumps(out, indent=1).encode(), a.out, what="--out")
+        outputs.write_user_file(json.dumps(out, indent=1).encode(), a.out, what="--out")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "workflow"))
 
-from depthlab import plan, safeio, storage  # noqa: E402
+from depthlab import outputs, plan, safeio  # noqa: E402
 
 
 def _seconds(tsv: Path) -> float | None:
@@ -89,8 +89,8 @@ def main(argv: list[str]) -> None:
     out = Path(argv[3]) if len(argv) > 3 else HERE / "default-claims.md"
     claims = results / "claims.md"
     try:  # before the audit: OUT must not replace a file of the run (or of any run)
-        storage.check_user_file(out, protect=(results,), what="OUT")
-    except storage.OutputRefused as e:
+        outputs.user_file(out, protect=(results,), what="OUT")
+    except outputs.OutputRefused as e:
         sys.exit(str(e))
     if not claims.is_file():
         sys.exit(f"{claims}: no claims index (has the run finished?)")
@@ -104,7 +104,7 @@ def main(argv: list[str]) -> None:
         sys.exit(
             f"audit --strict failed on {results}; nothing published:\n{audit.stdout[-2000:]}{audit.stderr[-2000:]}"
         )
-    storage.write_user_file(
+    outputs.write_user_file(
         (header(results, last, config, history) + claims.read_text()).encode(), out, protect=(results,), what="OUT"
     )
     print(f"wrote {out}")

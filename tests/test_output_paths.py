@@ -1,5 +1,5 @@
-"""Every command and script option that writes where a user says goes through the same checks (storage.check_user_file
-for a file, storage.check_output_folder for a folder of its own): never the file system's root, never inside a run's
+"""Every command and script option that writes where a user says goes through the same checks (outputs.user_file
+for a file, outputs.user_folder for a folder of its own): never the file system's root, never inside a run's
 results folder, no folders created outside one; refused in one line before any work, nothing written."""
 
 from __future__ import annotations

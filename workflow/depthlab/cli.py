@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from . import config as cfg
+from . import outputs
 from . import provenance as prov
 from . import storage
 
@@ -119,7 +120,7 @@ def diff_runs(args: argparse.Namespace) -> None:
             if path:
                 outputs.user_file(path, protect=folders, what=opt)
         if args.markdown:
-            storage.write_user_file(compare.markdown(d).encode(), args.markdown, protect=folders, what="--markdown")
+            outputs.write_user_file(compare.markdown(d).encode(), args.markdown, protect=folders, what="--markdown")
         if args.plot:
             n = compare.plot(d, args.plot, every_row=args.plot_every_row)
             print(
@@ -129,7 +130,7 @@ def diff_runs(args: argparse.Namespace) -> None:
                 "row)",
                 file=sys.stderr,
             )
-    except (compare.DiffError, storage.OutputRefused) as e:
+    except (compare.DiffError, outputs.OutputRefused) as e:
         print(f"depthlab diff: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except OSError as e:  # a full disk, a read-only folder: one line naming the file
@@ -219,7 +220,7 @@ def paper_check(args: argparse.Namespace) -> None:
 
     try:
         checks = papercheck.run(args.config, args.out, cores=args.cores, max_minutes=args.max_minutes)
-    except (dlc.ConfigError, sweep.SweepError, storage.OutputRefused) as e:  # SweepError: no checkout's Snakefile
+    except (dlc.ConfigError, sweep.SweepError, outputs.OutputRefused) as e:  # SweepError: no checkout's Snakefile
         print(f"depthlab paper-check: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     except OSError as e:  # --out on a read-only file system, a full disk: one line naming the path
@@ -279,108 +280,9 @@ def audit(args: argparse.Namespace) -> None:
 
 
 def plan(args: argparse.Namespace) -> None:
-    from . import outputs
-    from . import plan as pl
+    from .costs import command
 
-    for opt, folder in (("--measure", args.measure), ("--check", args.check)):  # a results folder, or one line
-        if folder and not Path(folder).is_dir():
-            print(
-                f"depthlab plan {opt}: {folder} is not a results folder (a finished run's folder, with its "
-                "benchmarks/)",
-                file=sys.stderr,
-            )
-            raise SystemExit(2)
-    if args.measure:
-        print(json.dumps(pl.measure(args.measure), indent=1))
-        return
-    if args.calibrate:
-        try:
-            if args.costs:  # before any fitting: --costs must not land in a run's folder nor in a missing one
-                outputs.user_file(
-                    args.costs,
-                    protect=tuple(r for r in args.calibrate if Path(r).is_dir()),
-                    what="plan --calibrate --costs",
-                )
-            doc = pl.calibrate(args.calibrate, args.costs)
-        except storage.OutputRefused as e:
-            print(f"depthlab plan: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
-        print(
-            f"wrote {doc.pop('written_to')}: {len(doc['stages'])} stages from {', '.join(args.calibrate)}, jobs on "
-            f"{doc['device']}"
-        )
-        if "throughput_written_to" in doc:
-            print(
-                f"wrote {doc['throughput_written_to']}: the GPU throughput model refitted to {doc['throughput_points']} "
-                "timed training stacks (depthlab.gpumodel)"
-            )
-        return
-    from . import probe
-
-    calib = pl.calibration_probe(args.costs or pl.COSTS)
-    if args.check:
-        run = probe.of_runs([args.check])
-        speed = probe.ratio(run, calib)
-        costs = pl.load_costs(args.costs) if args.costs else None
-        rows = pl.check(args.check, costs, speed)
-        print(
-            pl.render_check(
-                rows,
-                args.check,
-                Path(args.costs or pl.COSTS).name,
-                args.factor,
-                pl.check_studies(args.check, rows, costs, speed),
-            )
-        )
-        print(_probe_line("that run's", run, calib, speed))
-        if not all(r.within(args.factor) for r in rows):
-            raise SystemExit(1)
-        return
-    if not args.config:
-        print(
-            "error: give a config (depthlab plan CONFIG), --calibrate RESULTS ... or --check RESULTS", file=sys.stderr
-        )
-        raise SystemExit(2)
-    config = _load_or_exit(args.config, memory=False)
-    costs = pl.load_costs(args.costs) if args.costs else None
-    gpu_costs, gpu_device, gpu_note = pl.gpu_calibration(args.gpu_costs or pl.COSTS_GPU)
-    if args.gpu_costs and not gpu_costs:  # a file named on purpose is never dropped without a word
-        print(
-            f"depthlab plan: note: --gpu-costs {args.gpu_costs} is not a GPU calibration (missing, unreadable, or its "
-            "device is not cuda): the GPU column is priced by the throughput model alone",
-            file=sys.stderr,
-        )
-    here = None if args.no_probe else probe.measure()
-    speed = probe.ratio(here, calib)
-    from .gpumodel import ThroughputError
-
-    try:
-        # a refit that plan --calibrate wrote beside a --gpu-costs file elsewhere goes with it
-        beside = Path(args.gpu_costs).with_name("gpu_throughput.json") if args.gpu_costs else None
-        rows = pl.plan(
-            config,
-            costs,
-            args.results,
-            gpu_costs,
-            speed,
-            throughput=beside if beside is not None and beside.is_file() else None,
-        )
-    except ThroughputError as e:  # a damaged GPU throughput model (depthlab.gpumodel.load): one line naming the file
-        print(f"depthlab plan: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
-    print(pl.render(rows, args.config, gpu_device, gpu_note))
-    print(_probe_line("this machine's", here, calib, speed))
-
-
-def _probe_line(whose: str, here: float | None, calib: float | None, speed: float) -> str:
-    if here is None:
-        return f"speed probe: {whose} not measured (--no-probe, or the run recorded none): CPU times as calibrated"
-    if calib is None:
-        return f"speed probe: {whose} {here:.3f} s; the calibration recorded none: CPU times as calibrated"
-    return (
-        f"speed probe: {whose} {here:.3f} s, the calibration's {calib:.3f} s: CPU times scaled by {speed:.2f} "
-        "(depthlab.probe)"
-    )
+    command.run(args, load=_load_or_exit)
 
 
 def ls(args: argparse.Namespace) -> None:

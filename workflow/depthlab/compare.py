@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import folder, forest, safeio, storage
+from . import folder, forest, outputs, safeio, storage
 
 
 class DiffError(ValueError):
@@ -297,7 +297,7 @@ def plot(d: Diff, path: str | Path, every_row: bool = False) -> int:
         what = "every row"
     pairs = [(k, d.a.rows.get(k), d.b.rows.get(k)) for k in keys]
     fig = forest.diff_figure(f"depthlab diff: A = {d.a.root}, B = {d.b.root}; {what}", pairs)
-    storage.write_user_file(forest.png(fig), path, protect=(d.a.root, d.b.root), what="--plot")
+    outputs.write_user_file(forest.png(fig), path, protect=(d.a.root, d.b.root), what="--plot")
     return len(pairs)
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .claims import INCONCLUSIVE, Z, Verdict, cost_text
+from . import outputs
 
 PRICE_RESULTS = "/nonexistent/depthlab-decide"  # the plan prices every job as missing
 
@@ -305,8 +306,6 @@ def decide(results: Path, config: dict, budget_s: float, studies: list[str] | No
 def write_fork(config_path: Path, raw: dict, d: Decision, out: Path, results: str) -> None:
     import yaml
 
-    from . import storage
-
     cfg = apply(raw, list(d.changes.items()))
     cfg["results"] = results
     head = (
@@ -314,7 +313,7 @@ def write_fork(config_path: Path, raw: dict, d: Decision, out: Path, results: st
         f"# planned +{d.seconds / 3600:.2f} core-h over the base's {d.base_seconds / 3600:.2f}; the rows it is to decide:\n"
         + "".join(f"#   {r.study} {r.verdict.claim} ({r.verdict.subject}): {r.suggestion.text}\n" for r in d.chosen)
     )
-    storage.write_user_file((head + yaml.safe_dump(cfg, sort_keys=False)).encode(), out, what="--out")
+    outputs.write_user_file((head + yaml.safe_dump(cfg, sort_keys=False)).encode(), out, what="--out")
 
 
 def render(d: Decision, budget_s: float) -> str:
@@ -348,7 +347,7 @@ def run(args: Any) -> int:
     import sys
 
     from . import config as dlc
-    from . import fork, storage
+    from . import fork
 
     def fail(msg: str) -> int:
         print(f"depthlab decide: {msg}", file=sys.stderr)
@@ -375,22 +374,22 @@ def run(args: Any) -> int:
         name = f"{results.name}-decide"
         out = Path(args.out) if args.out else results.parent / f"{name}.yaml"
         new_results = str(out.with_suffix("")) if args.out else str(results.parent / name)
-        storage.check_user_file(out, what="--out")  # before any work: never inside a run's folder, its folder exists
-        storage.check_output_folder(Path(new_results), what="the fork's results folder")
+        outputs.user_file(out, what="--out")  # before any work: never inside a run's folder, its folder exists
+        outputs.user_folder(Path(new_results), what="the fork's results folder")
         unknown = sorted(set(args.study or []) - set(full["studies"]))
         if unknown:
             return fail(
                 f"--study {', '.join(unknown)}: not a study of this run; its studies: {', '.join(sorted(full['studies']))}"
             )
         d = decide(results, full, budget, args.study)
-    except (DecideError, dlc.ConfigError, storage.OutputRefused) as e:
+    except (DecideError, dlc.ConfigError, outputs.OutputRefused) as e:
         return fail(str(e))
     print(render(d, budget))
     if not d.changes:
         return 0
     try:
         write_fork(source, raw, d, out, new_results)
-    except storage.OutputRefused as e:
+    except outputs.OutputRefused as e:
         return fail(str(e))
     except (OSError, ValueError) as e:
         return fail(f"cannot write {out}: {e}")

@@ -46,6 +46,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from . import outputs
 
 RECORD = ".depthlab.fork.json"
 
@@ -116,7 +117,6 @@ def write_new(base_arg: str | Path, new_arg: str | Path, sets: list[str]) -> Pat
     import yaml
 
     from . import config as dlc
-    from . import storage
 
     new = Path(new_arg)
     if new.exists() or new.is_symlink():
@@ -161,15 +161,15 @@ def write_new(base_arg: str | Path, new_arg: str | Path, sets: list[str]) -> Pat
             said.append(f"{key} = {written}")
         cfg["results"] = str(base_results.parent / new.stem)
         dlc.validate(copy.deepcopy(cfg), memory=False, source=new)
-        storage.check_output_folder(Path(cfg["results"]), what="NEW's results folder")
+        outputs.user_folder(Path(cfg["results"]), what="NEW's results folder")
     except dlc.ConfigError as e:
         raise ForkError(f"{new}: {e}") from None
-    except storage.OutputRefused as e:
+    except outputs.OutputRefused as e:
         raise ForkError(str(e)) from None
     head = f"# written by depthlab fork from {source}, with:\n" + "".join(f"#   {line}\n" for line in said)
     try:
-        storage.write_user_file((head + yaml.safe_dump(cfg, sort_keys=False)).encode(), new, what="NEW")
-    except storage.OutputRefused as e:
+        outputs.write_user_file((head + yaml.safe_dump(cfg, sort_keys=False)).encode(), new, what="NEW")
+    except outputs.OutputRefused as e:
         raise ForkError(str(e)) from None
     return new
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from . import outputs
 
 CAPS: dict[str, Any] = {
     "max_epochs": 1,
@@ -159,7 +160,7 @@ def run(
     from . import config as dlc
     from . import memory, storage
 
-    out = storage.check_output_folder(out, what="paper-check --out")  # before any work: not /, not a run's folder
+    out = outputs.user_folder(out, what="paper-check --out")  # before any work: not /, not a run's folder
     raw = dlc.read_yaml(config_path)
     if not isinstance(raw, dict):
         raise dlc.ConfigError(f"{config_path}: not a mapping")

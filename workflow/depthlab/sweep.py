@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from . import outputs
 
 RECORD = "sweep.json"
 
@@ -185,11 +186,10 @@ def check_folder(sw: Sweep) -> None:
     """The sweep's folder must be its own: not the file system's root nor a run's results folder, and,
     if it exists with anything in it, a folder of this same sweep (its configs/ holds only this sweep's value
     configs); a folder of another sweep with other values is refused rather than mixed into one table."""
-    from . import storage
 
     try:
-        storage.check_output_folder(sw.folder, what="--out")
-    except storage.OutputRefused as e:
+        outputs.user_folder(sw.folder, what="--out")
+    except outputs.OutputRefused as e:
         raise SweepError(str(e)) from None
     folder = sw.folder.resolve()
     if not folder.is_dir() or not any(folder.iterdir()):

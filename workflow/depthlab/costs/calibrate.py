@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .. import safeio
+from .. import outputs, safeio
 from .model import StageCost, plausible_seconds, calls_of, gpu_calibration
 
 
@@ -297,7 +297,7 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
 
     text = (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
     if out is not None:  # a path the user named: never inside a results folder (it would replace a file the run wrote)
-        storage.write_user_file(
+        outputs.write_user_file(
             text, out, protect=tuple(r for r in results if Path(r).is_dir()), what="plan --calibrate --costs"
         )
     else:
