@@ -91,9 +91,9 @@ def snapshot(results: Path) -> dict[str, tuple[int, int]]:
 
 def store_versions(results: Path) -> dict[str, tuple[int, int]]:
     """Each whole store's version: the inode and modification time of its zarr.json (a rewrite renames a new store
-    into place: a new file).  Read while jobs write, with the walk ``depthlab results`` uses (``results.stores_below``:
+    into place: a new file).  Read while jobs write, with the walk ``depthlab results`` uses (``records.stores_below``:
     ``os.walk``, which skips a folder gone before it is listed; it never enters a store or a temporary one)."""
-    from depthlab.results import stores_below
+    from depthlab.records import stores_below
 
     out = {}
     for store in stores_below(results):

@@ -83,7 +83,7 @@ def load(arg: str) -> Side:
         raise DiffError(f"{arg}: its results folder {root} does not exist (has it run?)")
     recorded = _recorded_config(root)
     cfg = recorded if recorded is not None else given
-    from .results import store_record, stores_below
+    from .records import store_record, stores_below
 
     stores: dict[str, tuple[str, str]] = {}
     for p in stores_below(root):

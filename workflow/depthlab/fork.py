@@ -321,7 +321,7 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
     ``.snakemake``, and has none for NEW's paths: so the fork, not Snakemake, must decide what NEW may reuse.)"""
     from . import provenance as prov
     from . import safeio
-    from .results import store_record
+    from .records import store_record
     from .study import ClaimsJob, FigureJob, Ref
     from .studies import get_study
 

@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from . import safeio
+from .records import RECORD_ATTR, RecordError, store_record, stores_below  # noqa: F401  (re-exported)
 
-RECORD_ATTR = "depthlab_provenance"  # storage.RECORD_ATTR, repeated so this module imports nothing heavy
 
-
-class ResultsError(ValueError):
+class ResultsError(RecordError):
     """A results folder does not hold what was asked for; the message names the path."""
 
 
@@ -41,40 +40,6 @@ class Found:
     rel: str
     record: dict[str, Any]
     job: dict[str, Any] = field(default_factory=dict)
-
-
-def store_record(path: Path) -> dict[str, Any]:
-    """The provenance record of the store at ``path``, read from its root ``zarr.json`` alone (no arrays opened)."""
-    meta = path / "zarr.json"
-    try:
-        attrs = safeio.read_json(meta).get("attributes", {})
-        text = attrs[RECORD_ATTR]
-        if not isinstance(text, str):
-            raise TypeError
-        rec = safeio.parse_record(text, str(path))
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: not a zarr store (no zarr.json)") from None
-    except safeio.UnsafeFile as e:
-        raise ResultsError(f"{path}: unreadable store metadata: {e}") from None
-    except (KeyError, TypeError, AttributeError):
-        raise ResultsError(f"{path}: a zarr store without a depthlab provenance record") from None
-    except (OSError, ValueError) as e:
-        raise ResultsError(f"{path}: unreadable store metadata ({type(e).__name__}: {e})") from None
-    if not isinstance(rec, dict):
-        raise ResultsError(f"{path}: its provenance record is not a JSON object")
-    return rec
-
-
-def stores_below(folder: Path):
-    """Every ``*.zarr`` directory below ``folder`` (not descending into stores; temporary writes skipped)."""
-    for dirpath, dirnames, _ in os.walk(folder):
-        keep = []
-        for d in sorted(dirnames):
-            if d.endswith(".zarr"):
-                yield Path(dirpath) / d
-            elif ".zarr.tmp-" not in d and ".zarr.old-" not in d:
-                keep.append(d)
-        dirnames[:] = keep
 
 
 def _pattern(template: str, job_type) -> re.Pattern:
@@ -149,7 +114,10 @@ def find(
     found: list[Found] = []
     for p in stores_below(folder):
         rel = p.relative_to(root).as_posix()
-        rec = store_record(p)
+        try:
+            rec = store_record(p)
+        except RecordError as e:  # open_results raises ResultsError alone
+            raise ResultsError(str(e)) from None
         mine = (rec.get("study"), rec.get("stage")) == (study, stage)
         if not mine:
             if pat.match(p.relative_to(folder).as_posix()):

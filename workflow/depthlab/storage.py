@@ -40,10 +40,10 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from . import safeio
+from . import records, safeio
 from .provenance import canonical_json, record_hash
 
-RECORD_ATTR = "depthlab_provenance"
+RECORD_ATTR = records.RECORD_ATTR
 
 
 def content_hash(ds: xr.Dataset) -> str:
@@ -143,12 +143,10 @@ def read_store(path: str | Path) -> xr.Dataset:
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
-    """The provenance record of a store (raises KeyError if it has none)."""
-    with _open(path) as ds:
-        text = ds.attrs[RECORD_ATTR]
-    if not isinstance(text, str):
-        raise safeio.UnsafeFile(f"{path}: its provenance attribute is a {type(text).__name__}, not JSON text")
-    return safeio.parse_record(text, f"{path}")
+    """The provenance record of a store (:func:`depthlab.records.store_record`, after the store's links are checked:
+    no FIFO or device opened); raises :class:`depthlab.records.RecordError`."""
+    check_store(path)
+    return records.store_record(path)
 
 
 def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:

@@ -290,7 +290,7 @@ def run_child(cmd: list[str], env: dict[str, str]) -> int:
 def _store_inodes(root: Path) -> dict[str, int]:
     """relative store path -> the inode of its zarr.json (hard-linked stores share it)."""
     from . import storage
-    from .results import stores_below
+    from .records import stores_below
 
     out = {}
     if not root.is_dir():

@@ -19,13 +19,13 @@ from .model import StageCost, plausible_seconds, calls_of, gpu_calibration
 
 def stores_with_records(results: Path):
     """(store path relative to results, record) of every store below ``results`` with a readable record."""
-    from ..results import ResultsError, store_record, stores_below
+    from ..records import RecordError, store_record, stores_below
 
     for study_dir in sorted(p for p in results.iterdir() if p.is_dir() and p.name not in ("logs", "benchmarks")):
         for path in stores_below(study_dir):
             try:
                 yield path.relative_to(results), store_record(path)
-            except ResultsError:
+            except RecordError:
                 continue
 
 
