@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # use the checkout
 import depthlab.config as dlc
 import depthlab.plan as dlplan
 import depthlab.provenance as dlp
+import depthlab.session as dls
 from depthlab.studies import get_study
 from depthlab.study import ClaimsJob, FigureJob, Ref
 
@@ -142,33 +143,6 @@ def study_targets(study):
         + [f"{R}/{study}/claims.md", f"{R}/{study}/claims.html"]  # the page too: a run older than it makes it
         + study_stores(study)
     )
-
-
-def check_targets():
-    """A message for the first requested target that is neither a rule nor a path ('' if none); close matches, and where
-    the whole list is (`make help`, `depthlab targets CONFIG`)."""
-    import difflib
-
-    names = sorted(r.name for r in workflow.rules)
-    # Snakemake hands its targets to the workflow only after parsing the Snakefile: read them from its command line
-    try:
-        from snakemake.cli import get_argument_parser
-
-        requested = get_argument_parser().parse_known_args(sys.argv[1:])[0].targets or []
-    except (Exception, SystemExit):
-        requested = []
-    if not os.path.basename(sys.argv[0]).startswith("snakemake") or workflow.remote_exec:
-        requested = []
-    for t in sorted(requested):
-        if t in names or os.sep in t or "." in t:
-            continue
-        close = difflib.get_close_matches(t, names, n=4, cutoff=0.6)
-        return (
-            f"depthlab: no target {t!r}"
-            + (f"; did you mean {', '.join(close)}?" if close else ".")
-            + " `make help` (or `depthlab targets CONFIG`) lists every target"
-        )
-    return ""
 
 
 def all_targets(wildcards):
@@ -342,63 +316,14 @@ def config_json(wildcards):
     return dlc.canonical_json({k: v for k, v in config.items() if k not in ("device", "device_by_study")})
 
 
-# ---- progress (depthlab.progress: the quiet terminal's ETA) ------------------------------
-
-
-def _planned_seconds(job):
-    """A job's planned seconds, from the cost model of `depthlab plan` (0 for the config snapshot and the index)."""
-    rname, wc = job.rule.name, job.wildcards
-    costs = dlplan.shipped_costs()
-    for study in STUDIES:
-        for st in get_study(study).store_stages():
-            if rname == f"{study}_{st.name}":
-                spec = _spec(study, st.name, _job(study, st.name, wc))
-                return dlplan.spec_seconds(
-                    dlplan.stage_cost(costs, f"{study}/{st.name}"), spec, dlplan.fallback_rate(costs)
-                )
-    if rname in ("figure", "claims"):
-        return dlplan.output_seconds(costs, wc["study"], rname, config, wc["figure"] if rname == "figure" else None)
-    return 0.0
-
-
-def _resumes(job):
-    """Whether one of the job's outputs has a checkpoint (``<output>.ckpt`` or a child ``<output>.ckpt.<name>``), i.e.
-    the job resumes work done by an earlier run.  Listed, not globbed: a results folder may hold ``[``."""
-    for o in job.output:
-        folder, name = os.path.split(str(o))
-        try:
-            if any(f == name + ".ckpt" or f.startswith(name + ".ckpt.") for f in os.listdir(folder or ".")):
-                return True
-        except OSError:
-            continue
-    return False
+# ---- progress (depthlab.session: the quiet terminal's ETA) ------------------------------
 
 
 def planned_jobs(dag, speed=1.0):
-    """Every job this run will execute: Snakemake's job id -> (its output below the results folder, planned seconds, its
-    rule: the stage whose measured-to-planned ratio corrects it in the ETA, whether it resumes from a checkpoint),
-    seconds times ``speed`` (the probe)."""
-    out = {}
-    for job in dag.needrun_jobs():
-        name = os.path.relpath(str(job.output[0]), R) if job.output else job.rule.name
-        try:
-            secs = _planned_seconds(job)
-        except Exception:  # a job the cost model does not know: no share of the ETA
-            secs = 0.0
-        out[dag.jobid(job)] = (name.removesuffix(".zarr"), speed * secs, job.rule.name, _resumes(job))
-    return out
-
-
-def parallel_jobs(wf):
-    """How many jobs run at once: the cores of a local run, the --jobs of a cluster run (1 when neither is known)."""
-    for get in (lambda: wf.nodes if wf.non_local_exec else None, lambda: wf.cores):
-        try:
-            n = get()
-        except Exception:
-            n = None
-        if isinstance(n, int) and 0 < n < 10**6:
-            return n
-    return 1
+    """Every job this run will execute, with its planned seconds times ``speed`` (depthlab.session.planned_jobs)."""
+    return dls.planned_jobs(
+        dag, speed, R, config, STUDIES, lambda study, stage, wc: _spec(study, stage, _job(study, stage, wc))
+    )
 
 
 # ---- the HTML report's labels (every item: study, figure, stage) -------------------------
