@@ -33,13 +33,17 @@ SMK_ARGS ?=
 SLOW ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-slow test-chaos report bench plan paper-check clean help check-config format
+.PHONY: setup run test test-slow test-chaos report bench plan paper-check clean help check-config format docs
 
 help: setup
 	@echo "make run [CONFIG=config/smoke.yaml] [SMK_ARGS=\"<target> --dry-run\"] [VERBOSE=1]  build (default: config/config.yaml)"
 	@echo "make test [SLOW=1] [TEST_WORKERS=2]   the suite on 2 workers (SLOW=1: then the slow set: SLURM, Chromium, chaos)"
 	@echo "make report | plan | bench | clean"
 	@$(BIN)/depthlab targets $(CONFIG)
+
+# config/README.md's key reference, generated from the schemas (tests/test_config.py checks it is current)
+docs: setup
+	$(BIN)/python docs/config_reference.py
 
 # a mistyped CONFIG, or one Snakemake itself cannot load (nested thousands deep: its RecursionError traceback, before
 # the Snakefile runs): one line from depthlab's validator instead

@@ -800,7 +800,7 @@ def main(argv: list[str] | None = None) -> None:
         if ok:
             low = min(r["speedup"] for r in ok)
             print(
-                f"goal (issue 55): compiled >= 1.3x eager at the fractal depth-5 and Mori & Ueda default shapes: lowest "
+                f"goal: compiled >= 1.3x eager at the fractal depth-5 and Mori & Ueda default shapes: lowest "
                 f"x{low:.2f} -> {'adopt where the warm-up repays' if low >= 1.3 else 'keep eager'}"
             )
     if args.only_compiled:
@@ -863,7 +863,7 @@ def main(argv: list[str] | None = None) -> None:
         lowest_func = min(r["speedup_vs_torch_func"] for r in rows)
         peaks = ", ".join(format(r["batched_peak_fraction"], ".0%") for r in default)
         print(
-            f"goals (issue 40): trainer >= 1.0x the plain loop at every shape: lowest x{lowest_plain:.2f}; "
+            f"goals: trainer >= 1.0x the plain loop at every shape: lowest x{lowest_plain:.2f}; "
             f">= 85% of the matmul peak at the default shapes: {peaks}; no slower than torch.func: lowest x{lowest_func:.2f}"
         )
     if not args.skip_pipeline:

@@ -457,6 +457,22 @@ def test_config_readme_documents_every_key():
     assert not missing, f"config/README.md does not document: {missing}"
 
 
+def test_config_readme_key_reference_is_generated_from_the_schemas():
+    """config/README.md's key reference is what docs/config_reference.py makes of the schemas today, and the check
+    can fail: a reference edited by hand (or left behind by a schema change) is not current, and is regenerated."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("config_reference", ROOT / "docs" / "config_reference.py")
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    text = (ROOT / "config" / "README.md").read_text()
+    assert ref.render(text) == text, "config/README.md's key reference is stale: run make docs"
+    line = next(ln for ln in text.split(ref.BEGIN, 1)[1].splitlines() if ln.startswith("- `seed`"))
+    stale = text.replace(line, line + " (an old sentence)")
+    assert ref.render(stale) != stale and ref.render(stale) == text
+    assert ref.main(["--check"]) == 0
+
+
 def test_alias_bombs_and_self_reference_stop_while_loading_and_merge_keys_work(tmp_path):
     levels = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]'] + [
         f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)

@@ -55,16 +55,19 @@ def _submit(
     work: Path, env: dict, log: Path, config_path: Path, *config: str, wait: bool = True, extra: tuple[str, ...] = ()
 ) -> str:
     """Snakemake on the SLURM profile with the fake sbatch; stops once a job script was submitted (or Snakemake exits)."""
+    site = work / "site"  # the user's own profile, as README's SLURM section says: the site's partition, after ours
+    site.mkdir(exist_ok=True)
+    (site / "config.yaml").write_text("default-resources:\n  slurm_partition: debug\n  runtime: 30\n  mem_mb: 2000\n")
     cmd = [
         str(BIN / "snakemake"),
         "-s",
         str(ROOT / "Snakefile"),
         "--profile",
         str(ROOT / "workflow/profiles/slurm"),
+        "--profile",
+        str(site),
         "--workflow-profile",
         str(ROOT / "workflow/profiles/default"),
-        "--default-resources",
-        "slurm_partition=debug",
         *extra,
         "--configfile",
         str(config_path),
@@ -189,7 +192,7 @@ def test_store_jobs_go_to_slurm_in_few_submissions_that_ask_for_what_their_jobs_
     [packed] = seen[None]
     assert int(_arg(packed, "--mem")) == sum(mems), packed
     assert _arg(packed, "--cpus-per-task") == "2", packed
-    # the partition given with --default-resources on the command line (which replaces the profile's whole list) adds
+    # the partition of the user's own profile (whose default-resources replaces the tracked profile's whole list) adds
     # to what each job asks for: every submission still carries its jobs' own time and memory, and the partition
     for argv in seen["1"] + seen[None]:
         assert _arg(argv, "-p") == "debug" and int(_arg(argv, "-t")) > 0 and int(_arg(argv, "--mem")) > 0, argv
@@ -220,6 +223,19 @@ def test_device_auto_asks_a_cluster_for_a_gpu_only_when_the_run_declares_gpus(tm
         assert gpus[declared], out[-3000:]
     assert gpus[None] == [None] * len(gpus[None]), gpus
     assert "1" in gpus["1"], gpus
+
+
+def test_the_site_example_profile_keeps_the_tracked_profiles_defaults_and_the_tracked_one_names_no_site():
+    """A second --profile replaces the first one's default-resources whole: the example a user copies for their
+    partition and account keeps the tracked profile's runtime and memory, and the tracked profile holds no site's
+    partition or account (they belong in the user's own profile)."""
+    import yaml
+
+    tracked = yaml.safe_load((ROOT / "workflow/profiles/slurm/config.yaml").read_text())["default-resources"]
+    example = yaml.safe_load((ROOT / "workflow/profiles/site-example/config.yaml").read_text())["default-resources"]
+    assert not {"slurm_partition", "slurm_account"} & set(tracked), tracked
+    assert {k: example[k] for k in tracked} == tracked, (tracked, example)
+    assert {"slurm_partition", "slurm_account"} <= set(example), example
 
 
 def test_a_dry_run_of_the_default_config_on_the_slurm_profile_shows_at_most_100_submissions(tmp_path):

@@ -18,6 +18,13 @@ class RecordError(ValueError):
     """A path that is not a depthlab store with a readable provenance record; the message names the path."""
 
 
+class NoRecord(RecordError, KeyError):
+    """A zarr store with no depthlab record at all (a benchmark's scratch store): also a KeyError, as the attribute
+    lookup it stands for, so a reader that treats a record-less store as such catches it by either name."""
+
+    __str__ = ValueError.__str__  # KeyError's str() would quote the message
+
+
 def store_record(path: str | Path) -> dict[str, Any]:
     """The provenance record of the store at ``path``, read from its root ``zarr.json`` alone."""
     path = Path(path)
@@ -32,8 +39,10 @@ def store_record(path: str | Path) -> dict[str, Any]:
         raise RecordError(f"{path}: not a zarr store (no zarr.json)") from None
     except safeio.UnsafeFile as e:
         raise RecordError(f"{path}: unreadable store metadata: {e}") from None
-    except (KeyError, TypeError, AttributeError):
-        raise RecordError(f"{path}: a zarr store without a depthlab provenance record") from None
+    except KeyError:
+        raise NoRecord(f"{path}: a zarr store without a depthlab provenance record") from None
+    except (TypeError, AttributeError):
+        raise RecordError(f"{path}: its metadata holds no depthlab provenance record as text") from None
     except (OSError, ValueError) as e:
         raise RecordError(f"{path}: unreadable store metadata ({type(e).__name__}: {e})") from None
     if not isinstance(rec, dict):

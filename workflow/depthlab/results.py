@@ -494,7 +494,7 @@ def list_results(results: str | Path) -> str:
             continue
         try:
             rec = store_record(first)
-        except ResultsError:
+        except RecordError:
             continue
         src = rec.get("study_source") or {}
         where = f" (its code was in {src['folder']}, {src.get('version')})" if src.get("folder") else ""
@@ -511,7 +511,7 @@ def list_results(results: str | Path) -> str:
             rel = p.relative_to(root).as_posix()
             try:
                 rec = store_record(p)
-            except ResultsError as e:
+            except RecordError as e:
                 lines.append(f"  ! {e}")
                 continue
             records[rel] = rec.get("record_hash")
