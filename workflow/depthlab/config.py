@@ -511,18 +511,14 @@ def validate(config: Any, memory: bool = True, source: str | Path | None = None)
 
 def job_memory(config: dict) -> list[tuple[int, str, str]]:
     """(estimated peak bytes, job label, the config key of its largest part) of every store job of the config."""
-    from .studies import get_study
-    from .study import Ref
+    from .jobs import JobGraph
 
     out = []
-    for name in config["studies"]:
-        study = get_study(name)
-        for stage in study.store_stages():
-            for job in stage.spec.jobs(config):
-                parts = study.spec(config, stage.name, job).memory()
-                if parts:
-                    label = f"{name} {stage.name} {study.path(Ref(stage.name, job)).removesuffix('.zarr')}"
-                    out.append((sum(parts.values()), label, max(parts, key=parts.get)))
+    for node in JobGraph(config):
+        parts = node.spec.memory()
+        if parts:
+            label = f"{node.study} {node.stage} {node.path.split('/', 1)[1].removesuffix('.zarr')}"
+            out.append((sum(parts.values()), label, max(parts, key=parts.get)))
     return out
 
 

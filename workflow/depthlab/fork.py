@@ -321,8 +321,9 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
     ``.snakemake``, and has none for NEW's paths: so the fork, not Snakemake, must decide what NEW may reuse.)"""
     from . import provenance as prov
     from . import safeio
+    from .jobs import JobGraph
     from .records import store_record
-    from .study import ClaimsJob, FigureJob, Ref
+    from .study import ClaimsJob, FigureJob
     from .studies import get_study
 
     base, _ = results_of(base_arg)
@@ -368,13 +369,14 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
         except (OSError, ValueError, AttributeError):
             pass
     _write_record(new, {**record, "benchmarks": out.benchmarks})
-    for name in sorted(cfg["studies"]):
+    graph = JobGraph(cfg)
+    for name in graph.studies:
         study = get_study(name)
         taken: set[str] = set()
         for st in study.store_stages():
             code = prov.code_fingerprint(st.fingerprint_modules)
-            for job in study.jobs(cfg, st.name):
-                rel = Path(name) / study.path(Ref(st.name, job))
+            for node in graph.stage(name, st.name):
+                rel = Path(node.path)
                 src = base / rel
                 if not src.is_dir() or src.is_symlink():
                     continue
@@ -383,13 +385,13 @@ def fork(base_arg: str | Path, new_arg: str | Path) -> "Forked":
                 except Exception:  # an unreadable record: left to NEW's run
                     out.skipped += 1
                     continue
-                if not _same(rec, study.spec(cfg, st.name, job), code):
+                if not _same(rec, node.spec, code):
                     out.differ += 1
                     continue
                 if not _link_store(src, new / rel, out):
                     continue
                 _copy_beside(base, new, rel.with_suffix(""), out)
-                taken.add(study.path(Ref(st.name, job)))
+                taken.add(study.path(node.ref))
                 out.stores += 1
         fstage = study.kind_stage("figure")
         fcode = prov.code_fingerprint(fstage.fingerprint_modules)

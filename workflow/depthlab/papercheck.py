@@ -87,20 +87,26 @@ def choose(config: dict, machine_gib: float, max_minutes: float) -> list[Check]:
     """Per store stage, the job with the largest planned memory (then time) that fits this machine and
     ``max_minutes`` of planned time on one core; when the stage's largest does not, the row says what it needs."""
     from . import memory, plan
+    from .jobs import JobGraph
     from .studies import get_study
     from .study import Ref
 
     costs = plan.load_costs()
+    graph = JobGraph(config)
     out = []
     for name in config["studies"]:
         study = get_study(name)
         for st in study.store_stages():
             ranked = []
-            for job in st.spec.jobs(config):
-                spec = study.spec(config, st.name, job)
-                parts = spec.memory() or {}
+            for node in graph.stage(name, st.name):
+                parts = node.spec.memory() or {}
                 ranked.append(
-                    (sum(parts.values()) / memory.GIB, plan.job_seconds(spec, name, st.name, costs), job, parts)
+                    (
+                        sum(parts.values()) / memory.GIB,
+                        plan.job_seconds(node.spec, name, st.name, costs),
+                        node.job,
+                        parts,
+                    )
                 )
             if not ranked:
                 continue

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Callable
+from typing import Any
 
 from .config import DEVICES
 from .costs.model import (
@@ -36,34 +36,25 @@ def job_priority(spec: Any, study: str, stage: str, costs: dict[str, StageCost] 
 
 
 def chain_priorities(
-    config: dict, spec_of: Callable[[str, str, Any], Any] | None = None, costs: dict[str, StageCost] | None = None
+    config: dict, graph: Any = None, costs: dict[str, StageCost] | None = None
 ) -> dict[tuple[str, Any], int]:
     """The scheduler priority of every store job, keyed ``(study, Ref(stage, job))``: its predicted one-core seconds
     plus the largest priority among the store jobs that read its output (the longest predicted chain that starts with
     it).  Of the jobs ready to run, those that head the longest chains start first, so a long job neither starts last
     and runs alone while the other cores idle (in the default run of 94ba28c a wide fractal net ran alone for the last
-    25 minutes) nor waits behind short jobs for the few seconds of data set it needs.  ``spec_of(study, stage, job)``
-    builds a job's spec (default: the study's own)."""
-    from .study import Ref
-    from .studies import get_study
+    25 minutes) nor waits behind short jobs for the few seconds of data set it needs.  ``graph``: the config's
+    :class:`depthlab.jobs.JobGraph` (default: a new one)."""
+    from .jobs import JobGraph
 
+    graph = JobGraph(config) if graph is None else graph
     costs = shipped_costs() if costs is None else costs
-    own: dict[tuple[str, Any], int] = {}
-    readers: dict[tuple[str, Any], list[tuple[str, Any]]] = {}
-    for name in sorted(config["studies"]):
-        study = get_study(name)
-        for st in study.store_stages():
-            for job in study.jobs(config, st.name):
-                spec = spec_of(name, st.name, job) if spec_of is not None else study.spec(config, st.name, job)
-                key = (name, Ref(st.name, job))
-                own[key] = job_priority(spec, name, st.name, costs)
-                for ref in spec.inputs().values():
-                    readers.setdefault((name, ref), []).append(key)
+    own = {n.key: job_priority(n.spec, n.study, n.stage, costs) for n in graph}
     total: dict[tuple[str, Any], int] = {}
 
     def chain(key: tuple[str, Any]) -> int:
         if key not in total:
-            total[key] = own[key] + max((chain(r) for r in readers.get(key, ()) if r in own), default=0)
+            node = graph.node(*key)
+            total[key] = own[key] + max((chain(r.key) for r in graph.readers(node) if r.key in own), default=0)
         return total[key]
 
     for key in own:

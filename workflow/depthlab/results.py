@@ -139,9 +139,9 @@ def find(
             if study not in cfg.get("studies", {}):
                 want = {}
             else:
-                from .study import Ref
+                from .jobs import JobGraph
 
-                want = {f"{study}/{st_study.path(Ref(stage, j))}": j for j in st_study.jobs(cfg, stage)}
+                want = {n.path: n.job for n in JobGraph(cfg).stage(study, stage)}
             have = {f.rel for f in found}
             missing, extra = sorted(set(want) - have), sorted(have - set(want))
             where = "the config given" if config is not None else f"{root / 'config.used.yaml'}"

@@ -12,6 +12,7 @@ import depthlab.config as dlc
 import depthlab.plan as dlplan
 import depthlab.provenance as dlp
 import depthlab.session as dls
+from depthlab.jobs import JobGraph
 from depthlab.studies import get_study
 from depthlab.study import ClaimsJob, FigureJob, Ref
 
@@ -69,9 +70,16 @@ def _named(fn, name):
     return fn
 
 
+# The config's job graph (depthlab.jobs): every store job's spec, path and inputs, each spec built once however many
+# input, params and resource functions ask.
+GRAPH = JobGraph(config)
+
+
 @functools.lru_cache(maxsize=None)
 def _spec(study, stage, job):
-    """The typed spec of one job (built once per job, however many input and params functions ask)."""
+    """The typed spec of one job: a store job's from the graph; a figure's or claims job's built once."""
+    if get_study(study).stage(stage).kind == "store":
+        return GRAPH.spec(study, stage, job)
     return get_study(study).spec(config, stage, job)
 
 
@@ -118,19 +126,12 @@ def lineage(study, refs):
     """Every store the stores ``refs`` read, directly or not, and themselves (paths): a target list naming them makes
     Snakemake rebuild a store deleted by hand (or lost to a kill) even while the figures downstream of it exist, and then
     everything downstream (their inputs were updated)."""
-    out, todo = {}, list(refs)
-    while todo:
-        ref = todo.pop()
-        path = _path(study, ref)
-        if path not in out:
-            out[path] = ref
-            todo += list(_spec(study, ref.stage, ref.job).inputs().values())
-    return sorted(out)
+    return sorted(f"{R}/{p}" for p in GRAPH.lineage(study, refs))
 
 
 def study_stores(study):
     st = get_study(study)
-    return lineage(study, [Ref(s.name, j) for s in st.store_stages() for j in st.jobs(config, s.name)])
+    return lineage(study, [n.ref for s in st.store_stages() for n in GRAPH.stage(study, s.name)])
 
 
 def figure_targets(study, figure):
@@ -240,7 +241,7 @@ def resource_of(study, stage, name):
 
 @functools.lru_cache(maxsize=1)
 def _priorities():
-    return dlplan.chain_priorities(config, spec_of=_spec)
+    return dlplan.chain_priorities(config, graph=GRAPH)
 
 
 def priority_of(study, stage):

@@ -78,9 +78,10 @@ def plan(
     calibration's: depthlab.probe) and the GPU column (``throughput``: the GPU throughput model's file; default the
     package's, see gpumodel.load)."""
     from ..config import device_of
-    from ..study import Ref
+    from ..jobs import JobGraph
     from ..studies import get_study
 
+    graph = JobGraph(config)
     costs = load_costs() if costs is None else costs
     gpu_costs = gpu_calibration()[0] if gpu_costs is None else gpu_costs
     fallback = fallback_rate(costs)
@@ -93,8 +94,9 @@ def plan(
             key = f"{name}/{st.name}"
             cost = stage_cost(costs, key)
             if st.kind == "store":
-                specs = [study.spec(config, st.name, j) for j in study.jobs(config, st.name)]
-                there = [(root / name / study.path(Ref(st.name, s.job))).exists() for s in specs]
+                nodes = graph.stage(name, st.name)
+                specs = [n.spec for n in nodes]
+                there = [(root / n.path).exists() for n in nodes]
             else:
                 n = len(study.figures(config)) if st.kind == "figure" else 1
                 specs, there = (
