@@ -107,9 +107,13 @@ def _lines(label: str, node: dict, required: bool, defs: dict, indent: int) -> l
 
 def reference() -> str:
     """The generated part: the top level, then one section per study the registry finds."""
+    import depthlab.studies
     from depthlab.config import load_schema
-    from depthlab.studies import get_study, names
+    from depthlab.studies import get_study
 
+    shipped = Path(depthlab.studies.__file__).resolve().parent
+    # the shipped studies only: a study on $DEPTHLAB_STUDY_PATH documents itself in its own folder
+    studies = [s for s in depthlab.studies.names() if get_study(s).folder.resolve().parent == shipped]
     top = load_schema("config")
     parts = ["## Keys", "", "### Top level", ""]
     defs = top.get("$defs", {})
@@ -118,14 +122,14 @@ def reference() -> str:
         if k == "studies":
             parts.append(
                 f"- `studies` (required) — {' '.join(v['description'].split())} Sections: "
-                + ", ".join(f"`{s}`" for s in names())
+                + ", ".join(f"`{s}`" for s in studies)
                 + " (below)."
             )
             continue
         if k == "device_by_study":
             v = {key: val for key, val in v.items() if key != "properties"}
         parts += _lines(f"`{k}`", v, k in req, defs, 0)
-    for s in names():
+    for s in studies:
         schema = load_schema(s)
         defs = schema.get("$defs", {})
         parts += [
