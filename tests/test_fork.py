@@ -299,7 +299,9 @@ def test_fork_set_writes_new_as_base_with_the_change_and_refuses_bad_keys_before
     nothing written."""
     from depthlab import config as dlc
 
-    base = smoke_run.results
+    # NEW lands beside BASE: fork a copy, so that nothing is written into the shared smoke run's folder while other
+    # workers copy or read it (a copy that met NEW's temporary stores there failed)
+    base = smoke_run.copy(tmp_path / "w").results
     new_cfg = tmp_path / f"forkset-{tmp_path.name}.yaml"
     fig2 = smoke_run.config["studies"]["mori_ueda"]["figures"]["fig2"]
     depths = sorted(set(fig2["depths"]) | {max(fig2["depths"]) + 1})
