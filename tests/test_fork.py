@@ -125,7 +125,7 @@ def test_a_changed_knob_leaves_its_stores_to_the_new_run_and_fork_refuses_a_busy
 
 def _stores_of(root):
     """store path -> {file relative to the store: inode} of every store below ``root``."""
-    from depthlab.results import stores_below
+    from depthlab.records import stores_below
 
     return {
         str(s.relative_to(root)): {str(f.relative_to(s)): f.stat().st_ino for f in s.rglob("*") if f.is_file()}
@@ -189,7 +189,7 @@ def test_a_fork_copies_small_files_makes_linked_chunks_read_only_and_refuses_a_s
     without that chunk yet counted as taken; the fork's copies of the base's benchmark files were measured again by
     plan --calibrate / --check."""
     from depthlab import plan
-    from depthlab.results import stores_below
+    from depthlab.records import stores_below
 
     base = tmp_path / "base"
     shutil.copytree(smoke_run.results, base, copy_function=os.link)  # the shared run's inodes, this test's folder

@@ -66,16 +66,8 @@ class JobGraph:
         """Every job of one store stage, in the order its spec lists them."""
         key = (study, stage)
         if key not in self._stages:
-            st = self._study(study)
-            nodes = []
-            for job in st.stage(stage).spec.jobs(self.config):
-                ref = Ref(stage, job)
-                node = self._nodes.get((study, ref))
-                if node is None:
-                    node = Node(study, stage, job, st.spec(self.config, stage, job), f"{study}/{st.path(ref)}")
-                    self._nodes[(study, ref)] = node
-                nodes.append(node)
-            self._stages[key] = nodes
+            jobs = self._study(study).stage(stage).spec.jobs(self.config)
+            self._stages[key] = [self.node(study, Ref(stage, job)) for job in jobs]
         return self._stages[key]
 
     def spec(self, study: str, stage: str, job: Any) -> Spec:

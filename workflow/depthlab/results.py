@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import safeio
-from .records import RECORD_ATTR, RecordError, store_record, stores_below  # noqa: F401  (re-exported)
+from .records import RECORD_ATTR, RecordError, store_record, stores_below
 
 
 class ResultsError(RecordError):

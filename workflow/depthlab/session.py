@@ -52,8 +52,9 @@ def at_parse(workflow, config: dict, results: str) -> None:
         return
     if workflow.subprocess_exec:
         return
+    dry = dry_run(workflow)
     lock.start_run()
-    if not dry_run(workflow) and lock.killed_before() and lock.try_acquire(results):
+    if not dry and lock.killed_before() and lock.try_acquire(results):
         # a restart after a kill: the lock file now names this run, so a job of the killed run that starts from now on
         # does nothing; those still queued are cancelled, those running waited for, and the stores they finished kept
         lock.settle_orphans(say=log.warning, results=results)
@@ -61,7 +62,7 @@ def at_parse(workflow, config: dict, results: str) -> None:
             log.info(
                 f"depthlab: {store} was finished by a job of the killed run after its Snakemake died: its job will keep it"
             )
-    if dry_run(workflow):
+    if dry:
         import depthlab.folder as folder
 
         try:
