@@ -28,3 +28,21 @@ def test_the_linter_finds_an_undefined_name_and_an_unformatted_file(tmp_path):
     assert lint.returncode == 1 and "F821" in lint.stdout, lint.stdout + lint.stderr
     fmt = ruff("format", "--no-cache", "--check", "bad.py", cwd=tmp_path)
     assert fmt.returncode == 1 and "bad.py" in fmt.stdout + fmt.stderr
+
+
+MAX_MODULE_LINES = 600  # a module past this does several jobs: split it by job (the cost model is a package for it)
+
+
+def long_modules(root: Path, limit: int = MAX_MODULE_LINES) -> list[str]:
+    return sorted(
+        f"{p.relative_to(root)}: {n} lines"
+        for p in root.rglob("*.py")
+        if "__pycache__" not in p.parts and (n := len(p.read_text().splitlines())) > limit
+    )
+
+
+def test_no_module_of_the_package_is_over_600_lines(tmp_path):
+    assert long_modules(ROOT / "workflow" / "depthlab") == []
+    (tmp_path / "big.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    (tmp_path / "ok.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    assert long_modules(tmp_path) == [f"big.py: {MAX_MODULE_LINES + 1} lines"]

@@ -1,31 +1,29 @@
 """Learning-rate choice by K-fold cross-validation and Bayesian optimisation (Mori & Ueda, Sec. 2.3).
 
-The paper used Nogueira's ``bayesian-optimization`` package; so do we.  The
-search runs over u = log10(lr).  Each round asks the optimiser for several
-candidates (constant-liar batching), and candidates x folds train as one batch
-in :func:`depthlab.core.grid.train_grid` (the folds as its seeds).  The score maximised is
-``-log10(mean validation error over folds)``; a diverged fold counts as the
-``diverged_error`` (a fixed bad value), never as NaN.
+The paper used Nogueira's ``bayesian-optimization`` package; so do we. The search runs over u = log10(lr). Each round
+asks the optimiser for several candidates (constant-liar batching), and candidates x folds train as one batch in
+:func:`depthlab.core.grid.train_grid` (the folds as its seeds). The score maximised is ``-log10(mean validation error
+over folds)``; a diverged fold counts as the ``diverged_error`` (a fixed bad value), never as NaN.
 
-``use_folds`` < K trains only the first folds: ``folds = 5, use_folds = 1`` is a
-single 80/20 validation split.
+``use_folds`` < K trains only the first folds: ``folds = 5, use_folds = 1`` is a single 80/20 validation split.
 
 Successive halving (``halving_eta`` > 1; Jamieson & Talwalkar 2016, the rungs of Hyperband, Li et al. 2018): a round's
 candidates x folds train as one batch up to a first rung (``max_epochs / eta^R`` epochs, R = ``halving_rungs``), where
 each candidate's mean validation error over its folds ranks it; the best ceil(n / eta) go on to the next rung, the
-others leave the batch (stop reason ``pruned``, their error at the rung recorded and fed to the optimiser as it is);
-at the last rung the survivors train to the budget.  Only a candidate trained to the end of its budget (or stopped by
-its own rule before) can be chosen.  The trainer retires pruned models from its stack, so they cost nothing after their
-rung (:func:`depthlab.core.trainer.train`'s ``prune``).
+others leave the batch (stop reason ``pruned``, their error at the rung recorded and fed to the optimiser as it is); at
+the last rung the survivors train to the budget. Only a candidate trained to the end of its budget (or stopped by its
+own rule before) can be chosen. The trainer retires pruned models from its stack, so they cost nothing after their rung
+(:func:`depthlab.core.trainer.train`'s ``prune``).
 
-``max_candidates``: a round with more candidates than one stack holds (Fig. 1's P = 1e8 nets, 5 candidates x
-10 folds, planned 80.8 GiB) trains in parts of at most that many candidates, one after another, each part halved on
-its own; the folds of a candidate always share its stack.
+``max_candidates``: a round with more candidates than one stack holds (Fig. 1's P = 1e8 nets, 5 candidates x 10 folds,
+planned 80.8 GiB) trains in parts of at most that many candidates, one after another, each part halved on its own; the
+folds of a candidate always share its stack.
 
-The chosen rate is the evaluated one with the lowest mean validation error among those where no fold diverged (and
-none was pruned) (:func:`depthlab.core.edges.choose`; a pruned rate counts as tried, so it can make a choice inside).  When it is the smallest or the largest rate evaluated, the search grows: one
-round of ``candidates_per_round`` rates spread evenly over the next decade beyond it (inside ``log10_lr_limits``), at
-most ``grow_rounds`` times; a choice still at an edge after that is *flagged*.
+The chosen rate is the evaluated one with the lowest mean validation error among those where no fold diverged (and none
+was pruned) (:func:`depthlab.core.edges.choose`; a pruned rate counts as tried, so it can make a choice inside). When it
+is the smallest or the largest rate evaluated, the search grows: one round of ``candidates_per_round`` rates spread
+evenly over the next decade beyond it (inside ``log10_lr_limits``), at most ``grow_rounds`` times; a choice still at an
+edge after that is *flagged*.
 """
 
 from __future__ import annotations
@@ -87,10 +85,8 @@ class SearchCheckpoint(Checkpoint, Protocol):
 
 
 def fold_indices(n: int, folds: int, fold_seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Split rows 0..n-1 into K folds of equal size n // K (the remainder always trains).
-
-    Returns (train_idx [K, n - n//K], val_idx [K, n//K], fold_of [n]).
-    """
+    """Split rows 0..n-1 into K folds of equal size n // K (the remainder always trains): (train_idx [K, n - n//K],
+    val_idx [K, n//K], fold_of [n])."""
     if folds < 2 or folds > n:
         raise ValueError(f"folds must be in [2, n = {n}], got {folds}")
     perm = rng(fold_seed, "folds").permutation(n)
@@ -412,10 +408,9 @@ def _screened(
 def propose(opt, seen: np.ndarray, q: int, lo: float, hi: float) -> np.ndarray:
     """q new log10(lr) candidates from the optimiser, none closer than (hi - lo)/64 to a seen or pending one.
 
-    Runs are deterministic for a given lr, so re-proposing an evaluated lr (which UCB
-    does once the GP is confident) would waste a whole batch: such a proposal is
-    replaced by the middle of the widest gap between seen and pending candidates.
-    """
+    Runs are deterministic for a given lr, so re-proposing an evaluated lr (which UCB does once the GP is confident)
+    would waste a whole batch: such a proposal is replaced by the middle of the widest gap between seen and pending
+    candidates."""
     sep = (hi - lo) / 64
     out: list[float] = []
     for _ in range(q):
@@ -447,9 +442,8 @@ def _optimiser(search: SearchSettings, r: int, history_u: np.ndarray, history_sc
         verbose=0,
         allow_duplicate_points=True,
     )
-    # Bound the GP length scale (in decades of lr): with the package's default bounds the
-    # marginal likelihood on a handful of points picks length_scale -> 1e-5, a flat GP,
-    # and every proposal lands back on an evaluated point.
+    # Bound the GP length scale (in decades of lr): with the package's default bounds the marginal likelihood on a
+    # handful of points picks length_scale -> 1e-5, a flat GP, and every proposal lands back on an evaluated point.
     opt.set_gp_params(kernel=Matern(nu=2.5, length_scale=span / 4, length_scale_bounds=(span / 20, 10 * span)))
     for u, sc in zip(history_u, history_score):
         opt.register(params={"log10_lr": float(u)}, target=float(sc))
@@ -468,9 +462,8 @@ def search_lr(
 ) -> SearchResult:
     """Cross-validated Bayesian optimisation of log10(lr) for nets of layer sizes ``sizes``.  x: [N, d], y: [N].
 
-    ``checkpoint``: finished rounds are saved there and the running round's
-    training in ``checkpoint.child("round<r>")``; a rerun resumes and gives the same result.
-    """
+    ``checkpoint``: finished rounds are saved there and the running round's training in
+    ``checkpoint.child("round<r>")``; a rerun resumes and gives the same result."""
     say = progress or log.info
     lo, hi = search.log10_lr_bounds
     if not lo < hi:
