@@ -450,7 +450,7 @@ def test_r4_flow_regime_is_checked_at_the_larger_rates_records_not_on_a_line_acr
     curve was interpolated at the smaller rate's records: a straight line from nMSE 480 at step 0 to 1 at its first
     check is no curve of either rate.  Curves that agree in flow time, however steep their first fall, are in the
     regime; curves that do not agree still are not."""
-    from depthlab.studies.separation.claims import flow_rates, symmetrisation_claims
+    from depthlab.studies.separation.claim_learner import flow_rates, symmetrisation_claims
 
     steep = {
         lr: [480.0 * np.exp(-lr * 25 * i / 0.5) + 0.5 * np.exp(-lr * 25 * i / 40.0) + 0.05 for i in range(40)]

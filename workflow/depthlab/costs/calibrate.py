@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import outputs, safeio
-from .model import StageCost, plausible_seconds, calls_of, gpu_calibration
+from .model import StageCost, calls_of, gpu_calibration, plausible_seconds, shape_seconds
 
 
 def stores_with_records(results: Path):
@@ -59,7 +59,8 @@ def _trained(path: Path, spec: Any) -> float | None:
 
 
 def measurements(results: str | Path, devices: set[str] | None = None) -> dict[str, list[tuple]]:
-    """{'study/stage': [(work, seconds, trained share or None, calls), ...]} from a finished run's stores and benchmark files;
+    """{'study/stage': [(work, seconds, trained share or None, calls, shape seconds or None), ...]} from a finished run's
+    stores and benchmark files (shape seconds: :func:`depthlab.costs.model.shape_seconds` of the job's whole budget);
     the devices the stores record are added to ``devices`` when given."""
     from ..studies import get_study
 
@@ -82,7 +83,7 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
         if devices is not None:
             devices.add(str(rec.get("device", "unknown")))
         out.setdefault(f"{rec['study']}/{rec['stage']}", []).append(
-            (spec.work(), secs, _trained(results / rel, spec), calls_of(spec))
+            (spec.work(), secs, _trained(results / rel, spec), calls_of(spec), shape_seconds(spec))
         )
     for kind in ("figures", "claims"):
         for tsv in results.glob(f"benchmarks/*/{kind}/*.tsv" if kind == "figures" else "benchmarks/*/claims.tsv"):
@@ -91,7 +92,8 @@ def measurements(results: str | Path, devices: set[str] | None = None) -> dict[s
             secs = tsv_seconds(tsv)
             if secs is not None:
                 work = figure_input_seconds(results, tsv) if kind == "figures" else 0.0
-                out.setdefault(f"*/{'figure' if kind == 'figures' else 'claims'}", []).append((work, secs, None, 0.0))
+                key = f"*/{'figure' if kind == 'figures' else 'claims'}"
+                out.setdefault(key, []).append((work, secs, None, 0.0, None))
     return out
 
 
@@ -118,6 +120,20 @@ START_UP_PROBE_S = 0.066
 
 
 def fit(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_UP_FLOOR_S) -> StageCost:
+    """:func:`fit_line`, and where every job has shape seconds (a training stage: the CPU throughput model's seconds of
+    its whole budget, :mod:`depthlab.costs.shapes`) the stage's ``shape_factor``: the seconds its jobs took beyond the
+    start-up over ``fraction`` x their shape seconds, so that priced by shape the stage's predicted total is its
+    measured total too (the ratio of totals: the quasi-Poisson fit of a one-constant proportional model)."""
+    line = fit_line(points, cap, floor)
+    shaped = [p[4] if len(p) > 4 else None for p in points]
+    if not points or any(x is None or x <= 0 for x in shaped):
+        return line
+    busy = sum(max(0.0, float(p[1]) - line.overhead_s) for p in points)
+    line.shape_factor = min(1e6, max(1e-6, busy / (line.fraction * sum(shaped)))) if busy > 0 else 1e-6
+    return line
+
+
+def fit_line(points: list[tuple], cap: float = START_UP_CAP_S, floor: float = START_UP_FLOOR_S) -> StageCost:
     """overhead + call_fraction x calls x call_s + fraction x work / rate, fitted so that a stage's predicted total is
     unbiased.
 
@@ -288,7 +304,8 @@ def calibrate(results: list[str | Path], out: str | Path | None = None) -> dict[
             if cuda
             else "one CPU core per job (the default profile)"
         )
-        + "; seconds = overhead_s + call_fraction x calls x call_s + fraction x work / rate"
+        + "; seconds = overhead_s + call_fraction x calls x call_s + fraction x work / rate, or for a stage with a"
+        " shape_factor overhead_s + fraction x shape_factor x the CPU throughput model's seconds (costs.shapes)"
         + f"; the start-up's cap and floors scaled by this probe over {START_UP_PROBE_S} s: x{scale:.2f}",
         "device": cuda[0] if cuda else "cpu",
         "stages": stages,
@@ -353,7 +370,7 @@ def gpu_points(results: str | Path, gpu_costs: dict[str, StageCost] | None = Non
 def measure(results: str | Path) -> dict[str, Any]:
     """A run's timings, as ``--measure`` prints them and ``--calibrate`` reads them back: the devices its stores
     record, its speed probe (``probe_s``, null when it took none) and {'study/stage': [[work, seconds, trained share or
-    null, calls], ...]}."""
+    null, calls, shape seconds or null], ...]}."""
     from .. import probe
 
     devices: set[str] = set()
@@ -385,6 +402,8 @@ def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[t
         raise SystemExit(f"error: {source}: every trained share must be null or a finite number >= 0")
     if any(not (math.isfinite(row[3]) and row[3] >= 0) for v in out.values() for row in v):
         raise SystemExit(f"error: {source}: every calls value must be a finite number >= 0")
+    if any(row[4] is not None and not (math.isfinite(row[4]) and row[4] > 0) for v in out.values() for row in v):
+        raise SystemExit(f"error: {source}: every shape seconds value must be null or a finite number > 0")
     for v in out.values():
         for row in v:
             plausible_seconds(row[1], str(source))
@@ -393,16 +412,47 @@ def read_measurements(source: str | Path, devices: set[str]) -> dict[str, list[t
 
 def _measured_row(row: Any) -> tuple:
     """One job of a ``--measure`` file: [work, seconds] (files before the trained share), [work, seconds, trained
-    share or null] (before its per-step term: no calls, 0) or [work, seconds, trained share or null, calls]."""
-    if not isinstance(row, (list, tuple)) or len(row) not in (2, 3, 4):
+    share or null] (before its per-step term: no calls, 0), [work, seconds, trained share or null, calls] (before the
+    shape model: no shape seconds) or [work, seconds, trained share or null, calls, shape seconds or null]."""
+    if not isinstance(row, (list, tuple)) or len(row) not in (2, 3, 4, 5):
         raise ValueError(
-            f"a job is [work, seconds], [work, seconds, trained share] or [work, seconds, trained share, "
-            f"calls], not {row!r}"
+            f"a job is [work, seconds], [work, seconds, trained share], [work, seconds, trained share, calls] or "
+            f"[work, seconds, trained share, calls, shape seconds], not {row!r}"
         )
     share = row[2] if len(row) >= 3 else None
+    shaped = row[4] if len(row) == 5 else None
     return (
         float(row[0]),
         float(row[1]),
         None if share is None else float(share),
-        float(row[3]) if len(row) == 4 else 0.0,
+        float(row[3]) if len(row) >= 4 else 0.0,
+        None if shaped is None else float(shaped),
     )
+
+
+def shape_factors_from_line(costs: dict[str, StageCost], configs: list[dict], cpu: Any = "shipped") -> dict[str, float]:
+    """Each training stage's ``shape_factor`` from a line calibration, without its run's timings: the line fit's
+    seconds beyond the start-up over ``fraction`` x the shape seconds, summed over the jobs of ``configs`` (those the
+    calibration timed).  The line fit's predicted stage total is its measured total in sample (:func:`fit_line`), so
+    on the calibration's own jobs this is the factor :func:`fit` would give them.  Stages the line did not calibrate,
+    or with a job of no shape, get none."""
+    from ..jobs import JobGraph
+    from .model import predict, stage_cost
+
+    busy: dict[str, float] = {}
+    shaped: dict[str, float] = {}
+    skip: set[str] = set()
+    for config in configs:
+        for node in JobGraph(config):
+            key = f"{node.study}/{node.stage}"
+            cost = stage_cost(costs, key)
+            if key not in costs or not cost.calibrated or key in skip:
+                continue
+            sh = shape_seconds(node.spec, cpu)
+            if sh is None or sh <= 0:
+                skip.add(key)
+                continue
+            line = predict(cost, node.spec.work(), None, calls_of(node.spec)) - cost.overhead_s
+            busy[key] = busy.get(key, 0.0) + line
+            shaped[key] = shaped.get(key, 0.0) + cost.fraction * sh
+    return {k: busy[k] / shaped[k] for k in busy if k not in skip and shaped[k] > 0 and busy[k] > 0}

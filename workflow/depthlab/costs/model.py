@@ -4,7 +4,10 @@
 
 ``work()`` is each spec's element-operation count from its shapes, ``calls()`` the framework calls of its training
 loop; the constants per stage are fitted by :mod:`depthlab.costs.calibrate` and shipped as the package's
-``costs.json`` (CPU) and ``costs_gpu.json`` (GPU).  Every file read here is untrusted: :func:`validate_costs` refuses a
+``costs.json`` (CPU) and ``costs_gpu.json`` (GPU).  A CPU stage whose calibration has a ``shape_factor`` prices its
+training by shape instead (:mod:`depthlab.costs.shapes`, one core's cost of a model-epoch at the stack's shapes):
+
+    seconds(job) = overhead(stage) + fraction(stage) x shape_factor(stage) x model_epochs(job) x t(shape(job))  Every file read here is untrusted: :func:`validate_costs` refuses a
 value off its schema in one line naming the key.
 """
 
@@ -36,6 +39,10 @@ class StageCost:
     )
     call_s: float = 0.0  # seconds per framework call of a training loop (calls_of): what a small net's step costs
     call_fraction: float = 1.0  # ... and the share of its planned calls its jobs really made (the calls-weighted share)
+    # A stage priced by shape (costs.shapes): its jobs' measured seconds beyond the start-up over the model's seconds of
+    # the epochs they trained (the fraction of their budgets).  It absorbs what the timed step leaves out: the checks,
+    # the test predictions, and for the rate search (which records no trained share) how early its nets stop.
+    shape_factor: float | None = None
 
     def beyond(self, work: float) -> bool:
         """Whether a job of ``work`` lies beyond the sizes this calibration timed (over 10x the largest): there its
@@ -90,6 +97,7 @@ COST_FIELDS = {  # StageCost's fields: (kind, lower bound, upper bound) of a val
     "fraction": ("num", 0.0, 100.0),
     "call_s": ("num", 0.0, 1e3),
     "call_fraction": ("num", 0.0, 100.0),
+    "shape_factor": ("rate", 1e-6, 1e6),
 }  # a share of the planned calls: above 1 when a
 # stage's jobs make more calls than planned (the CNNs' stacks: 2.0 in a smoke calibration)
 
@@ -190,9 +198,42 @@ def calls_of(spec: Any) -> float:
     return float(f()) if callable(f) else 0.0
 
 
-def spec_seconds(cost: StageCost, spec: Any, fallback: float | None = None) -> float:
-    """:func:`predict` for one job's spec: its work and its calls."""
+def spec_seconds(cost: StageCost, spec: Any, fallback: float | None = None, cpu: Any = "shipped") -> float:
+    """One job's seconds: by its stack's shapes where its stage has a ``shape_factor`` and its spec a stack shape
+    (``cpu``: the CPU throughput model, :func:`shipped_cpu_model` by default; None: the line fit alone), else
+    :func:`predict` on its work and its calls."""
+    if cost.shape_factor is not None:
+        shaped = shape_seconds(spec, cpu)
+        if shaped is not None:
+            return cost.overhead_s + cost.fraction * cost.shape_factor * shaped
     return predict(cost, spec.work(), fallback, calls_of(spec))
+
+
+def shape_seconds(spec: Any, cpu: Any = "shipped") -> float | None:
+    """The CPU throughput model's seconds of a job's whole budget of model-epochs (None: no stack shape, or no
+    model): the regressor a stage's ``shape_factor`` multiplies."""
+    from . import shapes
+
+    model = shipped_cpu_model() if cpu == "shipped" else cpu
+    at = shapes.spec_shape(spec) if model is not None else None
+    return None if at is None else at[1] * model.model_epoch_s(at[0])
+
+
+def point_seconds(cost: StageCost, point: tuple, fallback: float | None = None) -> float:
+    """A measured job's predicted seconds from its measurement row (work, seconds, share, calls[, shape seconds])."""
+    shaped = point[4] if len(point) > 4 else None
+    if cost.shape_factor is not None and shaped is not None:
+        return cost.overhead_s + cost.fraction * cost.shape_factor * shaped
+    return predict(cost, point[0], fallback, point[3] if len(point) > 3 else 0.0)
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_cpu_model() -> Any:
+    """The CPU throughput model fitted to the package's timed steps (``cpu_points.json``), in seconds of the machine
+    the shipped CPU calibration was measured on (its probe); None when the points are missing."""
+    from . import shapes
+
+    return shapes.load(shapes.POINTS, to_probe=calibration_probe(COSTS))
 
 
 @functools.lru_cache(maxsize=1)

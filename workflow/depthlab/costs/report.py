@@ -20,7 +20,9 @@ from .model import (
     fallback_rate,
     gpu_calibration,
     load_costs,
+    point_seconds,
     predict,
+    spec_seconds,
     stage_cost,
 )
 
@@ -111,7 +113,10 @@ def plan(
                 else [s.work() if s is not None else 0.0 for s in specs]
             )
             calls = [calls_of(s) if s is not None else 0.0 for s in specs]
-            secs = [speed * predict(cost, w, fallback, n) for w, n in zip(works, calls)]
+            secs = [
+                speed * (spec_seconds(cost, s, fallback) if s is not None else predict(cost, w, fallback, n))
+                for s, w, n in zip(specs, works, calls)
+            ]
             modelled = not cost.calibrated or (cost.rate is None and any(cost.beyond(w) for w in works))
             peak = max((sum(s.memory().values()) for s in specs if s is not None), default=0)
             row = Row(
@@ -302,7 +307,7 @@ def check(results: str | Path, costs: dict[str, StageCost] | None = None, speed:
             Check(
                 key,
                 len(pts),
-                speed * sum(predict(c, p[0], fallback, p[3]) for p in pts),
+                speed * sum(point_seconds(c, p, fallback) for p in pts),
                 sum(p[1] for p in pts),
                 c.fraction if c.rate else 1.0,
                 sum(w * f for w, f in known) / budget if known and budget > 0 else None,
