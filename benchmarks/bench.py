@@ -559,7 +559,7 @@ def pipeline_overhead(config: str = "config/config.yaml") -> dict:
         [
             sys.executable,
             "-c",
-            "import sys; sys.path.insert(0, 'workflow'); import depthlab.cli, depthlab.studies.mori_ueda.training",
+            "import sys; sys.path.insert(0, 'workflow'); import depthlab.cli, depthlab.studies.mori_ueda.train",
         ],
         check=True,
         env=tool_env(),

@@ -185,7 +185,7 @@ def _fastest_window(step, seconds: float, least: int = WINDOWS) -> tuple[float, 
 
 def time_learner_step(d: int, m: int, m2: int, M: int, n: int, seconds: float) -> tuple[float, int]:
     """Seconds of one full-batch mean-field step of the RZG23 learner (its own ``net_step``), M models of m neurons."""
-    from depthlab.studies.separation import learner as L
+    from depthlab.studies.separation import meanfield as L
 
     g = torch.Generator().manual_seed(0)
     X = torch.randn(n, d, generator=g)

@@ -93,7 +93,7 @@ def _run(args: tuple) -> dict:
     from depthlab.core.device import set_threads
     from depthlab.studies import get_study
     from depthlab.studies.mori_ueda.data import make_data
-    from depthlab.studies.mori_ueda.search import run_lrsearch
+    from depthlab.studies.mori_ueda.lrsearch import run_lrsearch
     from depthlab.studies.mori_ueda.specs import DataJob, DataSpec, LrSearchSpec
     from depthlab.study import Ref
 

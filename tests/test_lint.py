@@ -41,15 +41,8 @@ def long_modules(root: Path, limit: int = MAX_MODULE_LINES) -> list[str]:
     )
 
 
-# Still over, and why they wait: a study's specs.py is in the code fingerprint of every store job of that study, so
-# splitting it reruns them all; it goes with the settings' move into the core's own frozen settings, before a clean
-# default run.  The claims modules' split reruns only the claims jobs.
-OVER_LIMIT = {"studies/mori_ueda/specs.py", "studies/separation/specs.py"}
-
-
 def test_no_module_of_the_package_is_over_600_lines(tmp_path):
-    over = {line.split(":")[0] for line in long_modules(ROOT / "workflow" / "depthlab")}
-    assert over <= OVER_LIMIT, f"over {MAX_MODULE_LINES} lines: {sorted(over - OVER_LIMIT)}"
+    assert long_modules(ROOT / "workflow" / "depthlab") == []
     (tmp_path / "big.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
     (tmp_path / "ok.py").write_text("x = 1\n" * MAX_MODULE_LINES)
     assert long_modules(tmp_path) == [f"big.py: {MAX_MODULE_LINES + 1} lines"]

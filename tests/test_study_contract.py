@@ -3,9 +3,8 @@ what the workflow, the plan, the audit and the report rely on a study folder to 
 fails here, naming the study, the stage and the rule, before any run.
 
 The rules: a stage's entry is a callable of its kind's signature (store ``(spec, inputs, ctx)``, figure
-``(spec, inputs)``, claims ``(spec, tables)``), in the module named after the stage (the shipped studies' older names
-are listed in :data:`MODULE_OF`: renaming one changes its code fingerprint and reruns every store of the stage, so
-they move with the next clean run); the figure module has ``make_table(spec, inputs)``; a store stage's path pattern
+``(spec, inputs)``, claims ``(spec, tables)``), in the module named after the stage (figures: ``figures.py``); the
+figure module has ``make_table(spec, inputs)``; a store stage's path pattern
 names exactly its job's fields and ends in ``.zarr``; specs are frozen dataclasses; the schema describes every key;
 and on the smoke config every store job's spec round-trips through its record, prices itself (``work``, ``memory``),
 has a path of its own and reads only jobs the config has.
@@ -28,21 +27,6 @@ from depthlab.jobs import JobGraph
 from depthlab.studies import get_study, names
 
 SIGNATURES = {"store": ["spec", "inputs", "ctx"], "figure": ["spec", "inputs"], "claims": ["spec", "tables"]}
-# (study, stage) -> the module its entry lives in, where that is not the stage's name (figure stages: figures.py)
-MODULE_OF = {
-    ("acceleration", "baseline"): "baselines",
-    ("fractals", "train"): "training",
-    ("fractals", "images"): "realdata",
-    ("fractals", "cnn"): "cnn_train",
-    ("mori_ueda", "lrsearch"): "search",
-    ("mori_ueda", "train"): "training",
-    ("mori_ueda", "ntk"): "kernel",
-    ("mori_ueda", "entk"): "lazy",
-    ("separation", "sawtooth"): "sawtooth_train",
-    ("separation", "radial"): "radial_train",
-    ("separation", "learner"): "learner_train",
-    ("spectra", "krr"): "learning",
-}
 STUDIES = names()
 
 
@@ -59,19 +43,13 @@ def test_every_stage_entry_has_its_kinds_signature_in_the_module_named_after_it(
         assert callable(fn), f"{name}/{st.name}: {st.entry} is not callable"
         params = list(inspect.signature(fn).parameters)
         assert params == SIGNATURES[st.kind], f"{name}/{st.name}: {st.entry} takes {params}, not {SIGNATURES[st.kind]}"
-        want = "figures" if st.kind == "figure" else MODULE_OF.get((name, st.name), st.name)
+        want = "figures" if st.kind == "figure" else st.name
         assert st.module == f"{study.package}.{want}", (
             f"{name}/{st.name}: its entry lives in {st.module}, not {want}.py"
         )
     assert study.kind_stage("figure").table_function() is not None, (
         f"{name}: figures.py has no make_table(spec, inputs)"
     )
-
-
-def test_the_list_of_older_module_names_names_only_stages_that_exist():
-    for (name, stage), module in MODULE_OF.items():
-        st = get_study(name).stage(stage)
-        assert st.module.endswith(f".{module}"), (name, stage, st.module)
 
 
 @pytest.mark.parametrize("name", STUDIES)

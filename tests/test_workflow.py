@@ -202,7 +202,7 @@ def test_reruns_follow_what_a_stage_runs(code_copy):
     edit(pkg / "studies/spectra/plots.py", 'ax.set_xlabel("k")', 'ax.set_xlabel("degree k")')
     edit(pkg / "core/trainer.py", '"""The training loop', '"""A reworded docstring. The training loop')
     edit(
-        pkg / "studies/mori_ueda/training.py",
+        pkg / "studies/mori_ueda/train.py",
         "    lrs = np.atleast_1d",
         "    # a comment is not code\n    lrs = np.atleast_1d",
     )

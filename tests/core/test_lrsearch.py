@@ -282,9 +282,7 @@ def test_a_first_rung_on_one_fold_screens_every_candidate_and_retrains_the_kept_
     )
     np.testing.assert_allclose(screen["val_error"][:, 0], full10["val_error"][:, 0], rtol=1e-5)
     # the cost model counts the screen at 1/folds of a candidate-epoch
-    from depthlab.studies.mori_ueda.specs import Search
-
-    s = Search(
+    s = SearchSettings(
         folds=3,
         log10_lr_bounds=(-2.0, 0.0),
         init_points=4,

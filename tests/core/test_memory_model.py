@@ -85,7 +85,7 @@ KRR_CHILD = (
     PEAK
     + r"""
 import json, sys, numpy as np, xarray as xr
-from depthlab.studies.spectra.learning import run_krr
+from depthlab.studies.spectra.krr import run_krr
 N, Nt, kern, depth, d = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), 4
 rng = np.random.default_rng(0)
 def sphere(n):
@@ -153,7 +153,7 @@ LEARNER_CHILD = (
     + r"""
 import json, sys, torch
 torch.set_num_threads(1)
-from depthlab.studies.separation import learner as L
+from depthlab.studies.separation import meanfield as L
 M, m, d, n, block = (int(a) for a in sys.argv[1:6])
 L.BLOCK_ELEMENTS = block
 g = torch.Generator().manual_seed(0)

@@ -19,7 +19,8 @@ from depthlab.core.shapes import layer_sizes
 from depthlab.core.trainer import TrainSettings, train
 from depthlab.storage import content_hash
 from depthlab.studies import get_study
-from depthlab.studies.mori_ueda import data, search, training
+from depthlab.studies.mori_ueda import data, lrsearch
+from depthlab.studies.mori_ueda import train as train_stage
 from depthlab.studies.mori_ueda.seeding import model_seeds
 from depthlab.studies.mori_ueda.specs import DataJob, DepthJob
 from depthlab.studies.mori_ueda.targets import target
@@ -72,7 +73,7 @@ def test_grid_max_converged_lr_matches_separate_runs():
     ds = data.make_data(STUDY.spec(cfg, "data", DataJob("fig3", "t")), {})
     spec = STUDY.spec(cfg, "train", DepthJob("fig3", "t", 2))
     assert spec.lrs == pytest.approx((1e-5, 0.01, 0.1, 100.0)) and spec.shape.width == 32
-    out = training.run_train(spec, {"data": ds}, CTX)
+    out = train_stage.run_train(spec, {"data": ds}, CTX)
     conv = out.converged.values
     assert out.test_error.dims == ("lr", "seed") and out.attrs["lr_source"] == "grid"
     assert not conv[0].any(), "1e-5 cannot fit in 200 epochs"
@@ -118,8 +119,8 @@ def test_same_spec_gives_identical_stores_on_cpu():
     hashes = []
     for _ in range(2):
         ds = data.make_data(STUDY.spec(cfg, "data", DataJob("fig2", "t")), {})
-        s = search.run_lrsearch(ls, {"data": ds}, CTX)
-        t = training.run_train(tr, {"data": ds, "lrsearch": s}, CTX)
+        s = lrsearch.run_lrsearch(ls, {"data": ds}, CTX)
+        t = train_stage.run_train(tr, {"data": ds, "lrsearch": s}, CTX)
         assert float(t.lr) == float(s.best_lr)
         hashes.append((content_hash(ds), content_hash(s), content_hash(t)))
     assert hashes[0] == hashes[1]
@@ -127,13 +128,13 @@ def test_same_spec_gives_identical_stores_on_cpu():
 
 def test_a_cv_rate_at_which_a_seed_diverges_is_halved_until_none_does():
     """The final nets of a depth sweep at the CV rate: where a seed diverges, every seed trains again at half the rate,
-    at most training.HALVINGS times.  Checked against separate plain runs of each seed at each halved rate."""
+    at most train_stage.HALVINGS times.  Checked against separate plain runs of each seed at each halved rate."""
     import xarray as xr
 
     cfg = config(fig2=fig())
     ds = data.make_data(STUDY.spec(cfg, "data", DataJob("fig2", "t")), {})
     tr = STUDY.spec(cfg, "train", DepthJob("fig2", "t", 2))
-    plain = training.sgd_settings(tr.training, "cpu")  # the study's own loss, stop rule and budget
+    plain = train_stage.sgd_settings(tr.training, "cpu")  # the study's own loss, stop rule and budget
 
     def diverges(lr: float) -> bool:  # any seed, each trained alone
         out = []
@@ -158,20 +159,20 @@ def test_a_cv_rate_at_which_a_seed_diverges_is_halved_until_none_does():
     div = [diverges(r) for r in rates]
     assert not div[0] and div[-1], "the rate grid must span the edge of stability"
     edge = div.index(True)  # the smallest rate of the grid at which a seed diverges
-    t = training.run_train(tr, {"data": ds, "lrsearch": search_store(rates[edge])}, CTX)
+    t = train_stage.run_train(tr, {"data": ds, "lrsearch": search_store(rates[edge])}, CTX)
     assert float(t.cv_lr) == rates[edge] and int(t.lr_halvings) == 1 and float(t.lr) == rates[edge - 1]
     assert not t.diverged.values.any() and np.isfinite(t.test_error.values).all()
-    stable = training.run_train(tr, {"data": ds, "lrsearch": search_store(rates[edge - 1])}, CTX)
+    stable = train_stage.run_train(tr, {"data": ds, "lrsearch": search_store(rates[edge - 1])}, CTX)
     assert int(stable.lr_halvings) == 0 and float(stable.lr) == float(stable.cv_lr) == rates[edge - 1]
     np.testing.assert_array_equal(stable.test_error.values, t.test_error.values)  # the halved run is that rate's run
-    far = training.run_train(tr, {"data": ds, "lrsearch": search_store(1.0e4)}, CTX)  # diverges at every halving
-    assert int(far.lr_halvings) == training.HALVINGS and float(far.lr) == 1.0e4 / 2**training.HALVINGS
+    far = train_stage.run_train(tr, {"data": ds, "lrsearch": search_store(1.0e4)}, CTX)  # diverges at every halving
+    assert int(far.lr_halvings) == train_stage.HALVINGS and float(far.lr) == 1.0e4 / 2**train_stage.HALVINGS
     assert far.diverged.values.all()
 
 
 def test_the_search_checks_finer_with_the_same_plateau_window_in_epochs_and_its_rungs_sit_at_the_finer_checks():
     """lrsearch.check_every: the CV nets check every 10 epochs in the default config, their plateau window
-    stays patience x training.check_every epochs, and the halving's rungs move to 1/9 and 1/3 of the budget (rounded up
+    stays patience x train.check_every epochs, and the halving's rungs move to 1/9 and 1/3 of the budget (rounded up
     to a check: 40 and 100 of 300, where training's check puts the first at 50); the final nets keep training's check."""
     from depthlab.core.lrsearch import rung_epochs
     from depthlab.studies.mori_ueda.specs import LrSearchSpec, TrainSpec

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from depthlab.studies.separation.claims import radial_claims, sawtooth_claims
-from depthlab.studies.separation.sawtooth import crossing_bound, mse_bound, window_bound
+from depthlab.studies.separation.telgarsky import crossing_bound, mse_bound, window_bound
 
 COLS = [
     "level",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from depthlab.studies.separation import learner as L
+from depthlab.studies.separation import meanfield as L
 
 
 def problem(M=2, m=7, m2=5, d=4, n=30, seed=0):
@@ -123,7 +123,7 @@ def test_the_learners_sums_over_points_in_row_blocks_equal_the_whole_batch(monke
     gradient against torch.autograd of the loss as the independent estimate."""
     import torch
 
-    from depthlab.studies.separation import learner as L
+    from depthlab.studies.separation import meanfield as L
 
     g = torch.Generator().manual_seed(0)
     V, w, b = L.init(3, 16, 4, 5, g, dtype=torch.float64)

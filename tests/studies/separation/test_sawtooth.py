@@ -6,7 +6,7 @@ import torch
 
 from depthlab.core.mlp import init_params, predict
 from depthlab.core.shapes import layer_sizes
-from depthlab.studies.separation.sawtooth import (
+from depthlab.studies.separation.telgarsky import (
     construction,
     crossing_bound,
     l1_bound,

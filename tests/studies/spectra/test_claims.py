@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from depthlab.studies.spectra import krr
+from depthlab.studies.spectra import krr_curves
 from depthlab.studies.spectra.claims import b2
 
 NS = np.array([10, 20, 50, 100, 200, 500, 1000, 2000, 5000])
@@ -11,10 +11,10 @@ NS = np.array([10, 20, 50, 100, 200, 500, 1000, 2000, 5000])
 
 def table(curves: dict) -> pd.DataFrame:
     """Rows (kernel, depth, trial, n, best_mse, rate) from {(kernel, depth): [trial curves over NS]}, each ``rate``
-    fitted as the study stores it (``krr.rate`` of the mean over trials, n >= 100)."""
+    fitted as the study stores it (``krr_curves.rate`` of the mean over trials, n >= 100)."""
     rows = []
     for (k, L), trials in curves.items():
-        rate = krr.rate(NS, np.mean(trials, axis=0), 100)
+        rate = krr_curves.rate(NS, np.mean(trials, axis=0), 100)
         for t, c in enumerate(trials):
             rows += [
                 {"kernel": k, "depth": L, "trial": t, "n": int(n), "best_mse": float(m), "rate": rate}

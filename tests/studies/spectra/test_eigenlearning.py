@@ -5,7 +5,7 @@ import pytest
 
 from depthlab.studies.spectra import dotkernels as dk
 from depthlab.studies.spectra import eigenlearning as el
-from depthlab.studies.spectra import krr
+from depthlab.studies.spectra import krr_curves
 from depthlab.studies.spectra.eigenvalues import mercer_eigenvalues, multiplicity
 
 
@@ -57,12 +57,17 @@ def test_the_prediction_agrees_with_measured_krr(name, depth, d, n, lam):
     meas = []
     for trial in range(24):
         g = np.random.default_rng(trial)
-        x = krr.sphere(n + 1500, d, g)
-        w = krr.sphere(1, d, g)[0]
-        y = krr.bump(x, w, 0.7)
+        x = krr_curves.sphere(n + 1500, d, g)
+        w = krr_curves.sphere(1, d, g)[0]
+        y = krr_curves.bump(x, w, 0.7)
         meas.append(
-            krr.learning_curve(
-                krr.gram(kap, x[:n], x[:n]), krr.gram(kap, x[n:], x[:n]), y[:n], y[n:], [n], np.array([lam])
+            krr_curves.learning_curve(
+                krr_curves.gram(kap, x[:n], x[:n]),
+                krr_curves.gram(kap, x[n:], x[:n]),
+                y[:n],
+                y[n:],
+                [n],
+                np.array([lam]),
             )[0, 0]
         )
     m, se = np.mean(meas), np.std(meas) / np.sqrt(len(meas))

@@ -15,7 +15,7 @@ from depthlab.studies.spectra.eigenvalues import (
     mercer_eigenvalues,
     multiplicity,
 )
-from depthlab.studies.spectra.krr import sphere
+from depthlab.studies.spectra.krr_curves import sphere
 
 
 @pytest.mark.parametrize("d", [3, 4, 5, 8])

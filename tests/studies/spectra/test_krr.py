@@ -4,19 +4,19 @@ import numpy as np
 import pytest
 
 from depthlab.studies.spectra import dotkernels as dk
-from depthlab.studies.spectra import krr
+from depthlab.studies.spectra import krr_curves
 
 
 def test_eigendecomposition_path_matches_direct_solves():
     rng = np.random.default_rng(0)
-    x = krr.sphere(120, 4, rng)
-    xt = krr.sphere(50, 4, rng)
-    w = krr.sphere(1, 4, rng)[0]
-    y, yt = krr.bump(x, w, 0.7), krr.bump(xt, w, 0.7)
+    x = krr_curves.sphere(120, 4, rng)
+    xt = krr_curves.sphere(50, 4, rng)
+    w = krr_curves.sphere(1, 4, rng)[0]
+    y, yt = krr_curves.bump(x, w, 0.7), krr_curves.bump(xt, w, 0.7)
     kap = dk.kernel("ntk", 2)
-    K, Kt = krr.gram(kap, x, x), krr.gram(kap, xt, x)
+    K, Kt = krr_curves.gram(kap, x, x), krr_curves.gram(kap, xt, x)
     ridges = np.array([1e-2, 1e-5])
-    mse = krr.learning_curve(K, Kt, y, yt, [30, 120], ridges)
+    mse = krr_curves.learning_curve(K, Kt, y, yt, [30, 120], ridges)
     for i, n in enumerate([30, 120]):
         for j, lam in enumerate(ridges):
             pred = Kt[:, :n] @ np.linalg.solve(K[:n, :n] + n * lam * np.eye(n), y[:n])
@@ -25,8 +25,8 @@ def test_eigendecomposition_path_matches_direct_solves():
 
 def test_rate_is_the_log_log_slope():
     ns = np.array([10, 100, 1000, 10000])
-    assert abs(krr.rate(ns, 3.0 * ns**-0.4, 100) + 0.4) < 1e-12
-    assert np.isnan(krr.rate(ns, ns**-0.4, 5000))
+    assert abs(krr_curves.rate(ns, 3.0 * ns**-0.4, 100) + 0.4) < 1e-12
+    assert np.isnan(krr_curves.rate(ns, ns**-0.4, 5000))
 
 
 @pytest.mark.parametrize("d,t", [(4, 0.7), (3, 0.2), (8, 0.5)])
@@ -36,9 +36,9 @@ def test_the_bump_is_a_spherical_cap_of_the_right_measure(d, t):
     from scipy.special import betainc
 
     rng = np.random.default_rng(d)
-    x = krr.sphere(200_000, d, rng)
-    w = krr.sphere(1, d, rng)[0]
-    y = krr.bump(x, w, t)
+    x = krr_curves.sphere(200_000, d, rng)
+    w = krr_curves.sphere(1, d, rng)[0]
+    y = krr_curves.bump(x, w, t)
     assert set(np.unique(y)) == {0.0, 1.0}
     p = betainc((d - 1) / 2, 0.5, 1 - t * t) / 2
     if d == 4:

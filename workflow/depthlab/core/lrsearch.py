@@ -40,28 +40,10 @@ from .edges import choose
 from .grid import train_grid
 from .mlp import forward, init_params, predict, select
 from .seeds import rng, seed, seeds
+from .search_settings import SearchSettings, rung_epochs  # noqa: F401 (their home; imported from here too)
 from .trainer import Checkpoint, TrainSettings, fingerprint
 
 log = logging.getLogger("depthlab")
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    folds: int = 10  # K of K-fold cross-validation (paper: 10)
-    log10_lr_bounds: tuple[float, float] = (-3.0, 0.0)  # search box for log10(lr)
-    init_points: int = 4  # first round: evenly spaced candidates across the box
-    rounds: int = 3  # Bayesian-optimisation rounds after the first
-    candidates_per_round: int = 4  # candidates proposed (and trained as one batch) per round
-    kappa: float = 2.576  # UCB exploration weight (the package's default)
-    seed: int = 0  # master of the search's streams: fold split, proposals, the models' init and order
-    use_folds: int | None = None  # train only the first use_folds folds (None: all K)
-    grow_rounds: int = 0  # rounds that extend the search a decade beyond a choice at an edge of what was evaluated
-    log10_lr_limits: tuple[float, float] | None = None  # how far growth may go (None: the box itself)
-    halving_eta: int = 0  # successive halving within each round: keep the best 1/eta at each rung (0 or 1: off)
-    halving_rungs: int = 2  # rungs below the budget: at max_epochs / eta^R, ..., max_epochs / eta
-    max_candidates: int = 0  # candidates (x folds) per stack: a round with more trains in parts, each halved on its own
-    first_rung_folds: int = 0  # halving's first rung on only the first this-many folds (0: every fold; see _screened)
-    first_rung_se: float = 0.0  # ... where a candidate within this many paired SEs of the screen's best goes on too
 
 
 @dataclass
@@ -99,16 +81,6 @@ def fold_indices(n: int, folds: int, fold_seed: int) -> tuple[np.ndarray, np.nda
         va.append(v)
         tr.append(np.sort(np.setdiff1d(perm, v, assume_unique=True)))
     return np.stack(tr), np.stack(va), fold_of
-
-
-def rung_epochs(max_epochs: int, check_every: int, eta: int, rungs: int) -> tuple[int, ...]:
-    """The rungs of successive halving: max_epochs / eta^r for r = rungs ... 1, each rounded up to a check epoch (the
-    trainer prunes at checks), those below the budget, increasing and distinct."""
-    if eta <= 1 or rungs < 1:
-        return ()
-    E, c = max_epochs, check_every
-    out = sorted({min(E, c * int(np.ceil(E / eta**r / c))) for r in range(rungs, 0, -1)})
-    return tuple(int(e) for e in out if e < E)
 
 
 @dataclass

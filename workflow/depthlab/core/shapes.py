@@ -63,3 +63,8 @@ def width_for_params(*, d: int, depth: int, budget: int) -> int:
     return min(
         (max(1, math.floor(root)), max(1, math.ceil(root))), key=lambda w: (abs(n_params(d, w, depth) - budget), w)
     )
+
+
+def batches(n: int, batch_size: int) -> int:
+    """Minibatches in one epoch of ``n`` examples (the last one may be short): optimiser steps per epoch."""
+    return max(1, -(-int(n) // max(1, int(batch_size))))

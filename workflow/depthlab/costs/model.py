@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import safeio
+from ..core.shapes import batches  # noqa: F401 (its home is the core; the plan re-exports it)
 
 COSTS = Path(__file__).resolve().parents[1] / "costs.json"  # package data, beside the modules
 COSTS_GPU = Path(__file__).resolve().parents[1] / "costs_gpu.json"
@@ -180,11 +181,6 @@ def predict(cost: StageCost, work: float, fallback: float | None = None, calls: 
         return fixed + (cost.fraction * work / cost.rate if work > 0 else 0.0)
     rate = fallback if cost.beyond(work) else None
     return fixed + (work / rate if rate and work > 0 else 0.0)
-
-
-def batches(n: int, batch_size: int) -> int:
-    """Minibatches in one epoch of ``n`` examples (the last one may be short): optimiser steps per epoch."""
-    return max(1, -(-int(n) // max(1, int(batch_size))))
 
 
 def calls_of(spec: Any) -> float:

@@ -18,7 +18,7 @@ STUDY = Study(
         Stage(
             "baseline",
             S.BaselineSpec,
-            ".baselines:run_baseline",
+            ".baseline:run_baseline",
             path="{dataset}/p{p}/baselines/{method}.zarr",
             gpu=True,
         ),

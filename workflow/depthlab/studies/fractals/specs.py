@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.shapes import layer_sizes
-from depthlab.plan import batches
+from depthlab.core.shapes import batches
 from depthlab.study import ClaimsBase, ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 from .chance import CHANCE
@@ -64,7 +64,7 @@ def check(sec: dict, config: dict) -> None:
             )
     f7 = sec.get("fig7")
     if f7 is not None:
-        from .images import ImageDataError, check_cifar_folder
+        from .image_sets import ImageDataError, check_cifar_folder
 
         if f7["dataset"] == "cifar10":
             if not f7.get("cifar10_dir"):
@@ -213,7 +213,7 @@ class DataSpec(Spec):
 @dataclass(frozen=True)
 class Training:
     """The authors' training (hinge loss, Adam, batch 100; test accuracy at every check), each net until its test accuracy
-    stops improving, at a grid of rates that grows at its edges (depthlab/studies/fractals/training.py)."""
+    stops improving, at a grid of rates that grows at its edges (depthlab/studies/fractals/train.py)."""
 
     batch_size: int
     check_every: int
@@ -351,7 +351,7 @@ class ImagesSpec(Spec):
         """cifar10: the six binary files of the user's copy (rule inputs, hashed into the record, audited)."""
         if self.job.dataset != "cifar10" or not self.cifar10_dir:
             return {}
-        from .images import CIFAR_TEST, CIFAR_TRAIN
+        from .image_sets import CIFAR_TEST, CIFAR_TRAIN
 
         return {n: str(Path(self.cifar10_dir) / n) for n in (*CIFAR_TRAIN, CIFAR_TEST)}
 

@@ -8,10 +8,8 @@ Jobs, paths under ``<results>/mori_ueda/``:
   ntk       {figure}/ntk/{target}/L{depth}.zarr         kernel regression with the NTK and the NNGP kernel
   entk      {figure}/entk/{target}/L{depth}.zarr        the trained nets' own tangent kernel at init (lr_sweep figures)
 
-A depth_sweep figure trains at the lr its ``lrsearch`` store chose; an lr_sweep figure (Fig. 3)
-trains every lr of its grid.  The width is computed here, once, from the budget (Eq. 3), and
-travels in the spec.
-"""
+A depth_sweep figure trains at the lr its ``lrsearch`` store chose; an lr_sweep figure (Fig. 3) trains every lr of its
+grid.  The width is computed here, once, from the budget (Eq. 3), and travels in the spec."""
 
 from __future__ import annotations
 
@@ -19,9 +17,10 @@ from dataclasses import dataclass, field, replace
 
 from depthlab import memory as mem
 from depthlab.config import ConfigError
+from depthlab.core.search_settings import SearchSettings
 from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes, n_params, width_for_hidden_weights
-from depthlab.plan import batches
+from depthlab.core.shapes import batches
 from depthlab.study import ClaimsBase, ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
 
 from .targets import TargetError, check_target
@@ -241,47 +240,6 @@ class Shape:
         return f"studies.{STUDY}.figures.{figure}." + ("width" if self.budget is None else "budget")
 
 
-@dataclass(frozen=True)
-class Search:
-    folds: int
-    log10_lr_bounds: tuple[float, float]
-    init_points: int
-    rounds: int
-    candidates_per_round: int
-    seed: int  # the search's own master seed (folds, proposals, the CV nets)
-    grow_rounds: int  # rounds that extend the search a decade beyond a choice at an edge
-    log10_lr_limits: tuple[float, float]  # how far it may grow
-    halving_eta: int = 0  # successive halving within each round: keep the best 1/eta at each rung (0: the full search)
-    halving_rungs: int = 2  # rungs below the budget
-    stack_candidates: int = (
-        0  # candidates (x folds) per stack: a round larger than this trains in parts (0: all at once)
-    )
-    first_rung_folds: int = 0  # halving's first rung on only this many folds (0: every fold)
-    first_rung_se: float = 0.0  # ... keeping too every candidate within this many paired SEs of its best
-
-    def trained_epochs(self, max_epochs: int, check_every: int, per_round: int) -> float:
-        """Candidate-epochs one round of ``per_round`` candidates trains (each x its folds): the full search
-        ``per_round x max_epochs`` at most; with halving, each rung's ceil(n / eta) survivors up to the next rung
-        (core.lrsearch).  A one-fold screen's SE rule (``first_rung_se``) can keep more than ceil(n / eta): the plan
-        does not price those (measured on the default, docs/performance.md)."""
-        from depthlab.core.lrsearch import rung_epochs
-
-        if self.halving_eta <= 1 or per_round <= 1:
-            return float(per_round * max_epochs)
-        rungs = list(rung_epochs(max_epochs, check_every, self.halving_eta, self.halving_rungs)) + [max_epochs]
-        n, done, total = per_round, 0, 0.0
-        if 0 < self.first_rung_folds < self.folds and len(rungs) > 1:
-            # the first rung on first_rung_folds of the folds; the kept candidates' other folds to it; then all on
-            f, K, n = self.first_rung_folds, self.folds, int(-(-per_round // self.halving_eta))
-            total = (per_round * f + n * (K - f)) * rungs[0] / K
-            done, rungs = rungs[0], rungs[1:]
-        for e in rungs:
-            total += n * (e - done)
-            done = e
-            n = int(-(-n // self.halving_eta))
-        return total
-
-
 def _data(config: dict, job: DepthJob) -> DataSpec:
     return DataSpec.from_config(config, DataJob(job.figure, job.target))
 
@@ -298,7 +256,7 @@ class LrSearchSpec(Spec):
     data: DataSpec
     shape: Shape
     training: Training
-    search: Search
+    search: SearchSettings  # the core's own settings, as the search runs them
 
     @classmethod
     def jobs(cls, config: dict) -> list[DepthJob]:
@@ -307,7 +265,7 @@ class LrSearchSpec(Spec):
     @classmethod
     def from_config(cls, config: dict, job: DepthJob) -> "LrSearchSpec":
         ls = section(config)["lrsearch"]
-        search = Search(
+        search = SearchSettings(
             folds=ls["folds"],
             log10_lr_bounds=tuple(float(v) for v in ls["log10_lr_bounds"]),
             init_points=ls["init_points"],
@@ -325,7 +283,7 @@ class LrSearchSpec(Spec):
         per = mem.nets(search.folds, shape.sizes(data.target.d), training.batch_size, data.target.n_train)
         search = replace(
             search,
-            stack_candidates=mem.per_stack(
+            max_candidates=mem.per_stack(
                 max(search.init_points, search.candidates_per_round), per, mem.stack_budget(config)
             ),
         )
@@ -363,7 +321,7 @@ class LrSearchSpec(Spec):
             "P": float(self.shape.n_params),
             "L": self.shape.depth,
             "h": float(self.shape.width),
-            "M": min(C, s.stack_candidates or C) * s.folds,
+            "M": min(C, s.max_candidates or C) * s.folds,
             "B": t.batch_size,
             "adam": False,
         }
@@ -375,7 +333,7 @@ class LrSearchSpec(Spec):
 
     def memory(self) -> dict[str, int]:
         C = max(self.search.init_points, self.search.candidates_per_round)
-        M = min(C, self.search.stack_candidates or C) * self.search.folds  # a round in parts when it outgrows a stack
+        M = min(C, self.search.max_candidates or C) * self.search.folds  # a round in parts when it outgrows a stack
         nets = mem.nets(M, self.shape.sizes(self.data.target.d), self.training.batch_size, self.data.target.n_train)
         return {**self.data.memory(), self.shape.width_key(self.job.figure): nets}
 

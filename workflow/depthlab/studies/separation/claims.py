@@ -6,7 +6,7 @@ Criteria (fixed here, printed in the report):
   and its exact piece count is 2^L.
 * S2, per L and shallow width w: every trained one-hidden-layer net (all rates and seeds) has test MSE at or above
   the lower bound for functions of w + 1 pieces, the larger of the crossing-count bound (1/12)(1 - w/2^(L-1)) and
-  the window bound (1 - (w + 1)/2^L)/48 (depthlab/studies/separation/sawtooth.py); judged where the bound is
+  the window bound (1 - (w + 1)/2^L)/48 (depthlab/studies/separation/telgarsky.py); judged where the bound is
   positive, i.e. where w + 1 < 2^L.
 * S3 is a question, not a claim (SPEC §4): trained from random init, does a deep narrow net find Delta^L?  A net
   "finds" it when its best model (by training loss) reaches test MSE <= ``found_mse`` (0.1 % of the constant

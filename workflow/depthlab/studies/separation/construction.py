@@ -9,7 +9,7 @@ import xarray as xr
 
 from depthlab.core.mlp import predict
 
-from .sawtooth import construction, pieces, sawtooth
+from .telgarsky import construction, pieces, sawtooth
 
 if TYPE_CHECKING:
     from .specs import ConstructionSpec

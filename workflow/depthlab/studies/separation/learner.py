@@ -1,182 +1,290 @@
-"""The 3-layer mean-field learner of Ren, Zhou & Ge (2023) for f*(x) = ReLU(1 - |x|/r0) (lecture notes §5.2), and its
-reduced (infinite-width) model.
+"""Stage ``learner``: the 3-layer mean-field learner on ReLU(1 - |x|/r0) and its reduced model, from the same start (R3, R4).
 
-First layer, m 2-homogeneous neurons:   F(x) = (1/m) sum_i |v_i| sigma(v_i . x)
-Second layer, m2 neurons (no output weights, the notes' form):   f(x) = (1/m2) sum_j sigma(w_j F(x) + b_j)
-Loss: L = (1/2) E_x (f*(x) - f(x))^2 over the training set.
+Inputs are divided by the target's radius r0 (``scale_inputs: r0``), so the learner sees ReLU(1 - |x'|) with |x'| of
+order 1 on every law, the scale the theory assumes (unscaled Eldan-Shamir inputs reach |x| ~ 10 r0 at d = 64, where
+alpha collapses).  Every rate of a grid x every seed trains as one batch of full-batch gradient descent; each model stops
+when its training loss (the learner's own (1/2) MSE) has not fallen below its best by more than ``rel_tol`` for
+``patience`` checks in a row (converged), or at the step budget (not converged).  The rate reported is the one with the
+lowest mean final training loss over seeds (no test data in the choice); when it is the grid's smallest or largest the
+grid grows by ``factor`` on that side (depthlab.core.edges).  The reduced model steps beside its net, at the same rate,
+until the net stops.
 
-Mean-field gradient descent moves every neuron by its own gradient times its layer's width (v_i <- v_i - eta m dL/dv_i,
-(w_j, b_j) <- (w_j, b_j) - eta m2 dL/d(w_j, b_j)): the time-rescaled gradient flow of the neurons' distribution, so
-each neuron moves O(eta) per step whatever the width.
-
-Symmetrisation.  For a spherically symmetric first layer, E_v[|v| sigma(v.x)] = E|v|^2 E_{u ~ S^(d-1)}[sigma(u_1)] |x|,
-so in the infinite-width limit F(x) = alpha |x| with
-
-    alpha = C_d mean_i |v_i|^2,   C_d = E[max(0, u_1)] = Gamma(d/2) / (2 sqrt(pi) Gamma((d+1)/2))   (:func:`c_d`),
-
-which is also how alpha of a finite net is defined here (the notes' alpha).  Under the flow of a symmetric layer,
-d|v|^2/dt = 4 |v| E_x[S(x) sigma(v.x)] (sigma'(z) z = sigma(z)), S(x) = (f* - f)(x) (1/m2) sum_j sigma'(w_j F + b_j) w_j,
-so alpha obeys one scalar equation, dalpha/dt = 4 C_d alpha E_x[S(x) |x|]: the reduced model replaces F by exactly
-alpha |x| and moves alpha by that equation (stepped with the same eta, see :func:`reduced_step`) and the second layer
-as the net's.
-The deviation of the finite first layer from its symmetrisation is |F/alpha - |x|| / ||x|| (L2 over the test inputs).
+R4 is a statement about gradient flow, so beside the search the stage trains the ``flow_lrs`` (small rates, every seed,
+from the same starts, one batch) and keeps their whole curves (``flow_*``): the claims judge R4 at those of them whose
+training curve in flow time (lr x step) agrees with the next smaller rate's, as A3 does.
 """
 
 from __future__ import annotations
 
-import math
+from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
+import xarray as xr
+
+from depthlab.core import edges
+from depthlab.core.seeds import seed
+from depthlab.core.stopping import DIVERGED, PLATEAU, TARGET, StopRule, StopState, reason_names
+
+from . import meanfield as L
+
+if TYPE_CHECKING:
+    from .specs import LearnerSpec
+
+RECORDS = ("nmse", "reduced_nmse", "train_nmse", "alpha", "reduced_alpha", "deviation")
 
 
-def c_d(d: int) -> float:
-    """E[max(0, u_1)] for u uniform on the unit sphere S^(d-1)."""
-    return math.exp(math.lgamma(d / 2) - math.lgamma((d + 1) / 2)) / (2 * math.sqrt(math.pi))
-
-
-BLOCK_ELEMENTS = 1 << 26  # the [M, rows, m] pre-activations are formed this many elements at a time (256 MB of float32)
-
-
-def row_blocks(n: int, M: int, m: int) -> list[slice]:
-    """Row blocks of the n inputs such that [M, rows, m] holds at most BLOCK_ELEMENTS (the paper's m = 8192,
-    d = 128 learner planned 82.6 GiB with every point at once).  One block when it all fits (every default job), so the
-    arithmetic is the unblocked one's to the bit there."""
-    rows = max(1, BLOCK_ELEMENTS // max(1, M * m))
-    return [slice(s, min(n, s + rows)) for s in range(0, n, rows)] or [slice(0, 0)]
-
-
-def first_layer(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """F(x) for every model: V [M, m, d], X [n, d] -> [M, n] (in row blocks: :func:`row_blocks`)."""
-    norm = V.norm(dim=2).unsqueeze(1)
-    return torch.cat(
-        [
-            (norm * torch.relu(torch.einsum("nd,Mmd->Mnm", X[s], V))).mean(2)
-            for s in row_blocks(X.shape[0], V.shape[0], V.shape[1])
-        ],
-        1,
+def stop_rule(spec: "LearnerSpec", variance: float) -> StopRule:
+    """On the learner's own loss, (1/2) MSE: ``abs_tol`` is in nMSE units, so (abs_tol / 2) Var(y_train) here."""
+    return StopRule(
+        patience=spec.patience,
+        rel_tol=spec.rel_tol,
+        abs_tol=spec.abs_tol * variance / 2,
+        grow=spec.plateau_growth,
+        min_checks=-(-spec.min_steps // spec.check_every),
     )
 
 
-def second_layer(F: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """f = (1/m2) sum_j sigma(w_j F + b_j): F [M, n], w, b [M, m2] -> [M, n]."""
-    return torch.relu(F.unsqueeze(2) * w.unsqueeze(1) + b.unsqueeze(1)).mean(2)
+def run_learner(spec: "LearnerSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
+    data = inputs["data"]
+    dev = torch.device(ctx.device)
+    d, m, m2 = spec.job.d, spec.job.width, spec.second_width
+    r0 = float(data.attrs["r0"])
+    scale = 1.0 / r0 if spec.scale_inputs == "r0" else 1.0
+    n = spec.n_train or data.sizes["train_sample"]  # the first n training points (the full-batch step costs n m d)
+    X = torch.as_tensor(data.x_train.values[:n] * scale, dtype=torch.float32, device=dev)
+    Y = torch.as_tensor(data.y_train.values[:n], dtype=torch.float32, device=dev)
+    XT = torch.as_tensor(data.x_test.values * scale, dtype=torch.float32, device=dev)
+    YT = torch.as_tensor(data.y_test.values, dtype=torch.float32, device=dev)
+    S = len(spec.seeds)
+    starts = [L.init(1, m, m2, d, torch.Generator().manual_seed(seed(s, "learner_init", d, m))) for s in spec.seeds]
+    var, var_train = float(YT.var()), float(Y.var())
+    checks = sorted(set(range(0, spec.steps + 1, spec.check_every)) | {spec.steps})
+    kept = {t: i for i, t in enumerate(checks)}
+    rule = stop_rule(spec, var_train)
+
+    def train(rates: np.ndarray, r: int) -> list[dict]:
+        """Every rate x seed as one batch (model i = (rate i // S, seed i % S)), the stopped ones leaving it."""
+        M = len(rates) * S
+        V, w, b = (torch.cat([starts[i % S][k] for i in range(M)]).to(dev) for k in range(3))
+        alpha, wr, br = L.alpha_of(V).clone(), w.clone(), b.clone()
+        lr = torch.as_tensor(np.repeat(rates, S), dtype=torch.float32, device=dev)
+        rec = {k: np.full((M, len(checks)), np.nan) for k in RECORDS}
+        final = [None] * M  # the first layer of each model when it stopped (its profile is drawn from it)
+        active = np.arange(M)
+        state: StopState = rule.start(M)
+        for t in range(spec.steps + 1):
+            stop = np.zeros(len(active), dtype=bool)
+            if t in kept:
+                c = kept[t]
+                with torch.no_grad():
+                    loss = L.loss(L.second_layer(L.first_layer(V, X), w, b), Y)  # the training loss the rule watches
+                    f = L.second_layer(L.first_layer(V, XT), w, b)
+                    fr = L.second_layer(alpha.unsqueeze(1) * XT.norm(dim=1), wr, br)
+                    now = {
+                        "nmse": ((f - YT) ** 2).mean(1) / var,
+                        "reduced_nmse": ((fr - YT) ** 2).mean(1) / var,
+                        "train_nmse": 2 * loss / var_train,
+                        "alpha": L.alpha_of(V),
+                        "reduced_alpha": alpha,
+                        "deviation": L.deviation(V, XT),
+                    }
+                value = loss.double().cpu().numpy()
+                bad = ~np.isfinite(value)
+                for k, v in now.items():
+                    rec[k][active, c] = np.where(bad, np.nan, v.double().cpu().numpy())
+                rule.diverge(state, active[bad], t)
+                stop = bad | rule.update(
+                    state, active, np.where(bad, np.inf, value), np.zeros(len(active), dtype=bool), t
+                )
+            if t == spec.steps:
+                rule.budget(state, active[~stop], t)
+                stop[:] = True
+            active, (V, w, b, alpha, wr, br, lr) = _leave(stop, active, final, (V, w, b, alpha, wr, br, lr))
+            if not len(active):
+                break
+            pre = L.net_step(V, w, b, X, Y, lr).double().cpu().numpy()  # the loss before this step
+            L.reduced_step(alpha, wr, br, X, Y, lr, d)
+            bad = ~np.isfinite(pre)
+            if bad.any():  # diverged: its record up to the last check is kept
+                rule.diverge(state, active[bad], t + 1)
+                active, (V, w, b, alpha, wr, br, lr) = _leave(bad, active, final, (V, w, b, alpha, wr, br, lr))
+            if (t + 1) % max(1, spec.steps // 4) == 0:
+                ctx.progress(
+                    f"{spec.job.dist} d={d} m={m}: step {t + 1}/{spec.steps}, {len(active)} of {M} still training"
+                )
+        return [
+            {
+                "rec": {k: v[i * S : (i + 1) * S] for k, v in rec.items()},
+                "reason": state.reason[i * S : (i + 1) * S],
+                "stopped": state.stopped_at[i * S : (i + 1) * S],
+                "final": final[i * S : (i + 1) * S],
+            }
+            for i in range(len(rates))
+        ]
+
+    def score(x: dict) -> tuple[float, bool]:
+        tr = np.array([_last(row) for row in x["rec"]["train_nmse"]])
+        return (float(np.mean(tr)) if np.isfinite(tr).all() else np.nan), bool((x["reason"] == DIVERGED).any())
+
+    found = edges.search(
+        np.asarray(spec.lrs), train, score, step=spec.lr_factor, limits=spec.lr_limits, rounds=spec.lr_rounds
+    )
+    c = found.choice
+    at = found.results[c.index]
+    converged = np.isin(at["reason"], [TARGET, PLATEAU])
+    ctx.progress(
+        f"{spec.job.dist} d={d} m={m}: final train nMSE per rate "
+        + ", ".join(f"{lr:g}: {score(x)[0]:.4g}" for lr, x in zip(found.lrs, found.results))
+        + f"; chosen {c.lr:g}"
+        + (f" ({c.edge} edge{', flagged' if c.flagged else ''})" if c.at_edge else "")
+        + f"; test nMSE "  # noqa: F541 (a store stage: kept)
+        + ", ".join(f"{_last(row):.3g}" for row in at["rec"]["nmse"])
+    )
+    flow = train(np.asarray(spec.flow_lrs, dtype=float), 0) if spec.flow_lrs else []
+    if flow:
+        ctx.progress(
+            f"{spec.job.dist} d={d} m={m}: flow rates "
+            + ", ".join(f"{lr:g}: train nMSE {score(x)[0]:.4g}" for lr, x in zip(spec.flow_lrs, flow))
+        )
+    start_profile = _profile(torch.cat([starts[s][0] for s in range(S)]).to(dev), spec, d, dev)
+    end_profile = _profile(torch.cat(at["final"]), spec, d, dev)
+    grid_train = np.array([[_last(row) for row in x["rec"]["train_nmse"]] for x in found.results])
+    flow_vars = (
+        {}
+        if not flow
+        else {
+            f"flow_{k}": (
+                ("flow_lr", "seed", "check"),
+                np.stack([x["rec"][src] for x in flow]),
+                {"description": f"{what}, at each of the small (gradient-flow) rates flow_lr (NaN after it stopped)"},
+            )
+            for k, src, what in (
+                ("test_nmse", "nmse", "test MSE / Var(y) of the learner"),
+                ("train_nmse", "train_nmse", "training MSE / Var(y_train) of the learner"),
+                ("reduced_test_nmse", "reduced_nmse", "test MSE / Var(y) of the reduced model"),
+                ("alpha", "alpha", "alpha = C_d mean |v_i|^2 of the finite first layer"),
+                ("reduced_alpha", "reduced_alpha", "alpha of the reduced model"),
+                ("deviation", "deviation", "|F/alpha - |x|| / ||x|| over the test inputs"),
+            )
+        }
+    )
+    if flow:
+        flow_vars["flow_stop_reason"] = (
+            ("flow_lr", "seed"),
+            np.stack([reason_names(x["reason"]) for x in flow]),
+            {"description": "why training stopped at each flow rate"},
+        )
+    return xr.Dataset(
+        {
+            "test_nmse": (
+                ("seed", "check"),
+                at["rec"]["nmse"],
+                {"description": "test MSE / Var(y) of the learner (NaN after it stopped)"},
+            ),
+            "train_nmse": (
+                ("seed", "check"),
+                at["rec"]["train_nmse"],
+                {"description": "training MSE / Var(y_train) of the learner"},
+            ),
+            "reduced_test_nmse": (
+                ("seed", "check"),
+                at["rec"]["reduced_nmse"],
+                {"description": "the same of the reduced model (F = alpha |x|)"},
+            ),
+            "alpha": (
+                ("seed", "check"),
+                at["rec"]["alpha"],
+                {"description": "alpha = C_d mean |v_i|^2 of the finite first layer"},
+            ),
+            "reduced_alpha": (
+                ("seed", "check"),
+                at["rec"]["reduced_alpha"],
+                {"description": "alpha of the reduced model"},
+            ),
+            "deviation": (
+                ("seed", "check"),
+                at["rec"]["deviation"],
+                {"description": "|F/alpha - |x|| / ||x|| over the test inputs"},
+            ),
+            "converged": (("seed",), converged, {"description": "stopped because its training loss stopped improving"}),
+            "stop_reason": (
+                ("seed",),
+                reason_names(at["reason"]),
+                {"description": "why training stopped: " + rule.describe("check", f"{spec.steps} steps")},
+            ),
+            "stopped_step": (("seed",), at["stopped"]),
+            "start_profile": (
+                ("seed", "plane", "angle"),
+                start_profile,
+                {"description": "F(u) / alpha on great circles, at the start"},
+            ),
+            "end_profile": (
+                ("seed", "plane", "angle"),
+                end_profile,
+                {"description": "F(u) / alpha on great circles, when it stopped"},
+            ),
+            "grid_train_nmse": (
+                ("lr", "seed"),
+                grid_train,
+                {"description": "final training nMSE at every rate of the grid"},
+            ),
+            "best_lr": ((), c.lr, {"description": "the rate with the lowest mean final training loss"}),
+            "lr_edge": (
+                (),
+                c.edge,
+                {"description": "'' (inside), 'lower' or 'upper': where best_lr lies in the grid of rates trained"},
+            ),
+            "lr_flagged": ((), c.flagged, {"description": "best_lr is at an edge the grid could not grow past"}),
+            **flow_vars,
+        },
+        coords={
+            "seed": list(spec.seeds),
+            "check_step": (("check",), np.asarray(checks)),
+            "lr": found.lrs,
+            **({"flow_lr": np.asarray(spec.flow_lrs, dtype=float)} if flow else {}),
+            "angle": np.linspace(0.0, 2 * np.pi, spec.profile_points),
+        },
+        attrs={
+            "dist": spec.job.dist,
+            "d": d,
+            "width": m,
+            "width_rule": spec.width_rule,
+            "second_width": m2,
+            "n_params": L.n_params(m, m2, d),
+            "r0": r0,
+            "input_scale": scale,
+            "C_d": L.c_d(d),
+        },
+    )
 
 
-def loss(f: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """(1/2) mean (f* - f)^2 per model, [M]."""
-    return 0.5 * ((y - f) ** 2).mean(1)
+def _leave(stop: np.ndarray, active: np.ndarray, final: list, batch: tuple[torch.Tensor, ...]):
+    """Models at positions ``stop`` of the batch leave it, their first layer (``batch[0]``) kept in ``final``; returns the
+    ids still active and the batch of those."""
+    if not stop.any():
+        return active, batch
+    for i in np.flatnonzero(stop):
+        final[active[i]] = batch[0][i : i + 1].clone()
+    keep = torch.as_tensor(np.flatnonzero(~stop), device=batch[0].device)
+    return active[~stop], tuple(a.index_select(0, keep) for a in batch)
 
 
-def net_grads(V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor):
-    """The loss and its gradients in closed form (backpropagation written out), per model:
-    returns (L [M], dL/dV [M, m, d], dL/dw [M, m2], dL/db [M, m2]).
-
-    With r = f - y, z_nj = w_j F_n + b_j and g_n = dL/dF_n = (1/n) r_n (1/m2) sum_j sigma'(z_nj) w_j:
-    dL/dw_j = (1/n) sum_n r_n sigma'(z_nj) F_n / m2,   dL/db_j = (1/n) sum_n r_n sigma'(z_nj) / m2,
-    dL/dv_i = (1/m) [ (v_i/|v_i|) sum_n g_n sigma(v_i.x_n) + |v_i| sum_n g_n sigma'(v_i.x_n) x_n ]."""
-    n, m, m2 = X.shape[0], V.shape[1], w.shape[1]
-    norm = V.norm(dim=2)  # [M, m]
-    Lsum = torch.zeros(V.shape[0], dtype=V.dtype, device=V.device)
-    gb = torch.zeros_like(w)
-    gw = torch.zeros_like(w)
-    a = torch.zeros_like(norm)
-    B = torch.zeros_like(V)
-    for s in row_blocks(n, V.shape[0], m):  # every sum over the n points is a sum over blocks: exact to rounding
-        Xs, ys = X[s], y[..., s]
-        pre = torch.einsum("nd,Mmd->Mnm", Xs, V)  # [M, rows, m]
-        rp = torch.relu(pre)
-        F = torch.bmm(rp, norm.unsqueeze(2)).squeeze(2) / m  # [M, rows]
-        z = F.unsqueeze(2) * w.unsqueeze(1) + b.unsqueeze(1)  # [M, rows, m2]
-        on = (z > 0).to(z.dtype)
-        r = (z * on).mean(2) - ys  # f - y
-        gb += (r.unsqueeze(2) * on).sum(1) / (n * m2)
-        gw += ((r * F).unsqueeze(2) * on).sum(1) / (n * m2)
-        g = r * (on * w.unsqueeze(1)).sum(2) / (n * m2)  # dL/dF_n
-        a += torch.bmm(g.unsqueeze(1), rp).squeeze(1)  # sum_n g_n sigma(v_i.x_n), [M, m]
-        G = (pre > 0).to(pre.dtype) * g.unsqueeze(2)  # g_n sigma'(v_i.x_n), [M, rows, m]
-        B += torch.bmm(
-            G.transpose(1, 2), Xs.expand(V.shape[0], Xs.shape[0], Xs.shape[1])
-        )  # sum_n g_n sigma'(v_i.x_n) x_n
-        Lsum += (r * r).sum(1)
-        del pre, rp, G  # before the next block's are made: one block's arrays alive at a time
-    gV = (V / norm.clamp_min(torch.finfo(V.dtype).tiny).unsqueeze(2) * a.unsqueeze(2) + norm.unsqueeze(2) * B) / m
-    return 0.5 * Lsum / n, gV, gw, gb
+def _last(row: np.ndarray) -> float:
+    """The last recorded value of a run (where it stopped), NaN if none."""
+    f = row[np.isfinite(row)]
+    return float(f[-1]) if len(f) else np.nan
 
 
-def _per_model(lr: float | torch.Tensor, like: torch.Tensor, dims: int) -> torch.Tensor | float:
-    """A rate per model [M] shaped to broadcast over a tensor with ``dims`` trailing dimensions (a float stays a float)."""
-    return lr if not isinstance(lr, torch.Tensor) else lr.to(like.dtype).reshape(-1, *([1] * dims))
-
-
-def net_step(
-    V: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor, lr: float | torch.Tensor
-) -> torch.Tensor:
-    """One mean-field gradient step of every neuron, in place (``lr``: one rate, or one per model [M]); returns the loss
-    before the step [M]."""
-    L, gV, gw, gb = net_grads(V, w, b, X, y)
-    V.sub_(_per_model(lr, V, 2) * V.shape[1] * gV)
-    w.sub_(_per_model(lr, w, 1) * w.shape[1] * gw)
-    b.sub_(_per_model(lr, b, 1) * b.shape[1] * gb)
-    return L
-
-
-def reduced_grads(alpha: torch.Tensor, w: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor):
-    """The reduced model's loss (F = alpha |x|) and its gradients in closed form: (L [M], dL/dalpha [M], dL/dw, dL/db).
-    dL/dalpha = -E[S(x) |x|] with S the notes' S(x) = (f* - f)(x) (1/m2) sum_j sigma'(w_j F + b_j) w_j."""
-    n, m2 = X.shape[0], w.shape[1]
-    rad = X.norm(dim=1)  # [n]
-    F = alpha.unsqueeze(1) * rad
-    z = F.unsqueeze(2) * w.unsqueeze(1) + b.unsqueeze(1)
-    f = torch.relu(z).mean(2)
-    r = f - y
-    on = (z > 0).to(z.dtype)
-    gw = torch.einsum("Mn,Mnj,Mn->Mj", r, on, F) / (n * m2)
-    gb = torch.einsum("Mn,Mnj->Mj", r, on) / (n * m2)
-    galpha = (r * torch.einsum("Mnj,Mj->Mn", on, w) / m2 * rad).mean(1)
-    return 0.5 * (r * r).mean(1), galpha, gw, gb
-
-
-def reduced_step(
-    alpha: torch.Tensor,
-    w: torch.Tensor,
-    b: torch.Tensor,
-    X: torch.Tensor,
-    y: torch.Tensor,
-    lr: float | torch.Tensor,
-    d: int,
-) -> torch.Tensor:
-    """One step of the reduced model, in place: alpha <- alpha exp(-eta 4 C_d dL/dalpha), the exact solution over the step
-    of dalpha/dt = 4 C_d alpha E[S |x|] (= -4 C_d alpha dL/dalpha) with the gradient held fixed, so alpha keeps its sign
-    as C_d mean |v_i|^2 does (the explicit Euler step can flip it at a large rate); the second layer moves as the net's
-    (mean-field scaled).  alpha [M]; returns the loss before the step [M]."""
-    L, ga, gw, gb = reduced_grads(alpha, w, b, X, y)
-    alpha.mul_(torch.exp(-_per_model(lr, alpha, 0) * 4 * c_d(d) * ga))
-    w.sub_(_per_model(lr, w, 1) * w.shape[1] * gw)
-    b.sub_(_per_model(lr, b, 1) * b.shape[1] * gb)
-    return L
-
-
-def alpha_of(V: torch.Tensor) -> torch.Tensor:
-    """alpha = C_d mean_i |v_i|^2 of every model, [M]."""
-    return c_d(V.shape[2]) * (V * V).sum(2).mean(1)
-
-
-def deviation(V: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    """|F/alpha - |x|| / ||x|| (L2 over the rows of X), per model [M]: the first layer against its symmetrisation."""
-    r = X.norm(dim=1)
-    F = first_layer(V, X)
-    return (F / alpha_of(V).unsqueeze(1) - r).norm(dim=1) / r.norm()
-
-
-def init(
-    M: int, m: int, m2: int, d: int, gen: torch.Generator, dtype=torch.float32
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """A spherically symmetric first layer, v_i ~ N(0, I / (d C_d)) so that alpha = C_d E|v|^2 = 1 in expectation
-    (F ~ |x| at the start); second layer w_j, b_j ~ N(0, 1)."""
-    V = torch.randn(M, m, d, generator=gen, dtype=dtype) / math.sqrt(d * c_d(d))
-    return V, torch.randn(M, m2, generator=gen, dtype=dtype), torch.randn(M, m2, generator=gen, dtype=dtype)
-
-
-def n_params(m: int, m2: int, d: int) -> int:
-    """m d (the first layer's neurons, no biases) + 2 m2 (the second layer's weights and biases)."""
-    return m * d + 2 * m2
+def _profile(V: torch.Tensor, spec, d: int, dev) -> np.ndarray:
+    """F(u)/alpha on great circles u(theta) = cos(theta) e1 + sin(theta) e2 of ``directions`` random planes (a fixed stream):
+    [M, plane, angle].  F is 1-homogeneous, so F(x) = |x| F(x/|x|): the symmetrisation predicts 1 at every angle."""
+    g = torch.Generator().manual_seed(seed(0, "learner_planes", d))
+    theta = torch.linspace(0.0, 2 * np.pi, spec.profile_points)
+    out = []
+    for _ in range(spec.directions):
+        e = torch.linalg.qr(torch.randn(d, max(d, 2), generator=g))[0][:, :2] if d >= 2 else torch.ones(1, 2)
+        u = torch.cos(theta)[:, None] * e[:, 0] + torch.sin(theta)[:, None] * e[:, 1]
+        with torch.no_grad():
+            out.append(L.first_layer(V, u.to(dev, V.dtype)) / L.alpha_of(V).unsqueeze(1))
+    return torch.stack(out, 1).double().cpu().numpy()

@@ -10,7 +10,7 @@ import seaborn as sns
 
 from depthlab import plotstyle as ps
 
-from .sawtooth import mse_bound
+from .telgarsky import mse_bound
 
 
 def _style(arch: str) -> tuple[str, str]:

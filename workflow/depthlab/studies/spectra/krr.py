@@ -1,56 +1,54 @@
-"""Kernel ridge regression learning curves on the sphere, as in Bietti & Bach's experiment (``figures.py``).
-
-Data: x uniform on S^(d-1), target the bump y = 1{w.x >= threshold} for a random unit w
-(the authors: d = 4, threshold 1 - 0.3).  For each training-set size n, the estimator
-f = K(., X_n) (K(X_n, X_n) + n lambda I)^{-1} y is scored by its test MSE, and the
-learning curve keeps the best lambda of a grid.  All ridges of one n come from one
-eigendecomposition K_n = V diag(s) V^T: f_lambda(X_test) = K(X_test, X_n) V diag(1/(s + n lambda)) V^T y.
-"""
+"""Stage ``krr``: KRR learning curves of one kernel and depth (Bietti & Bach's experiment)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
+import xarray as xr
+
+from . import krr_curves
+from .dotkernels import kernel
+
+if TYPE_CHECKING:
+    from .specs import KrrSpec
 
 
-def sphere(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
-    """n points uniform on S^(d-1): [n, d]."""
-    x = rng.standard_normal((n, d))
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def bump(x: np.ndarray, w: np.ndarray, threshold: float) -> np.ndarray:
-    """1{w.x >= threshold} as float64: [n]."""
-    return (x @ w >= threshold).astype(np.float64)
-
-
-def gram(kappa: Callable[[np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """kappa(a b^T), with the dot products clipped to [-1, 1] against rounding."""
-    return kappa(np.clip(a @ b.T, -1.0, 1.0))
-
-
-def learning_curve(
-    k_train: np.ndarray, k_test: np.ndarray, y: np.ndarray, y_test: np.ndarray, ns: list[int], ridges: np.ndarray
-) -> np.ndarray:
-    """Test MSE [len(ns), len(ridges)] of KRR on the first n training points, for every n and ridge lambda.
-
-    k_train: [N, N] kernel between training points (N >= max(ns)), k_test: [N_test, N].
-    """
-    out = np.empty((len(ns), len(ridges)))
-    for i, n in enumerate(ns):
-        s, V = np.linalg.eigh(k_train[:n, :n])
-        proj = V.T @ y[:n]  # [n]
-        kv = k_test[:, :n] @ V  # [N_test, n]
-        for j, lam in enumerate(ridges):
-            pred = kv @ (proj / (s + n * lam))
-            out[i, j] = np.mean((pred - y_test) ** 2)
-    return out
-
-
-def rate(ns: np.ndarray, mse: np.ndarray, n_min: int) -> float:
-    """Fitted learning-curve rate: the slope of log(best test MSE) vs log n over n >= n_min (NaN below 2 points)."""
-    ok = (ns >= n_min) & (mse > 0)
-    if ok.sum() < 2:
-        return float("nan")
-    return float(np.polyfit(np.log(ns[ok]), np.log(mse[ok]), 1)[0])
+def run_krr(spec: "KrrSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
+    data = inputs["data"]
+    name, depth = spec.job.kernel, spec.job.depth
+    kap = kernel(name, depth)
+    ns = list(spec.n_train)
+    ridges = 10.0 ** np.asarray(spec.log10_ridges)
+    N = max(ns)
+    mse = []
+    for t in data.trial.values:
+        x, xt = data.x_train.values[t, :N], data.x_test.values[t]
+        mse.append(
+            krr_curves.learning_curve(
+                krr_curves.gram(kap, x, x),
+                krr_curves.gram(kap, xt, x),
+                data.y_train.values[t, :N],
+                data.y_test.values[t],
+                ns,
+                ridges,
+            )
+        )
+        ctx.progress(f"{name} depth {depth}: trial {t} done, best test MSE at n = {N}: {mse[-1][-1].min():.4g}")
+    mse = np.stack(mse)  # [trial, n, ridge]
+    best = mse.min(2)
+    mean = best.mean(0)
+    return xr.Dataset(
+        {
+            "test_mse": (("trial", "n", "ridge"), mse),
+            "best_mse": (("trial", "n"), best, {"description": "test MSE at the best ridge of the grid"}),
+            "best_ridge": (("trial", "n"), ridges[mse.argmin(2)]),
+            "rate": (
+                (),
+                krr_curves.rate(np.asarray(ns), mean, spec.fit_n_min),
+                {"description": "slope of log(mean best test MSE) vs log n over n >= fit_n_min"},
+            ),
+        },
+        coords={"trial": data.trial.values, "n": ns, "ridge": ridges},
+        attrs={"kernel": name, "depth": depth},
+    )

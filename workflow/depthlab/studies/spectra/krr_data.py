@@ -9,7 +9,7 @@ import xarray as xr
 
 from depthlab.core.seeds import rng
 
-from . import krr
+from . import krr_curves
 
 if TYPE_CHECKING:
     from .specs import KrrDataSpec
@@ -20,11 +20,11 @@ def make_krr_data(spec: "KrrDataSpec", inputs: dict, ctx=None) -> xr.Dataset:
     xs, ys, ws = [], [], []
     for t in range(T):
         g = rng(spec.seed, "sphere", t)
-        x = krr.sphere(n + nt, d, g)
-        w = krr.sphere(1, d, g)[0]
+        x = krr_curves.sphere(n + nt, d, g)
+        w = krr_curves.sphere(1, d, g)[0]
         xs.append(x)
         ws.append(w)
-        ys.append(krr.bump(x, w, spec.threshold))
+        ys.append(krr_curves.bump(x, w, spec.threshold))
     xs, ys = np.stack(xs), np.stack(ys)
     return xr.Dataset(
         {

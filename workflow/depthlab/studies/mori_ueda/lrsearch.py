@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
-from depthlab.core.lrsearch import SearchSettings, search_lr
+from depthlab.core.lrsearch import search_lr
 from depthlab.core.shapes import layer_sizes
 
 from .sgd import settings
@@ -18,22 +18,7 @@ if TYPE_CHECKING:
 
 def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dataset:
     data = inputs["data"]
-    s = spec.search
-    search = SearchSettings(
-        folds=s.folds,
-        log10_lr_bounds=s.log10_lr_bounds,
-        init_points=s.init_points,
-        rounds=s.rounds,
-        candidates_per_round=s.candidates_per_round,
-        seed=s.seed,
-        grow_rounds=s.grow_rounds,
-        log10_lr_limits=s.log10_lr_limits,
-        halving_eta=s.halving_eta,
-        halving_rungs=s.halving_rungs,
-        max_candidates=s.stack_candidates,
-        first_rung_folds=s.first_rung_folds,
-        first_rung_se=s.first_rung_se,
-    )
+    s = search = spec.search
     sizes = layer_sizes(data.sizes["feature"], spec.shape.width, spec.shape.depth)
     res = search_lr(
         data.x_train.values,
