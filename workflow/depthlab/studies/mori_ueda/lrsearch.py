@@ -10,7 +10,6 @@ import xarray as xr
 from depthlab.core.lrsearch import search_lr
 from depthlab.core.shapes import layer_sizes
 
-from .sgd import settings
 
 if TYPE_CHECKING:
     from .specs import LrSearchSpec
@@ -26,7 +25,7 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
         sizes,
         "glorot_uniform",
         search,
-        settings(spec.training, ctx.device),
+        spec.training.settings(ctx.device),
         ctx.progress,
         ctx.checkpoint,
     )

@@ -19,6 +19,7 @@ from depthlab import memory as mem
 from depthlab.config import ConfigError
 from depthlab.core.search_settings import SearchSettings
 from depthlab.core.seeds import seed
+from depthlab.core.training_settings import Training
 from depthlab.core.shapes import layer_sizes, n_params, width_for_hidden_weights
 from depthlab.core.shapes import batches
 from depthlab.study import ClaimsBase, ClaimsJob, FigureJob, Job, Ref, Spec, budget_share
@@ -166,26 +167,11 @@ class DataSpec(Spec):
         }
 
 
-@dataclass(frozen=True)
-class Training:
-    """Plain SGD on MSE (regression) or the logistic loss (classification), Mori & Ueda Sec. 2.3."""
-
-    batch_size: int
-    check_every: int
-    loss_threshold: float
-    max_epochs: int
-    loss: str  # mse | logistic
-    patience: int | None  # plateau rule (checks without rel_tol improvement); None: only the loss's target (lr sweeps)
-    rel_tol: float
-    plateau_growth: (
-        float  # the plateau window: max(patience, plateau_growth x checks so far); 0 for lr sweeps (no plateau rule)
-    )
-
-
 def _training(config: dict, figure: str, max_epochs: int) -> Training:
     tr = section(config)["training"]
     sweep = _fig(config, figure)["kind"] == "lr_sweep"
-    return Training(
+    return Training(  # plain SGD on MSE (regression) or the logistic loss (classification), Mori & Ueda Sec. 2.3
+        optimizer="sgd",
         batch_size=tr["batch_size"],
         check_every=tr["check_every"],
         loss_threshold=float(tr["loss_threshold"]),

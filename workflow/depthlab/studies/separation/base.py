@@ -3,7 +3,7 @@ shares (:mod:`.specs`, :mod:`.radial_specs`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from depthlab.core.training_settings import Training
 
 
 STUDY = "separation"
@@ -13,22 +13,10 @@ def section(config: dict) -> dict:
     return config["studies"][STUDY]
 
 
-@dataclass(frozen=True)
-class Training:
-    optimizer: str  # adam | sgd
-    batch_size: int
-    check_every: int
-    loss_threshold: float
-    max_epochs: int  # the budget
-    patience: int  # plateau rule: checks without a fall of the training MSE by rel_tol of its best + abs_tol Var(y)
-    rel_tol: float
-    abs_tol: float  # in units of the training targets' variance
-    plateau_growth: float  # the plateau window: max(patience, plateau_growth x checks so far)
-
-
 def _training(t: dict, max_epochs: int | None = None) -> Training:
-    return Training(
+    return Training(  # MSE, with Adam or plain SGD as the config says
         optimizer=t["optimizer"],
+        loss="mse",
         batch_size=t["batch_size"],
         check_every=t["check_every"],
         loss_threshold=float(t["loss_threshold"]),
