@@ -12,8 +12,10 @@ import depthlab.config as dlc
 from depthlab.core.stopping import PLATEAU, StopRule
 from depthlab.studies.fractals import accuracy
 from depthlab.studies.fractals import specs as fspecs
+from depthlab.studies.mori_ueda import sgd
 from depthlab.studies.mori_ueda import specs as mspecs
 from depthlab.studies.separation import specs as sspecs
+from depthlab.studies.separation import training as straining
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,9 +36,11 @@ def _rules(cfg: dict) -> dict[str, StopRule]:
     s = cfg["studies"]
     f = s["fractals"]
     return {
-        "mori_ueda fig2": mspecs._training(cfg, "fig2", 3000).stop_rule(),
-        "separation radial": sspecs._training(s["separation"]["radial"]["training"]).settings("cpu").stop,
-        "separation sawtooth": sspecs._training(s["separation"]["sawtooth"]["training"]).settings("cpu").stop,
+        "mori_ueda fig2": sgd.stop_rule(mspecs._training(cfg, "fig2", 3000)),
+        "separation radial": straining.settings(sspecs._training(s["separation"]["radial"]["training"]), "cpu").stop,
+        "separation sawtooth": straining.settings(
+            sspecs._training(s["separation"]["sawtooth"]["training"]), "cpu"
+        ).stop,
         "fractal nets": accuracy.stop_rule(fspecs._training(f["training"])),
         "fig7 CNNs": accuracy.stop_rule(fspecs._training({**f["fig7"], "max_epochs": f["fig7"]["epochs"]})),
     }
@@ -47,7 +51,7 @@ def test_every_studys_nets_have_a_growing_plateau_window_in_the_default_and_the_
     for name, rule in _rules(cfg).items():
         assert rule.patience is not None and rule.grow == 0.25, name
         assert "0.25 x the checks so far" in rule.describe(), name
-    assert mspecs._training(cfg, "fig3", 2500).stop_rule().patience is None  # Fig. 3: the paper's target only
+    assert sgd.stop_rule(mspecs._training(cfg, "fig3", 2500)).patience is None  # Fig. 3: the paper's target only
 
 
 def test_a_pause_late_in_a_long_run_is_not_a_plateau_under_the_default_rule_but_was_under_the_fixed_window():
@@ -56,7 +60,7 @@ def test_a_pause_late_in_a_long_run_is_not_a_plateau_under_the_default_rule_but_
     default's window is 10 checks there (0.25 x 44), so it trains through the pause and stops only on the final stall,
     once that lasts a quarter of the run."""
     values = [0.97**i for i in range(40)] + [0.97**39] * 5 + [0.97 ** (39 + i) for i in range(1, 21)] + [0.97**59] * 60
-    rule = mspecs._training(_default(), "fig2", 3000).stop_rule()
+    rule = sgd.stop_rule(mspecs._training(_default(), "fig2", 3000))
     fixed = StopRule(threshold=rule.threshold, patience=rule.patience, rel_tol=rule.rel_tol)
     assert _stop_at(fixed, values) == (PLATEAU, 44)
     reason, at = _stop_at(rule, values)

@@ -134,7 +134,7 @@ def test_a_cv_rate_at_which_a_seed_diverges_is_halved_until_none_does():
     cfg = config(fig2=fig())
     ds = data.make_data(STUDY.spec(cfg, "data", DataJob("fig2", "t")), {})
     tr = STUDY.spec(cfg, "train", DepthJob("fig2", "t", 2))
-    plain = tr.training.settings("cpu")  # the study's own loss, stop rule and budget
+    plain = train_stage.sgd_settings(tr.training, "cpu")  # the study's own loss, stop rule and budget
 
     def diverges(lr: float) -> bool:  # any seed, each trained alone
         out = []

@@ -10,6 +10,7 @@ import xarray as xr
 from depthlab.core.lrsearch import search_lr
 from depthlab.core.shapes import layer_sizes
 
+from .sgd import settings
 
 if TYPE_CHECKING:
     from .specs import LrSearchSpec
@@ -25,7 +26,7 @@ def run_lrsearch(spec: "LrSearchSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
         sizes,
         "glorot_uniform",
         search,
-        spec.training.settings(ctx.device),
+        settings(spec.training, ctx.device),
         ctx.progress,
         ctx.checkpoint,
     )

@@ -25,6 +25,7 @@ from depthlab.core.shapes import layer_sizes
 from depthlab.core.stopping import reason_names
 
 from .seeding import model_seeds
+from .sgd import settings as sgd_settings
 
 if TYPE_CHECKING:
     from .specs import TrainSpec
@@ -40,7 +41,7 @@ def run_train(spec: "TrainSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Datas
     lrs = np.atleast_1d(float(search.best_lr)) if spec.lrs is None else np.asarray(spec.lrs)
     seeds_cfg = np.asarray(spec.seeds)
     init_s, order_s = model_seeds(list(seeds_cfg), L)
-    settings = spec.training.settings(ctx.device)
+    settings = sgd_settings(spec.training, ctx.device)
     init = init_params(layer_sizes(data.sizes["feature"], h, L), init_s, "glorot_uniform")
     halvings = 0
     while True:

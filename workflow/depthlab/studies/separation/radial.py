@@ -14,6 +14,7 @@ from depthlab.core.seeds import seed
 from depthlab.core.shapes import layer_sizes
 from depthlab.core.stopping import reason_names
 
+from .training import settings
 
 if TYPE_CHECKING:
     from .specs import RadialSpec
@@ -28,11 +29,11 @@ def run_radial(spec: "RadialSpec", inputs: dict[str, xr.Dataset], ctx) -> xr.Dat
     ckpt = ctx.checkpoint
     var_y = float(np.var(y))
     found = search_lr(
-        x, y, sizes, spec.init, search, spec.search_training.settings(ctx.device, var_y), ctx.progress, ckpt
+        x, y, sizes, spec.init, search, settings(spec.search_training, ctx.device, var_y), ctx.progress, ckpt
     )
     seeds_cfg = list(spec.seeds)
     init = init_params(sizes, np.array([seed(v, "init", d, L, h) for v in seeds_cfg]), spec.init)
-    final = spec.training.settings(ctx.device, var_y)
+    final = settings(spec.training, ctx.device, var_y)
     res = train_grid(
         x,
         y,

@@ -16,6 +16,7 @@ from depthlab.core.shapes import layer_sizes
 from depthlab.core.stopping import reason_names
 
 from .telgarsky import construction, crossing_bound, mse_bound, pieces, sawtooth, window_bound
+from .training import settings
 
 if TYPE_CHECKING:
     from .specs import SawtoothSpec
@@ -53,7 +54,7 @@ def run_sawtooth(spec: "SawtoothSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
         lrs,
         init,
         np.array([seed(s, "order", L, depth, width) for s in seeds_cfg]),
-        spec.training.settings(ctx.device, float(np.var(y))),
+        settings(spec.training, ctx.device, float(np.var(y))),
         progress=ctx.progress,
         checkpoint=ctx.checkpoint,
     )
@@ -67,7 +68,7 @@ def run_sawtooth(spec: "SawtoothSpec", inputs: dict[str, xr.Dataset], ctx) -> xr
     # the rate with the lowest mean training loss over seeds, and where it lies in the grid (no growth: S2 rests on a bound
     # that holds for every net, S3 is a question; the edge is reported beside the answer)
     choice = choose(lrs, grid.grid(loss).mean(1), grid.grid(res.diverged).all(1))
-    rule = spec.training.stop_rule(float(np.var(y)))
+    rule = settings(spec.training, ctx.device, float(np.var(y))).stop
     ctx.progress(
         f"L={L} {spec.job.arch}: best (by training loss) test MSE {mse[best]:.3g}, {count[best]} pieces of {2**L}"
     )
