@@ -103,6 +103,7 @@ def test_load_scales_to_another_probe_and_refuses_a_damaged_file(tmp_path):
         f.write_text(json.dumps(bad))
         with pytest.raises(shapes.ShapesError, match=key):
             shapes.load(f)
+    assert issubclass(shapes.ShapesError, model.CostsError)  # reported in one line wherever a damaged cost file is
 
 
 class _Spec:

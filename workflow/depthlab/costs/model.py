@@ -241,5 +241,8 @@ def shipped_gpu_costs() -> dict[str, StageCost]:
 
 @functools.lru_cache(maxsize=1)
 def shipped_costs() -> dict[str, StageCost]:
-    """The package's calibration, read once per process (Snakemake asks for every job's resources)."""
-    return load_costs()
+    """The package's calibration, read once per process (Snakemake asks for every job's resources), with its CPU
+    throughput points (a damaged ``cpu_points.json`` is a :class:`CostsError` here, before any job)."""
+    costs = load_costs()
+    shipped_cpu_model()
+    return costs
