@@ -103,7 +103,21 @@ def test_load_scales_to_another_probe_and_refuses_a_damaged_file(tmp_path):
         f.write_text(json.dumps(bad))
         with pytest.raises(shapes.ShapesError, match=key):
             shapes.load(f)
-    assert issubclass(shapes.ShapesError, model.CostsError)  # reported in one line wherever a damaged cost file is
+
+
+def test_a_damaged_shipped_points_file_is_a_costs_error(tmp_path, monkeypatch):
+    """Reported in one line wherever a damaged cost file is (the rules, the CLI, plan), before any job."""
+    bad = tmp_path / "cpu_points.json"
+    bad.write_text(json.dumps({"points": [{**points()[0], "step_s": 0}]}))
+    monkeypatch.setattr(shapes, "POINTS", bad)
+    model.shipped_cpu_model.cache_clear()
+    model.shipped_costs.cache_clear()
+    try:
+        with pytest.raises(model.CostsError, match=r"points\[0\]\.step_s"):
+            model.shipped_costs()
+    finally:
+        model.shipped_cpu_model.cache_clear()
+        model.shipped_costs.cache_clear()
 
 
 class _Spec:

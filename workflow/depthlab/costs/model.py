@@ -229,7 +229,10 @@ def shipped_cpu_model() -> Any:
     the shipped CPU calibration was measured on (its probe); None when the points are missing."""
     from . import shapes
 
-    return shapes.load(shapes.POINTS, to_probe=calibration_probe(COSTS))
+    try:
+        return shapes.load(shapes.POINTS, to_probe=calibration_probe(COSTS))
+    except shapes.ShapesError as e:  # damaged package data: one line naming the file and key, as for costs.json
+        raise CostsError(str(e)) from None
 
 
 @functools.lru_cache(maxsize=1)

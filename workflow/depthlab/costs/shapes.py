@@ -43,8 +43,6 @@ from typing import Any
 
 import numpy as np
 
-from .model import CostsError
-
 POINTS = Path(__file__).resolve().parents[1] / "cpu_points.json"
 GOAL = 1.25  # each paper-shape case within this factor of its measurement
 TERMS = ("a", "b", "b_spill", "c_spill", "c_adam", "e")
@@ -185,9 +183,9 @@ def check(model: CpuThroughput, points: list[dict]) -> list[tuple[str, float, fl
     return out
 
 
-class ShapesError(CostsError):
-    """A damaged ``cpu_points.json``: the message names the file and the key (a :class:`CostsError`, so every place that
-    reports a damaged cost file in one line reports this one too)."""
+class ShapesError(ValueError):
+    """A damaged ``cpu_points.json``: the message names the file and the key
+    (:func:`depthlab.costs.model.shipped_cpu_model` reports it as a ``CostsError``, as every damaged cost file is)."""
 
 
 def _points(doc: Any, where: str) -> tuple[list[dict], float | None, float]:
