@@ -60,7 +60,8 @@ class Throughput:
         return t * (self.adam if s.adam else 1.0)
 
 
-def _shape(p: dict) -> Shape:
+def shape_of(p: dict) -> Shape:
+    """A stack shape from a spec's ``gpu_shape()`` dict or a timed point."""
     return Shape(**{k: p[k] for k in ("d", "n", "P", "L", "h", "M", "B")}, adam=bool(p.get("adam", False)))
 
 
@@ -76,12 +77,12 @@ def fit(points: list[dict], device: str = "") -> Throughput:
 
     def resid(th):
         m = Throughput(*np.exp(th))
-        return [math.log(m.model_epoch_s(_shape(p))) + math.log(p["model_epochs_per_s"]) for p in sgd]
+        return [math.log(m.model_epoch_s(shape_of(p))) + math.log(p["model_epochs_per_s"]) for p in sgd]
 
     r = least_squares(resid, np.log([3e13, 500.0, 1e-5]))
     base = Throughput(*(float(v) for v in np.exp(r.x)))
     adams = [
-        1.0 / p["model_epochs_per_s"] / base.model_epoch_s(_shape({**p, "adam": False}))
+        1.0 / p["model_epochs_per_s"] / base.model_epoch_s(shape_of({**p, "adam": False}))
         for p in points
         if p.get("adam")
     ]
@@ -94,7 +95,7 @@ def check(model: Throughput, points: list[dict] | None = None) -> list[tuple[str
     """(label, measured, modelled model-epochs/s, modelled / measured) per point."""
     out = []
     for p in points if points is not None else model.points:
-        got = 1.0 / model.model_epoch_s(_shape(p))
+        got = 1.0 / model.model_epoch_s(shape_of(p))
         out.append((str(p.get("label", "")), float(p["model_epochs_per_s"]), got, got / float(p["model_epochs_per_s"])))
     return out
 

@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from ..gpumodel import Shape, shape_of
+
 POINTS = Path(__file__).resolve().parents[1] / "cpu_points.json"
 GOAL = 1.25  # each paper-shape case within this factor of its measurement
 TERMS = ("a", "b", "b_spill", "c_spill", "c_adam", "e")
@@ -54,25 +56,17 @@ CACHE_BYTES = 32 << 20  # the last-level cache assumed when a points file does n
 
 
 @dataclass(frozen=True)
-class StepShape:
-    """One stack's minibatch step: inputs d, P parameters per net, L hidden layers of width h, M nets, batch B; N points
-    per epoch; Adam or SGD; ``kind`` "mlp" (the batched trainer) or "learner" (the RZG23 full-batch step)."""
+class StepShape(Shape):
+    """The GPU model's stack shape (:class:`depthlab.gpumodel.Shape`: inputs d, N points per epoch, P parameters per
+    net, L hidden layers of width h, M nets, batch B, Adam or SGD), and ``kind``: "mlp" (the batched trainer) or
+    "learner" (the RZG23 full-batch step)."""
 
-    d: int
-    n: int
-    P: float
-    L: int
-    h: float
-    M: int
-    B: int
-    adam: bool = False
     kind: str = "mlp"
 
     @classmethod
     def of(cls, shape: dict, kind: str = "mlp") -> "StepShape":
-        return cls(
-            **{k: shape[k] for k in ("d", "n", "P", "L", "h", "M", "B")}, adam=bool(shape.get("adam")), kind=kind
-        )
+        """From a spec's ``gpu_shape()`` dict (or a timed point)."""
+        return cls(**vars(shape_of(shape)), kind=kind)
 
     def group(self) -> int:
         """Models per step group, as ``core.trainer.models_per_step`` takes them (weights, plus Adam's moments)."""
