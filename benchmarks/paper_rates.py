@@ -281,6 +281,11 @@ GRID = (
             (100, 1000, 5, 12),
             (30, 25000, 1, 10),
             (30, 40000, 1, 4),
+            # thin and wide, where a group's activations leave the cache (Fig. 6 is d = 30, h = 33 333, M = 3 and 50);
+            # the step's cost per element doubles between h = 25 000 and 33 000, so the spill needs points inside it
+            (30, 30000, 1, 10),
+            (30, 36000, 1, 20),
+            (40, 30000, 1, 4),
             (100, 30000, 1, 4),
             (200, 16000, 1, 6),
             # square hidden layers of Fig. 3's kind (h = 5 000 is the paper's; these are other widths)
@@ -311,6 +316,9 @@ LEARNER_GRID = (  # (label, d, m, m2, M, n)
     ("learner d16 m256", 16, 256, 64, 9, 4000),
     ("learner d64 m1024", 64, 1024, 64, 3, 8000),
     ("learner d128 m2048", 128, 2048, 64, 2, 8000),
+    # wider and over more points, toward the paper's m = 8 192 (its case is d = 128 at n = 50 000)
+    ("learner d128 m4096", 128, 4096, 64, 1, 16000),
+    ("learner d96 m8192", 96, 8192, 64, 1, 12000),
 )
 
 

@@ -205,6 +205,7 @@ def test_eta_replay_plans_the_smoke_run_anew_and_replays_what_its_terminal_showe
     ), p.stdout
 
 
+@pytest.mark.slow  # minutes of CPU: in the slow set, so that `make test` stays under 10 minutes on 2 cores
 def test_search_halving_benchmark_times_both_searches_of_a_job_side_by_side(tmp_path, root):
     """benchmarks/search_halving.py on the smoke config's first rate search: both searches ran in one process on one
     thread, their seconds, epochs and choices written; the 'full' side is the search with the halving off.  With

@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 
+import pytest
 import yaml
 from pathlib import Path
 
@@ -141,6 +142,8 @@ def _fork(base, new_cfg, kill=None):
     )
 
 
+# a killed run and its resume (timed faults): in the slow set, so that `make test` stays under 10 minutes on 2 cores
+@pytest.mark.slow
 def test_a_fork_killed_at_ten_points_leaves_only_whole_stores_and_resumes_to_the_bases(smoke_run, tmp_path):
     """The fork linked a store's zarr.json before its chunks, so a kill -9 part way left stores with some of
     their files, which the next run took as finished (zarr returned fill values).  Now each store is linked into a
@@ -254,6 +257,8 @@ def test_diff_writes_its_files_only_where_it_may(smoke_run, tmp_path):
     assert "Traceback" not in p.stderr
 
 
+# a killed run and its resume (timed faults): in the slow set, so that `make test` stays under 10 minutes on 2 cores
+@pytest.mark.slow
 def test_a_sweep_killed_while_forking_resumes_its_forks(smoke_run, tmp_path):
     """A sweep killed part way through a value's fork went on with 'has begun; its run goes on from there'
     on half-linked stores.  Killed at ten points, each resume takes the rest; every store present is whole."""
