@@ -292,6 +292,15 @@ GRID = (
             (100, 3000, 3, 3),
             (100, 5000, 2, 3),
             (100, 4000, 4, 2),
+            # widths that are not a multiple of 8 floats (the kernels' aligned rows), as Mori & Ueda's fixed-count
+            # widths are (Fig. 6's is 33 333): each costs 1.3-1.45x its aligned neighbour's step
+            (30, 3333, 1, 10),
+            (30, 20001, 1, 10),
+            (40, 25001, 1, 4),
+            (100, 4999, 1, 10),
+            (100, 1999, 3, 3),
+            (200, 4999, 2, 3),
+            (1000, 9999, 1, 2),
         )
     ),
     # Adam at the fractal nets' B = 100 (d = 1, 2) and the radial nets' (d up to 128)

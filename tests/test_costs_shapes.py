@@ -12,7 +12,7 @@ import pytest
 from depthlab.costs import calibrate, model, shapes
 from depthlab.costs.model import StageCost, spec_seconds
 
-TRUTH = shapes.CpuThroughput(1.5e-11, 4.0e-9, 7.0e-9, 1.5e-10, 2.5e-9, 1.1e-4, learner=0.6, probe_s=0.05)
+TRUTH = shapes.CpuThroughput(1.5e-11, 4.0e-9, 7.0e-9, 1.5e-10, 2.5e-9, 1.1e-4, 5e-12, 2e-9, learner=0.6, probe_s=0.05)
 GRID = [  # (d, n, P-sizes, L, h, M, B, adam): the spread of the papers' shapes, in and out of the cache
     (30, 4096, [30, 20000, 1], 20, 50, False),
     (30, 4096, [30, 30000, 1], 2, 100, False),  # its activations outgrow the cache
@@ -24,6 +24,8 @@ GRID = [  # (d, n, P-sizes, L, h, M, B, adam): the spread of the papers' shapes,
     (2, 4096, [2, 10, 1], 9, 100, True),
     (2, 4096, [2, 400, 400, 400, 400, 400, 1], 3, 100, True),
     (128, 4096, [128, 512, 512, 512, 1], 12, 100, True),
+    (100, 4096, [100, 4999, 1], 10, 50, False),  # widths not a multiple of 8 floats (so is h = 10 above)
+    (30, 4096, [30, 3333, 1], 10, 50, False),
 ]
 
 
@@ -40,13 +42,13 @@ def points(truth=TRUTH):
 
 
 def test_the_fit_recovers_the_constants_of_steps_a_known_model_made():
-    """An independent check of the fit: steps a known model timed give back its six constants and the learner's
+    """An independent check of the fit: steps a known model timed give back its eight constants and the learner's
     factor, and fewer points than constants are refused."""
     got = shapes.fit(points(), probe_s=0.05)
     for k in (*shapes.TERMS, "learner"):
         assert getattr(got, k) == pytest.approx(getattr(TRUTH, k), rel=1e-6), k
     assert all(r == pytest.approx(1.0) for *_, r in shapes.check(got, points()))
-    with pytest.raises(ValueError, match="at least 6"):
+    with pytest.raises(ValueError, match="at least 8"):
         shapes.fit(points()[:5])
 
 
@@ -68,6 +70,17 @@ def test_the_counts_are_the_step_arithmetic_counted_another_way():
     assert r[1] == 7 * 50 * (300 * 3 + 1)
     assert r[5] == s.L + 1  # one group: its weights fit the cache
     assert s.steps_per_epoch == math.ceil(4096 / 50)
+
+
+def test_an_unaligned_width_is_charged_its_arithmetic_and_activations_again():
+    """A hidden width that is not a multiple of 8 floats: the last two counts repeat the multiply-adds and the
+    activations; an aligned width, or the learner's step, has none there."""
+    odd, even = shape(100, 4096, [100, 4999, 1], 10, 50, False), shape(100, 4096, [100, 5000, 1], 10, 50, False)
+    r, q = odd.regressors(), even.regressors()
+    assert r[6] == r[0] and r[7] == r[1] and q[6] == q[7] == 0
+    learner = shapes.StepShape(64, 8000, 64 * 999 + 128.0, 2, 999.0, 3, 8000, False, "learner")
+    assert learner.regressors()[6:].tolist() == [0.0, 0.0]
+    assert TRUTH.step_s(odd) / TRUTH.step_s(even) > 1.2  # the side-by-side timings: 1.3-1.45x
 
 
 def test_the_groups_are_the_trainers():
