@@ -281,8 +281,8 @@ GRID = (
             (100, 1000, 5, 12),
             (30, 25000, 1, 10),
             (30, 40000, 1, 4),
-            # thin and wide, where a group's activations leave the cache (Fig. 6 is d = 30, h = 33 333, M = 3 and 50);
-            # the step's cost per element doubles between h = 25 000 and 33 000, so the spill needs points inside it
+            # thin and wide, around Fig. 6's d = 30, h = 33 333 (M = 3 and 50): the cache term's edge for its groups'
+            # activations (aligned widths: their step grew in step with h here; the unaligned ones are below)
             (30, 30000, 1, 10),
             (30, 36000, 1, 20),
             (40, 30000, 1, 4),

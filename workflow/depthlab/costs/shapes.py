@@ -9,13 +9,14 @@ small net is bound by the framework's calls.  The trainer steps a large stack in
 each group touches:
 
     t_step = a 6 B P M  +  b B A M  +  b' B A M [G B A x 12 bytes > K]  +  c' P s M [G P s x 4 bytes > K]
-             +  c_adam P M [Adam]  +  e (L + 1) groups
+             +  c_adam P M [Adam]  +  e (L + 1) groups  +  (a'' 6 B P M  +  b'' B A M) [h not a multiple of ALIGN]
 
 * 6 B P: the forward and backward multiply-adds of P parameters over a minibatch of B rows (seconds ``a`` each);
 * B A: the activations a row makes, A = L h + 1 (hidden and output), written and read around each layer (``b``);
   when a group's do not fit the last-level cache K (three float32 copies: activations, their gradients, the masks)
-  each costs ``b'`` more: the step streams them all from memory (timed at d = 30, B = 50 on the 2-core machine, a
-  model-step took 9.4 ms at h = 20 000, 10.4 at 25 000 and 17.6 at 31 250, where they stop fitting);
+  each costs ``b'`` more: the step streams them all from memory (at d = 30, B = 50 on the 2-core machine a
+  model-step once took 9.4 ms at h = 20 000, 10.4 at 25 000 and 17.6 at 31 250; but 31 250 is unaligned, see below,
+  and a later run's aligned widths grew in step with h through 40 000, so this term is small);
 * P s: the weights and their gradients (s = 2; Adam's two moments: 4) in float32, streamed at ``c'`` each when a
   group's do not fit the cache;
 * P: Adam's update arithmetic on its moments (``c_adam``);
@@ -93,16 +94,17 @@ class StepShape(Shape):
         A = self.B * (self.L * self.h + 1.0)  # activations of one model's minibatch
         s = 4.0 if self.adam else 2.0
         odd = 0.0 if self.kind != "mlp" or int(round(self.h)) % ALIGN == 0 else 1.0
+        macs, acts = M * 6.0 * self.B * self.P, M * A
         return np.array(
             [
-                M * 6.0 * self.B * self.P,
-                M * A,
+                macs,
+                acts,
                 groups * G * A * (12.0 * G * A > cache_bytes),
                 groups * G * self.P * s * (4.0 * G * self.P * s > cache_bytes),
                 M * self.P * (1.0 if self.adam else 0.0),
                 groups * (self.L + 1.0),
-                odd * M * 6.0 * self.B * self.P,
-                odd * M * A,
+                odd * macs,  # an unaligned width pays its arithmetic and activations again
+                odd * acts,
             ]
         )
 
