@@ -100,8 +100,10 @@ plan: setup
 paper-check: setup
 	$(BIN)/depthlab paper-check config/paper.yaml
 
+# the package's benchmarks, side by side; then one fractal job's step three ways (shipped, before, plain PyTorch)
 bench: setup
 	$(BIN)/python benchmarks/bench.py
+	$(BIN)/python benchmarks/fractal_step.py
 
 clean:
 	rm -rf results/* .snakemake

@@ -51,20 +51,7 @@ from depthlab.studies.mori_ueda.targets import sample_inputs, target  # noqa: E4
 LOSSES = {"mse": MSE(), "hinge": Hinge()}
 
 
-class AdamDeviceBC(Adam):
-    """The package's Adam step with its bias correction kept on the device: ``1 - beta^t`` as 0-d float64 tensor ops,
-    no ``float(state["step"])``.  That host read is a graph break for ``torch.compile`` (a new constant every step, so
-    it compiles again and again); without it the whole step is one graph.  A benchmark variant only (it overrides
-    ``Adam.bias_corrections`` and nothing else); ``compiled_vs_eager`` checks that it runs eager to the same bits as
-    the package's step.  The benchmark's nets are float32, hence the cast of ``sqrt(1 - beta2^t)``."""
-
-    def bias_corrections(self, step):
-        bc1 = 1.0 - torch.full_like(step, self.beta1) ** step
-        bc2_sqrt = (1.0 - torch.full_like(step, self.beta2) ** step) ** 0.5
-        return bc1, bc2_sqrt.to(torch.float32)
-
-
-OPTIMIZERS = {"sgd": SGD(), "adam": Adam(), "adam_dbc": AdamDeviceBC()}
+OPTIMIZERS = {"sgd": SGD(), "adam": Adam()}
 
 GIB = 1024**3
 
@@ -124,13 +111,13 @@ def batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B, group: int 
 def compiled_vs_eager(
     name, d, n, sizes, M, steps, dev, opt_name, loss_name, B, compiled_opt: str | None = None
 ) -> dict:
-    """depthlab's own step (``trainer.step_in_groups``: the stacked models, the hand-written backward, the foreach Adam)
+    """depthlab's own step (``trainer.step_in_groups``: the stacked models, the hand-written backward, the fused Adam)
     eager against ``torch.compile`` of the same call (inductor; on the CPU it builds C++ kernels with gcc), side by
     side in this process on the same thread settings, each from the same initial parameters.  The compile's warm-up
     (its first call) is timed apart from the steady step.  Also: whether two compiled runs give the same bits, and how
     far compiled parameters drift from eager ones after the same steps (fused kernels may round differently).
-    ``compiled_opt`` compiles another optimiser's step (``adam_dbc``: the bias correction on the device) against
-    today's eager step, and checks that this variant, run eager, gives today's bits."""
+    ``compiled_opt`` compiles another optimiser's step against today's eager step, and checks that this variant, run
+    eager, gives today's bits."""
     x = torch.as_tensor(sample_inputs(n, d, 0), dtype=torch.float32, device=dev)
     y = torch.as_tensor(target(sample_inputs(n, d, 0), 1 if d < 2 else 2, "local"), dtype=torch.float32, device=dev)
     loss = LOSSES[loss_name]
@@ -679,28 +666,13 @@ def main(argv: list[str] | None = None) -> None:
         if args.quick:
             ccases = [
                 ("fractals (quick)", 2, 400, layer_sizes(2, 16, 3), 2, 5, dev, "adam", "hinge", 100),
-                (
-                    "fractals (quick), bias corr. on device",
-                    2,
-                    400,
-                    layer_sizes(2, 16, 3),
-                    2,
-                    5,
-                    dev,
-                    "adam",
-                    "hinge",
-                    100,
-                    "adam_dbc",
-                ),
             ]
         else:
             h2, h4 = (
                 width_for_hidden_weights(d=100, depth=2, budget=1e5),
                 width_for_hidden_weights(d=100, depth=4, budget=1e5),
             )
-            # the fractal jobs of the default train 2 rates at once, then the one left (and a grown rate) alone; the
-            # compiled side keeps Adam's bias correction on the device (adam_dbc: today's step compiles again at every
-            # step, its host read of the step counter being a graph break)
+            # the fractal jobs of the default train 2 rates at once, then the one left (and a grown rate) alone
             ccases = [
                 (
                     "fractals fig4 (depth 5, width 100)",
@@ -715,7 +687,7 @@ def main(argv: list[str] | None = None) -> None:
                     100,
                 ),
                 (
-                    "fractals fig4 (depth 5, width 100), dbc",
+                    "fractals fig4 (depth 5, width 100)",
                     2,
                     50000,
                     layer_sizes(2, 100, 5),
@@ -725,10 +697,9 @@ def main(argv: list[str] | None = None) -> None:
                     "adam",
                     "hinge",
                     100,
-                    "adam_dbc",
                 ),
                 (
-                    "fractals fig4 (depth 5, width 100), dbc",
+                    "fractals fig4 (depth 5, width 100)",
                     2,
                     50000,
                     layer_sizes(2, 100, 5),
@@ -738,10 +709,9 @@ def main(argv: list[str] | None = None) -> None:
                     "adam",
                     "hinge",
                     100,
-                    "adam_dbc",
                 ),
                 (
-                    "fractals fig4 (depth 5, width 200), dbc",
+                    "fractals fig4 (depth 5, width 200)",
                     2,
                     50000,
                     layer_sizes(2, 200, 5),
@@ -751,10 +721,9 @@ def main(argv: list[str] | None = None) -> None:
                     "adam",
                     "hinge",
                     100,
-                    "adam_dbc",
                 ),
                 (
-                    "fractals fig4 (depth 5, width 200), dbc",
+                    "fractals fig4 (depth 5, width 200)",
                     2,
                     50000,
                     layer_sizes(2, 200, 5),
@@ -764,7 +733,6 @@ def main(argv: list[str] | None = None) -> None:
                     "adam",
                     "hinge",
                     100,
-                    "adam_dbc",
                 ),
                 (
                     "mori_ueda default (fig2, depth 2)",

@@ -92,6 +92,7 @@ WRITERS = {  # (parser, option): (file or folder, argv; {run}: a results folder,
     ("benchmarks/search_halving.py", "--out"): ("file", ["benchmarks/search_halving.py", "--out", "{run}/b.json"]),
     ("benchmarks/search_halving.py", "--stores"): ("folder", ["benchmarks/search_halving.py", "--stores", "{link}"]),
     ("benchmarks/step_vs_stack.py", "--out"): ("file", ["benchmarks/step_vs_stack.py", "--out", "{run}/b.json"]),
+    ("benchmarks/fractal_step.py", "--out"): ("file", ["benchmarks/fractal_step.py", "--out", "{run}/b.json"]),
     ("docs/publish_run.py", "OUT"): ("file", ["docs/publish_run.py", "{run}", "config/smoke.yaml", "{run}/claims.md"]),
 }
 RUNS_OWN = {
@@ -131,7 +132,7 @@ WRITES_NOTHING = {
         "--measure",
     ),
     "depthlab fingerprint": ("study", "stage"),
-    "benchmarks/adam_layout.py": ("--steps", "--models", "--shapes"),
+    "benchmarks/fractal_step.py": ("--reps", "--steps", "--widths", "--check-every"),
     "benchmarks/bench.py": (
         "--quick",
         "--device",
