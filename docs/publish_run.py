@@ -37,7 +37,12 @@ def _seconds(tsv: Path) -> float | None:
 
 def header(results: Path, audit_line: str, config: Path, history: str = "") -> str:
     rec = safeio.read_json(results / "claims.provenance.json")
-    probes = safeio.read_json(results / "logs" / "probe.json") if (results / "logs" / "probe.json").is_file() else []
+    try:  # a probe file with a NaN (or damaged) is left out, as a NaN probe_s is below: never a traceback
+        probes = (
+            safeio.read_json(results / "logs" / "probe.json") if (results / "logs" / "probe.json").is_file() else []
+        )
+    except (OSError, ValueError):
+        probes = []
     per: dict[str, list[float]] = defaultdict(list)
     for tsv in (results / "benchmarks").rglob("*.tsv"):
         s = _seconds(tsv)

@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,45 @@ def tool_env(env: dict | None = None) -> dict:
     return {**os.environ, "PATH": f"{SHIMS}{os.pathsep}{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})}
 
 
+def _newest_write(folder: Path) -> float:
+    """The latest modification time of any file or folder below ``folder`` (0 where there is none)."""
+    newest = 0.0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in (*dirnames, *filenames):
+            try:
+                newest = max(newest, os.lstat(os.path.join(dirpath, name)).st_mtime)
+            except OSError:
+                pass
+    return newest
+
+
+def run_watched(
+    cmd: list[str], *, env: dict, stall: float, watch: Path | None = None, cwd: Path | None = None, poll: float = 5.0
+) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True)`` that is killed only when it stops progressing: no new
+    byte of output and no file written below ``watch`` for ``stall`` seconds (a hang), however long it runs in all (a
+    slow or busy machine).  The kill raises subprocess.TimeoutExpired naming the stall, as a plain timeout did."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env, cwd=cwd)
+        seen, last = None, time.monotonic()
+        while True:
+            try:
+                proc.wait(timeout=poll)  # returns the moment it ends
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            mark = (os.fstat(out.fileno()).st_size, os.fstat(err.fileno()).st_size, watch and _newest_write(watch))
+            if mark != seen:
+                seen, last = mark, time.monotonic()
+            elif time.monotonic() - last > stall:
+                proc.kill()
+                proc.wait()
+                raise subprocess.TimeoutExpired(cmd, stall, output=f"no progress for {stall:.0f} s (a hang)")
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
+
+
 def smk(
     workdir: Path,
     *args: str,
@@ -27,7 +68,8 @@ def smk(
     env: dict | None = None,
     timeout: int = 1800,
 ) -> subprocess.CompletedProcess:
-    """Run Snakemake on ``snakefile`` in ``workdir`` with the default workflow profile and 2 cores."""
+    """Run Snakemake on ``snakefile`` in ``workdir`` with the default workflow profile and 2 cores.  ``timeout``: the
+    seconds it may go without progress (:func:`run_watched`), never its total: a slow machine is not a failure."""
     env = tool_env(env)
     cmd = [
         str(BIN / "snakemake"),
@@ -41,7 +83,7 @@ def smk(
         "2",
         *args,
     ]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    p = run_watched(cmd, env=env, stall=timeout, watch=workdir)
     if check and p.returncode != 0:
         raise AssertionError(
             f"snakemake {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-6000:]}"

@@ -525,3 +525,17 @@ def test_the_shipped_configs_train_every_fractal_net_with_two_seeds_or_more():
         assert len(cfg["studies"]["fractals"]["training"]["seeds"]) >= 2, name
     smoke = dlc.load(ROOT / "config" / "smoke.yaml")
     assert smoke["studies"]["fractals"]["training"]["seeds"] == [0]
+
+
+@pytest.mark.parametrize("name", ["smoke.yaml", "config.yaml", "paper.yaml", "workstation.yaml"])
+def test_a_shipped_configs_header_names_the_folder_its_results_land_in(name):
+    """A header that says where results land says what `depthlab where` prints (workstation.yaml said
+    results/default/ while its results went to results/workstation)."""
+    import re
+
+    import depthlab.config as dlc
+
+    text = (ROOT / "config" / name).read_text()
+    where = dlc.load(ROOT / "config" / name)["results"]
+    for said in re.findall(r"[Rr]esults land in (\S+?)/? ", text):
+        assert said.rstrip("/") == where.rstrip("/"), (name, said, where)

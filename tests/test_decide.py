@@ -3,6 +3,7 @@
 import copy
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -221,3 +222,67 @@ def test_decide_refuses_bad_input_in_one_line(smoke_run, tmp_path):
             p.stderr,
         )
     assert not (smoke_run.results / "x.yaml").exists()
+
+
+def test_decide_refuses_a_claims_file_the_audit_rejects(smoke_run, tmp_path):
+    """One row's to_decide.changes edited to {device: cuda} in a copy's claims.json: decide refuses in one line naming
+    the file and writes nothing (before, it wrote a fork config with device: cuda while audit --strict said the file
+    was edited); a malformed change (a string) in a file whose record vouches for it is one line too."""
+    run = smoke_run.copy(tmp_path / "w").results
+    path = run / "mori_ueda" / "claims.json"
+    rows = json.loads(path.read_text())
+    row = next(r for r in rows if r.get("to_decide") and r["to_decide"].get("changes"))
+    row["to_decide"]["changes"] = [{"key": "device", "value": "cuda"}]
+    path.write_text(json.dumps(rows))
+    out = tmp_path / "d.yaml"
+    args = [str(BIN / "depthlab"), "decide", str(run), "--budget", "100h", "--no-fork", "--out", str(out)]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stdout + p.stderr
+    assert f"{path}: edited since its claims job wrote it" in p.stderr, p.stderr
+    assert not out.exists()
+    with pytest.raises(decide.DecideError, match="not a list of"):
+        decide.Suggestion.from_dict({"text": "x", "changes": "training.seeds"})
+    with pytest.raises(decide.DecideError, match="not a list of"):
+        decide.Suggestion.from_dict({"text": "x", "changes": [{"key": "training.seeds"}]})
+
+
+@pytest.mark.parametrize("out", ["f2", "/", "x.json"])
+def test_decide_out_without_a_yaml_suffix_is_refused_before_anything_is_written(smoke_run, tmp_path, out):
+    """--out f2 made the fork's results folder f2 too, the very config file: decide wrote it, then failed.  Now it
+    refuses first (and --out / was a ValueError traceback)."""
+    p = subprocess.run(
+        [str(BIN / "depthlab"), "decide", str(smoke_run.results), "--budget", "100h", "--no-fork", "--out", out],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 2 and "name a .yaml file" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_decide_writes_its_config_beside_the_runs_config_not_in_a_results_folder(smoke_run, tmp_path):
+    """Without --out, the fork's config lands beside the config the run's folder belongs to (for the smoke run, beside
+    its smoke.yaml), never in the folder that holds results folders."""
+    from depthlab import folder
+
+    run = smoke_run.copy(tmp_path / "w").results
+    owner = run / folder.OWNER
+    rec = json.loads(owner.read_text())
+    home = tmp_path / "configs" / "smoke.yaml"  # the copy's own config file, so nothing lands beside the shared run's
+    home.parent.mkdir()
+    home.write_bytes(Path(rec["source"]).read_bytes())
+    owner.write_text(json.dumps({**rec, "source": str(home)}))
+    assert folder.owner_config(run) == home
+    p = subprocess.run(
+        [str(BIN / "depthlab"), "decide", str(run), "--budget", "1h", "--no-fork", "--study", "fractals"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    written = home.parent / f"{run.name}-decide.yaml"
+    assert (
+        f"wrote {written}" in p.stdout and written.is_file() and not (run.parent / f"{run.name}-decide.yaml").exists()
+    )

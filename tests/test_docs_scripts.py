@@ -189,3 +189,20 @@ def test_compare_searches_tabulates_no_damaged_store_and_rejudge_names_a_bad_arg
         timeout=300,
     )
     assert p.returncode != 0 and "CONFIG" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_publish_headers_a_run_whose_probe_file_holds_a_nan(smoke_run, tmp_path):
+    """A NaN in logs/probe.json is no JSON value: the header says 'not recorded' for the probe (its comment promised to
+    leave such a probe out; it was an UnsafeFile traceback)."""
+    import importlib.util
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run.results, run, symlinks=True)
+    (run / "logs").mkdir(exist_ok=True)
+    (run / "logs" / "probe.json").write_text('[{"probe_s": NaN, "time": "then"}]')
+    spec = importlib.util.spec_from_file_location("publish_run", ROOT / "docs" / "publish_run.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    head = mod.header(run, "audit OK", smoke_run.config_path)
+    assert "speed probe not recorded" in head, head

@@ -148,6 +148,11 @@ def test_plan_reads_the_refit_beside_a_gpu_costs_file_elsewhere(tmp_path):
     assert bad.returncode == 2 and str(tmp_path / "gpu_throughput.json") in bad.stderr and "r_max" in bad.stderr, (
         bad.stderr
     )
+    # a NaN is no JSON value: the file is refused by name in one line (it was an UnsafeFile traceback)
+    (tmp_path / "gpu_throughput.json").write_text('{"r_max": NaN, "h0": 500.0, "step_s": 1e-5}')
+    bad = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and str(tmp_path / "gpu_throughput.json") in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
 def test_the_workstation_profile_fits_a_gpu_day_and_dry_runs_on_the_cpu(tmp_path):

@@ -904,6 +904,9 @@ def test_a_second_config_with_the_same_name_and_other_values_does_not_take_over_
         ("results", "out/\u202eevil", "non-printable one"),  # the right-to-left override
         ("results", "out/\x85", "non-printable one"),  # a C1 control
         ("results", "~/x", "starts with '~'"),  # item 16
+        ("results", "/proc/self/x", "lies in /proc, the kernel's own view"),  # validated, then Snakemake's traceback
+        ("results", "/sys/x", "lies in /sys"),
+        ("results", "/dev/shm/../x", "lies in /dev"),  # the path as the file system resolves it
     ],
 )
 def test_paths_snakemake_or_a_cluster_would_read_differently_are_refused(where, value, why):

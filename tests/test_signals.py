@@ -13,6 +13,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from depthlab import storage as st
 from depthlab.provenance import canonical_json
 
@@ -106,3 +108,27 @@ def test_sweep_and_paper_check_run_snakemake_through_run_child():
     for mod in ("sweep", "papercheck"):
         text = (ROOT / "workflow" / "depthlab" / f"{mod}.py").read_text()
         assert "run_child(cmd" in text and "subprocess.run(cmd" not in text, mod
+
+
+def test_a_watched_command_may_run_long_while_it_progresses_and_is_killed_only_when_it_stalls(tmp_path):
+    """The suite's Snakemake launches (helpers.smk, the shared smoke run among them) are limited by progress, not by
+    total time: a command that keeps printing runs past its stall limit three times over; one that goes quiet is
+    killed after the limit."""
+    from helpers import run_watched
+
+    busy = [sys.executable, "-c", "import time\nfor i in range(12):\n    print(i, flush=True); time.sleep(0.25)"]
+    p = run_watched(busy, env=dict(os.environ), stall=1.0, poll=0.1)
+    assert p.returncode == 0 and p.stdout.split() == [str(i) for i in range(12)]
+    quiet = [sys.executable, "-c", "import time; print('start', flush=True); time.sleep(60)"]
+    t = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired, match="no progress|timed out"):
+        run_watched(quiet, env=dict(os.environ), stall=1.0, poll=0.1)
+    assert time.monotonic() - t < 30
+    # files written below the watched folder count as progress too
+    writer = [
+        sys.executable,
+        "-c",
+        f"import time, pathlib\nfor i in range(8):\n    pathlib.Path({str(tmp_path)!r}, f'f{{i}}').write_text('x'); "
+        "time.sleep(0.3)",
+    ]
+    assert run_watched(writer, env=dict(os.environ), stall=1.0, poll=0.1, watch=tmp_path).returncode == 0

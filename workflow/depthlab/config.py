@@ -241,7 +241,18 @@ def _parsed_schema(name: str) -> dict:
     from .studies import get_study, names
 
     if name != "config":
-        return yaml.safe_load(get_study(name).schema_path.read_text())
+        from .studies import StudyPathError
+
+        path = get_study(name).schema_path
+        try:
+            schema = yaml.safe_load(path.read_text())
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            raise StudyPathError(
+                f"study {name}: its schema {path} cannot be read: {str(e).splitlines()[0][:200]}"
+            ) from e
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            raise StudyPathError(f"study {name}: its schema {path} is not a JSON schema of an object (type: object)")
+        return schema
     from importlib.resources import files
 
     schema = yaml.safe_load(files("depthlab").joinpath(SCHEMA_FILE).read_text())
@@ -412,8 +423,19 @@ def _check_results(results: str) -> None:
             raise ConfigError(
                 f"{where} lies below {parent}, which is a file, not a folder; no folder can be made there"
             )
+    real = Path(os.path.realpath(full))
+    if any(real == Path(v) or Path(v) in real.parents for v in VIRTUAL_ROOTS):
+        raise ConfigError(
+            f"{where} lies in {next(v for v in VIRTUAL_ROOTS if real == Path(v) or Path(v) in real.parents)}, the "
+            "kernel's own view of the machine, where no folder can be made; choose a folder on a disk"
+        )
+    ancestor = next((q for q in (real, *real.parents) if os.path.exists(q)), None)
+    if ancestor is not None and not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ConfigError(f"{where}: {ancestor} is not writable, so the folder cannot be made there")
     _check_nesting(where, Path(full))
 
+
+VIRTUAL_ROOTS = ("/proc", "/sys", "/dev")  # pseudo file systems: a results folder there cannot be created
 
 RESULTS_MARKERS = ("config.used.yaml", ".depthlab.lock", ".depthlab.config.json")  # what a results folder holds
 

@@ -53,9 +53,15 @@ class Suggestion:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Suggestion":
-        return cls(
-            str(d.get("text", "")), [(str(c["key"]), c["value"]) for c in d.get("changes", [])], d.get("seconds")
-        )
+        changes = d.get("changes", [])
+        if not isinstance(changes, list) or not all(
+            isinstance(c, dict) and {"key", "value"} <= set(c) for c in changes
+        ):
+            raise DecideError(f"a row's to_decide.changes is not a list of {{key, value}}: {str(changes)[:120]}")
+        seconds = d.get("seconds")
+        if seconds is not None and not (isinstance(seconds, (int, float)) and math.isfinite(seconds)):
+            raise DecideError(f"a row's to_decide.seconds is not a number of seconds: {str(seconds)[:60]}")
+        return cls(str(d.get("text", "")), [(str(c["key"]), c["value"]) for c in changes], seconds)
 
 
 def combine(*parts: "Suggestion | None") -> "Suggestion | None":
@@ -249,12 +255,37 @@ class Decision:
     base_seconds: float
 
 
+def verified(path: Path) -> None:
+    """Refuse a claims file its provenance record does not vouch for (the audit's own check): the record's hash over its
+    fields, and the file's sha256 as the claims job wrote it.  An edited row could otherwise turn a suggestion into any
+    config change (``device: cuda``) that decide would write."""
+    from . import provenance, safeio, storage
+
+    prov_path = path.with_suffix(".provenance.json")
+    try:
+        rec = safeio.read_json(prov_path)
+    except (OSError, ValueError) as e:
+        raise DecideError(
+            f"{prov_path}: the claims file's provenance cannot be read ({type(e).__name__}): rerun its claims job"
+        ) from None
+    if not isinstance(rec, dict) or provenance.record_hash(rec) != rec.get("record_hash"):
+        raise DecideError(
+            f"{prov_path}: its provenance record was edited (audit --strict fails on it too); rerun the claims job"
+        )
+    if storage.file_hash(path) != rec.get("json_sha256"):
+        raise DecideError(
+            f"{path}: edited since its claims job wrote it (its sha256 is not the one recorded; audit --strict fails on "
+            "it too); restore it or rerun the claims job"
+        )
+
+
 def rows_of(results: Path) -> list[Row]:
     """Every inconclusive paper row of a finished run, with its suggestion (claims.json of each study)."""
     from . import safeio
 
     out = []
     for path in sorted(results.glob("*/claims.json")):
+        verified(path)
         try:
             rows = safeio.read_json(path)
         except Exception as e:
@@ -347,7 +378,7 @@ def run(args: Any) -> int:
     import sys
 
     from . import config as dlc
-    from . import fork
+    from . import folder, fork
 
     def fail(msg: str) -> int:
         print(f"depthlab decide: {msg}", file=sys.stderr)
@@ -372,7 +403,12 @@ def run(args: Any) -> int:
         if not any(results.glob("*/claims.json")):
             return fail(f"{results}: no study's claims.json: run it first (make run CONFIG=...)")
         name = f"{results.name}-decide"
-        out = Path(args.out) if args.out else results.parent / f"{name}.yaml"
+        if args.out and Path(args.out).suffix not in (".yaml", ".yml"):
+            # its results folder is the path without the suffix: without one, the config would name itself
+            return fail(f"--out {args.out}: name a .yaml file (the fork's results folder is that path without .yaml)")
+        # beside the run's config (the file given, else the one the folder belongs to), never inside a results folder
+        home = source if p.is_file() else folder.owner_config(results)
+        out = Path(args.out) if args.out else (home.parent if home else Path.cwd()) / f"{name}.yaml"
         new_results = str(out.with_suffix("")) if args.out else str(results.parent / name)
         outputs.user_file(out, what="--out")  # before any work: never inside a run's folder, its folder exists
         outputs.user_folder(Path(new_results), what="the fork's results folder")

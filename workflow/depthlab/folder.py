@@ -57,6 +57,13 @@ def _read(path: Path) -> dict | None:
     return rec if isinstance(rec, dict) and isinstance(rec.get("config"), dict) else None
 
 
+def owner_config(results: str | Path) -> Path | None:
+    """The config file a results folder belongs to, where it still is a file (None: no record, or the file is gone)."""
+    rec = _read(Path(results) / OWNER)
+    src = rec.get("source") if rec else None
+    return Path(src) if isinstance(src, str) and Path(src).is_file() else None
+
+
 def check(results: str | Path, config: dict, source: str | Path | None, force: bool = False) -> None:
     """What :func:`claim` would refuse, without recording anything (a dry run).  Raises
     :class:`FolderTaken`."""

@@ -113,7 +113,10 @@ def load(path: str | Path | None = None) -> Throughput:
 
     path = Path(path) if path is not None else THROUGHPUT
     if path.is_file():
-        doc = safeio.read_json(path)
+        try:
+            doc = safeio.read_json(path)  # NaN and infinities are refused here: a damaged file, one line
+        except (OSError, ValueError) as e:
+            raise ThroughputError(f"{path}: unreadable ({str(e).splitlines()[0][:200]})") from None
         if not isinstance(doc, dict):
             raise ThroughputError(f"{path}: not a JSON object")
         vals = {k: _bounded(path, doc, k, lo, hi) for k, (lo, hi) in BOUNDS.items()}

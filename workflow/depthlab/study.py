@@ -37,6 +37,23 @@ from typing import Any, Callable, ClassVar, Literal, NamedTuple
 
 KINDS = ("store", "figure", "claims")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def inside_path(path: str) -> str | None:
+    """Why ``path`` (a store's path below its study's results folder) could leave that folder, or None: it is absolute,
+    has a '..' or empty segment, a backslash, a drive or a control character."""
+    if not path:
+        return "it is empty"
+    if path.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", path):
+        return "it is absolute"
+    if "\\" in path or any(ord(c) < 32 for c in path):
+        return "it holds a backslash or a control character"
+    parts = path.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "a segment is '..', '.' or empty"
+    return None
+
+
 # a wildcard of type str matches this unless the Job field says otherwise (metadata "pattern")
 DEFAULT_PATTERN = "[A-Za-z0-9][A-Za-z0-9_.-]*"
 
@@ -292,6 +309,14 @@ class Stage:
             raise ValueError(f"stage {self.name}: kind must be one of {KINDS}, got {self.kind!r}")
         if (self.kind == "store") != bool(self.path):
             raise ValueError(f"stage {self.name}: a store stage needs a path pattern, other kinds none")
+        if self.path:
+            # the pattern with every {field} as a plain name: a pattern that leaves its folder before any value
+            why = inside_path(re.sub(r"\{[^{}]*\}", "x", self.path))
+            if why is not None or not self.path.endswith(".zarr"):
+                raise ValueError(
+                    f"stage {self.name}: its store path {self.path!r} must stay below the study's results folder and "
+                    f"end in .zarr ({why or 'it does not end in .zarr'})"
+                )
 
     @property
     def module(self) -> str:
@@ -402,8 +427,15 @@ class Study:
         return self.stage(data.get("stage", "")).spec.from_dict(data)
 
     def path(self, ref: Ref) -> str:
-        """A store's path relative to the study's results folder."""
-        return self.stage(ref.stage).path.format(**ref.job.values())
+        """A store's path relative to the study's results folder; a job whose values would lead it out of that folder
+        (a value holding '/' or '..') is refused, naming the study, stage and value."""
+        path = self.stage(ref.stage).path.format(**ref.job.values())
+        why = inside_path(path)
+        if why is not None:
+            raise ValueError(
+                f"study {self.name}, stage {ref.stage}: the job's store path {path!r} would leave the study's folder ({why})"
+            )
+        return path
 
     def figure_inputs(self, config: dict, figure: str) -> dict[str, Ref]:
         return self.spec(config, self.kind_stage("figure").name, FigureJob(figure)).inputs()

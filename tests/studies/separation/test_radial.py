@@ -22,6 +22,28 @@ def test_eldan_shamir_density_has_unit_mass(d):
     assert abs(body + tail - 1) < 2e-3
 
 
+@pytest.mark.parametrize("d", [449, 450])
+def test_the_eldan_shamir_law_holds_its_unit_mass_where_R_to_the_d_overflows(d):
+    """From d = 450 R_d^d overflows a double (the data job died with OverflowError at dims [2, 500]); the density is
+    then summed in logs.  Its mass, body plus the analytic tail (in logs too), is 1 on both sides of the switch."""
+    from scipy.special import gammaln
+
+    R = radial_targets.unit_volume_radius(d)
+    r = np.linspace(1e-4, 4000 / R, 4_000_001)
+    p = radial_targets.es_density(r, d)
+    assert np.isfinite(p).all()
+    log_omega = np.log(2.0) + d / 2 * np.log(np.pi) - gammaln(d / 2)
+    tail = np.exp(log_omega + (d - 1) * np.log(R) - np.log(2 * np.pi**2 * r[-1]))
+    assert abs(np.trapezoid(p, r) + tail - 1) < 2e-3
+
+
+@pytest.mark.parametrize("d", [450, 1000])
+def test_the_radius_table_and_r0_exist_past_the_overflow(d):
+    grid, cdf = radial_targets.es_radius_table(d, 0.95)
+    r0, rel, inside = radial_targets.target_radius(d, "eldan_shamir", 0.95, 0.1)
+    assert cdf[-1] == 1.0 and np.all(np.diff(cdf) >= 0) and 0 < r0 < grid[-1] and 0 < rel <= 1 and 0.3 < inside < 0.7
+
+
 def test_sampled_radii_follow_the_truncated_law():
     rng = np.random.default_rng(0)
     d, q = 4, 0.9

@@ -71,8 +71,19 @@ def get_study(name: str) -> Study:
     """The study ``name`` (KeyError naming the known studies otherwise)."""
     if name not in names():
         raise KeyError(f"unknown study {name!r}; known studies: {', '.join(names())}")
-    mod = importlib.import_module(f"{__name__}.{name}")
+    init = next((f / name / "__init__.py" for f in folders() if (f / name / "schema.yaml").is_file()), name)
+    try:
+        mod = importlib.import_module(f"{__name__}.{name}")
+    except Exception as e:  # a study folder's own code failed (a bad stage, a raise, a syntax error): one line
+        raise StudyPathError(f"study {name} ({init}) cannot be loaded: {type(e).__name__}: {_first_line(e)}") from e
     study = getattr(mod, "STUDY", None)
     if not isinstance(study, Study) or study.name != name:
-        raise ImportError(f"{mod.__name__} must define STUDY = Study(name={name!r}, ...)")
+        raise StudyPathError(
+            f"study {name} ({init}) must define STUDY = Study(name={name!r}, ...); found {study!r:.80}"
+        )
     return bind(study, mod.__name__)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:300] if text else "(no message)"

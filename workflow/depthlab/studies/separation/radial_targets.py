@@ -42,10 +42,19 @@ def sphere_area(d: int) -> float:
 
 
 def es_density(r: np.ndarray, d: int) -> np.ndarray:
-    """Radial density p(r) of the Eldan-Shamir distribution (integrates to 1 over (0, inf))."""
+    """Radial density p(r) of the Eldan-Shamir distribution (integrates to 1 over (0, inf)).
+
+    R_d^d overflows a double from d = 450 (and J_{d/2} underflows where r is small), while the product is a density of
+    order one: past the point where R_d^d would overflow, the product is summed in logs.  Below
+    it, the direct product (the arithmetic of every store made before, so their bits stay)."""
     R = unit_volume_radius(d)
     r = np.asarray(r, dtype=np.float64)
-    return sphere_area(d) * R**d * jv(d / 2, 2 * np.pi * R * r) ** 2 / r
+    log_front = np.log(2.0) + d / 2 * np.log(np.pi) - gammaln(d / 2) + d * np.log(R)  # log(omega_{d-1} R^d)
+    if d * np.log(R) < 700.0:  # R^d finite (exp(709) is a double's largest)
+        return sphere_area(d) * R**d * jv(d / 2, 2 * np.pi * R * r) ** 2 / r
+    with np.errstate(divide="ignore"):
+        log_j = np.log(np.abs(jv(d / 2, 2 * np.pi * R * r)))
+    return np.exp(log_front + 2 * log_j - np.log(r))
 
 
 def es_radius_table(d: int, quantile: float, points_per_period: int = 64) -> tuple[np.ndarray, np.ndarray]:
