@@ -33,7 +33,7 @@ SMK_ARGS ?=
 SLOW ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-slow test-chaos report bench plan paper-check clean help check-config format docs
+.PHONY: setup run test test-slow test-chaos report bench plan paper-check clean help check-config format docs neutral
 
 help: setup
 	@echo "make run [CONFIG=config/smoke.yaml] [SMK_ARGS=\"<target> --dry-run\"] [VERBOSE=1]  build (default: config/config.yaml)"
@@ -101,6 +101,12 @@ paper-check: setup
 	$(BIN)/depthlab paper-check config/paper.yaml
 
 # the package's benchmarks, side by side; then one fractal job's step three ways (shipped, before, plain PyTorch)
+# Did a change move a number?  The smoke config built at BASE and at the working tree, every store compared bit for
+# bit and every claims row's verdict, effect, SE and z (depthlab neutral; exit 1 when anything differs).
+BASE ?= HEAD
+neutral: setup
+	$(BIN)/depthlab neutral "$(BASE)" --config "$(or $(NEUTRAL_CONFIG),config/smoke.yaml)"
+
 bench: setup
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/fractal_step.py

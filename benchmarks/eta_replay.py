@@ -8,7 +8,7 @@ figure and the claims by ``depthlab.plan.output_seconds``, as the run does; othe
 RESULTS' speed probe over the calibration's, and the log is replayed through the ETA (``terminal.replay``): the time
 left it shows against the real time left when 10, 25, 50 and 75 % of the jobs are done.  With no ``--costs``, the
 shipped ``workflow/depthlab/costs.json``; the log's own plan is printed first, as the run showed it.  Nothing is
-asserted: docs/performance.md quotes it (the per-step term, in and out of sample).  Reads only.
+asserted: docs/performance.md (git show dd4e062:docs/performance.md) quotes it (the per-step term, in and out of sample).  Reads only.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import yaml
 from helpers import BIN, smk
 
 from depthlab import config as dlc
-from depthlab import decide, plan
+from depthlab import decide, plan, suggest
 from depthlab.claims import Verdict, render
 from depthlab.studies import get_study
 from depthlab.study import ClaimsJob
@@ -20,18 +20,18 @@ def test_the_seeds_that_bring_z_to_Z_follow_the_square_root_law():
     """n = n0 (Z / z)^2: the SE of a mean over n seeds falls as 1 / sqrt(n), so z grows as sqrt(n).  Checked against the
     law itself: with n seeds the row's z would be z sqrt(n / n0) >= 2, and with n - 1 below 2."""
     for n0, z in ((3, 1.36), (3, 1.28), (3, 0.74), (2, 1.86), (3, -0.53), (3, 1.49)):
-        n = decide.needed_seeds(n0, z)
+        n = suggest.needed_seeds(n0, z)
         assert abs(z) * (n / n0) ** 0.5 >= 2.0 - 1e-9
         assert n == n0 + 1 or abs(z) * ((n - 1) / n0) ** 0.5 < 2.0
-    assert decide.needed_seeds(3, 1.36) == 7 and decide.needed_seeds(3, 0.74) == 22  # the issue's 7-8 and about 22
-    assert decide.needed_seeds(3, None) is None and decide.needed_seeds(3, 0.0) is None
-    assert decide.needed_seeds(3, 5.0) == 4  # already past Z by its z: one more seed, never fewer
+    assert suggest.needed_seeds(3, 1.36) == 7 and suggest.needed_seeds(3, 0.74) == 22  # the issue's 7-8 and about 22
+    assert suggest.needed_seeds(3, None) is None and suggest.needed_seeds(3, 0.0) is None
+    assert suggest.needed_seeds(3, 5.0) == 4  # already past Z by its z: one more seed, never fewer
 
 
 def test_merged_values_keep_the_larger_list_and_number():
-    assert decide.merge_value([0, 1, 2], [0, 1, 2, 3, 4]) == [0, 1, 2, 3, 4]
-    assert decide.merge_value([0.0625, 0.25], [0.015625, 0.0625, 0.25]) == [0.0625, 0.25, 0.015625]
-    assert decide.merge_value(6000, 3000) == 6000
+    assert suggest.merge_value([0, 1, 2], [0, 1, 2, 3, 4]) == [0, 1, 2, 3, 4]
+    assert suggest.merge_value([0.0625, 0.25], [0.015625, 0.0625, 0.25]) == [0.0625, 0.25, 0.015625]
+    assert suggest.merge_value(6000, 3000) == 6000
 
 
 @pytest.mark.parametrize("arg,secs", [("2h", 7200), ("90m", 5400), ("600s", 600), ("1.5", 5400), ("45min", 2700)])
@@ -240,10 +240,10 @@ def test_decide_refuses_a_claims_file_the_audit_rejects(smoke_run, tmp_path):
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stdout + p.stderr
     assert f"{path}: edited since its claims job wrote it" in p.stderr, p.stderr
     assert not out.exists()
-    with pytest.raises(decide.DecideError, match="not a list of"):
-        decide.Suggestion.from_dict({"text": "x", "changes": "training.seeds"})
-    with pytest.raises(decide.DecideError, match="not a list of"):
-        decide.Suggestion.from_dict({"text": "x", "changes": [{"key": "training.seeds"}]})
+    with pytest.raises(suggest.SuggestionError, match="not a list of"):
+        suggest.Suggestion.from_dict({"text": "x", "changes": "training.seeds"})
+    with pytest.raises(suggest.SuggestionError, match="not a list of"):
+        suggest.Suggestion.from_dict({"text": "x", "changes": [{"key": "training.seeds"}]})
 
 
 @pytest.mark.parametrize("out", ["f2", "/", "x.json"])

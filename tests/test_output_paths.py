@@ -127,11 +127,13 @@ WRITES_NOTHING = {
         "--calibrate",
         "--check",
         "--no-probe",
+        "--use-probe",
         "--factor",
         "--gpu-costs",
         "--measure",
     ),
     "depthlab fingerprint": ("study", "stage"),
+    "depthlab neutral": ("base", "--config", "--cores", "--keep"),  # writes only into a temporary folder of its own
     "benchmarks/fractal_step.py": ("--reps", "--steps", "--widths", "--check-every"),
     "benchmarks/bench.py": (
         "--quick",

@@ -7,6 +7,7 @@
     depthlab audit TARGET [--configfile CONFIG] [--strict] [--reproduce N] [--job STORE ...] [--seed S]
     depthlab fingerprint STUDY STAGE
     depthlab diff A B [--json] [--markdown FILE] [--fail-on-change]
+    depthlab neutral BASE [--config CONFIG] [--cores N] [--keep]
 
 Each command parses its arguments and calls the module that does the work: the stage runner (depthlab.runner) for
 `stage`, `index` and `snapshot`, which the Snakemake rules call; depthlab.audit, compare, fork, decide, sweep,
@@ -35,6 +36,12 @@ def stage(args: argparse.Namespace) -> None:
     from . import runner
 
     runner.stage(args)
+
+
+def neutral(args: argparse.Namespace) -> None:
+    from . import neutral as nt
+
+    raise SystemExit(nt.run(args))
 
 
 def index(args: argparse.Namespace) -> None:
@@ -500,6 +507,12 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="do not time the speed probe (about a second); CPU times as calibrated, unscaled",
     )
+    pl_.add_argument(
+        "--use-probe",
+        action="store_true",
+        help="scale CPU times by the probe even where it measured load (more than 2x off the calibration, or a busy "
+        "machine), which the plan otherwise says in its first line and leaves out",
+    )
     pl_.add_argument("--factor", type=_factor, default=2.0, help="the tolerated factor of --check (default 2)")
     pl_.add_argument("--gpu-costs", metavar="FILE", help="the GPU calibration (default: the package's costs_gpu.json)")
     pl_.add_argument(
@@ -512,6 +525,14 @@ def main(argv: list[str] | None = None) -> None:
     f.add_argument("study")
     f.add_argument("stage")
     f.set_defaults(func=fingerprint)
+    nt = sub.add_parser(
+        "neutral", help="build a config at a git revision and at this working tree; compare every store and verdict"
+    )
+    nt.add_argument("base", help="the git revision to compare with (this checkout's history)")
+    nt.add_argument("--config", default="config/smoke.yaml", help="the config both build (default config/smoke.yaml)")
+    nt.add_argument("--cores", type=int, default=2, help="cores for each build (default 2)")
+    nt.add_argument("--keep", action="store_true", help="keep both results folders and logs (their folder is printed)")
+    nt.set_defaults(func=neutral)
     args = p.parse_args(argv)
     if args.func is not stage:  # a stage job turns it on once its modules are loaded
         from .runner import start_gc

@@ -6,18 +6,10 @@ keys (the ones ``depthlab sweep --set`` takes) and their new values; ``seconds``
 ``depthlab plan --no-probe`` adds for them to the study (None where the row names no config change: paper scale, a
 GPU, a data set the laptop has not got).
 
-Each study's claims module says what decides its rows (``to_decide(verdict, config) -> Suggestion | None``), built from
-the helpers here; :func:`generic` is the fallback every study shares, read off the problems the shared verdict machinery
-(:mod:`depthlab.claims`) writes:
-
-* "inside the error bars": more seeds.  n = n0 (Z / z)^2 seeds bring the row's z to Z if its effect stays where it is
-  (the SE falls as 1 / sqrt(n)); at least one more than now;
-* "did not converge": the study's budget, doubled;
-* "sits at the edge of its grid": one more round of rate growth.
-
-The claims stage prices the suggestions against the study's config (the claims spec carries it: ``study.ClaimsBase``),
-so the row's cost is what the plan says for this config and this package's cost table
-(``study.claims_context``).  ``depthlab decide`` reads a
+What each study suggests comes from its claims module (:mod:`depthlab.suggest`, which prices nothing).  After the
+verdicts, :func:`annotate` prices the suggestions against the study's config (the claims spec carries it:
+``study.ClaimsBase``), so the row's cost is what the plan says for this config and this package's cost table
+(``study.claims_context``); the claims record names that table's hash.  ``depthlab decide`` reads a
 finished run's claims, applies every change whose cost fits the budget (cheapest row first, the changes of one key
 merged: the larger seed list, the longer budget), prices the whole fork again (changes of several rows share jobs),
 writes the fork's config and forks the run into it, so that ``make run CONFIG=<fork>`` recomputes only what changed.
@@ -28,122 +20,16 @@ from __future__ import annotations
 import copy
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .claims import INCONCLUSIVE, Z, Verdict, cost_text
 from . import outputs
+from .claims import INCONCLUSIVE, Verdict, cost_text
+from .suggest import Suggestion, SuggestionError, merge_value
 
 PRICE_RESULTS = "/nonexistent/depthlab-decide"  # the plan prices every job as missing
-
-
-@dataclass
-class Suggestion:
-    text: str  # "seeds 8 on fig1", "paper scale (h = 5 000, lr ~ 1/h; a GPU)"
-    changes: list[tuple[str, Any]] = field(default_factory=list)  # (dotted config key, new value)
-    seconds: float | None = None  # planned CPU seconds the changes add (None: not priced, or no change)
-
-    def as_dict(self) -> dict:
-        return {
-            "text": self.text,
-            "changes": [{"key": k, "value": v} for k, v in self.changes],
-            "seconds": self.seconds,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Suggestion":
-        changes = d.get("changes", [])
-        if not isinstance(changes, list) or not all(
-            isinstance(c, dict) and {"key", "value"} <= set(c) for c in changes
-        ):
-            raise DecideError(f"a row's to_decide.changes is not a list of {{key, value}}: {str(changes)[:120]}")
-        seconds = d.get("seconds")
-        if seconds is not None and not (isinstance(seconds, (int, float)) and math.isfinite(seconds)):
-            raise DecideError(f"a row's to_decide.seconds is not a number of seconds: {str(seconds)[:60]}")
-        return cls(str(d.get("text", "")), [(str(c["key"]), c["value"]) for c in changes], seconds)
-
-
-def combine(*parts: "Suggestion | None") -> "Suggestion | None":
-    parts = [p for p in parts if p is not None]
-    if not parts:
-        return None
-    changes: dict[str, Any] = {}
-    for p in parts:
-        for k, v in p.changes:
-            changes[k] = merge_value(changes[k], v) if k in changes else v
-    return Suggestion(" and ".join(dict.fromkeys(p.text for p in parts)), list(changes.items()))
-
-
-def merge_value(a: Any, b: Any) -> Any:
-    """Two rows' values for one key: the longer list (seeds, rates: their union, in order), the larger number."""
-    if isinstance(a, list) and isinstance(b, list):
-        return list(dict.fromkeys([*a, *b]))
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return max(a, b)
-    return b
-
-
-def get(cfg: dict, key: str) -> Any:
-    node: Any = cfg
-    for part in key.split("."):
-        node = node[part]
-    return node
-
-
-def needed_seeds(n0: int, z: float | None) -> int | None:
-    """Seeds that bring z to Z if the effect stays (SE ~ 1 / sqrt(n)); None when z is unknown or zero."""
-    if z is None or not math.isfinite(z) or abs(z) < 1e-9:
-        return None
-    return max(n0 + 1, math.ceil(n0 * (Z / abs(z)) ** 2 - 1e-9))
-
-
-def more_seeds(v: Verdict, key: str, seeds: list, where: str) -> Suggestion:
-    """'seeds n on <where>': the seed list grown to n (the current seeds kept, new integers added)."""
-    n = needed_seeds(len(seeds), v.z) or 2 * len(seeds)
-    new = list(seeds)
-    k = 0
-    while len(new) < n:
-        if k not in new:
-            new.append(k)
-        k += 1
-    return Suggestion(f"seeds {n} on {where}", [(key, new)])
-
-
-def scaled(key: str, value: Any, factor: float, what: str) -> Suggestion:
-    new = type(value)(value * factor) if isinstance(value, (int, float)) else value
-    return Suggestion(f"{what} {new:g}" if isinstance(new, (int, float)) else f"{what} {new}", [(key, new)])
-
-
-def paper(text: str) -> Suggestion:
-    return Suggestion(f"paper scale ({text})")
-
-
-def generic(
-    v: Verdict,
-    cfg: dict,
-    seeds: Callable[[Verdict], tuple[str, str] | None],
-    budget: Callable[[Verdict], tuple[str, str, float] | None] | None = None,
-    grow: Callable[[Verdict], tuple[str, str] | None] | None = None,
-    depths: Callable[[Verdict], tuple[str, str] | None] | None = None,
-) -> Suggestion | None:
-    """The shared reading of a reason: ``seeds(v)`` -> (seeds key, where) for "inside the error bars" and for a part
-    with "no error bar" (one net: a second seed gives one), ``budget(v)`` -> (key, what, factor) for "did not
-    converge", ``grow(v)`` -> (key, what) for a rate at its grid's edge (one more growth round), ``depths(v)`` ->
-    (key, what) for "fewer than two depths" (the next depth added)."""
-    why = v.reason
-    parts: list[Suggestion | None] = []
-    if ("inside the error bars" in why or "no error bar" in why) and (s := seeds(v)):
-        parts.append(more_seeds(v, s[0], list(get(cfg, s[0])), s[1]))
-    if "did not converge" in why and budget and (b := budget(v)):
-        parts.append(scaled(b[0], get(cfg, b[0]), b[2], b[1]))
-    if "edge of its grid" in why and grow and (g := grow(v)):
-        parts.append(Suggestion(f"{g[1]} {get(cfg, g[0]) + 1}", [(g[0], get(cfg, g[0]) + 1)]))
-    if "fewer than two depths" in why and depths and (dk := depths(v)):
-        now = list(get(cfg, dk[0]))
-        new = sorted({*now, max(now) + 1})
-        parts.append(Suggestion(f"depths {new} on {dk[1]}", [(dk[0], new)]))
-    return combine(*parts)
+COST_TABLE = Path(__file__).resolve().parent / "costs.json"  # what prices a suggestion (the package's CPU calibration)
 
 
 # ---- pricing ---------------------------------------------------------------------------------------------
@@ -298,7 +184,10 @@ def rows_of(results: Path) -> list[Row]:
             v = Verdict.from_dict(r)
             if v.kind == "claim" and v.scope == "paper" and v.verdict == INCONCLUSIVE:
                 d = r.get("to_decide")
-                s = Suggestion.from_dict(d) if isinstance(d, dict) else Suggestion("(the run predates 'to decide')")
+                try:
+                    s = Suggestion.from_dict(d) if isinstance(d, dict) else Suggestion("(the run predates 'to decide')")
+                except SuggestionError as e:
+                    raise DecideError(f"{path}: {e}") from None
                 out.append(Row(path.parent.name, v, s))
     return out
 

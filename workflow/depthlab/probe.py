@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 FILE = Path("logs") / "probe.json"  # below a results folder
@@ -61,6 +63,75 @@ def measure(repeats: int = 5) -> float:
             work()
             times.append(time.perf_counter() - t)
     return float(min(times))
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A probe and what the machine was doing meanwhile: the load average per core (Linux' 1-minute figure) and the
+    share of CPU time the hypervisor stole during the probe (None where /proc does not say)."""
+
+    seconds: float
+    load_per_core: float | None
+    steal: float | None
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(steal, total) jiffies of all CPUs from /proc/stat, or None."""
+    try:
+        with open("/proc/stat", encoding="ascii", errors="replace") as f:
+            fields = f.readline().split()
+        ticks = [int(v) for v in fields[1:]]
+        return ticks[7] if len(ticks) > 7 else 0, sum(ticks[:8])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def measure_machine(repeats: int = 9) -> Reading:
+    """:func:`measure` with the load and steal read beside it (more repeats: the fastest of them is the likeliest to
+    have had its core to itself)."""
+    before = _cpu_times()
+    seconds = measure(repeats)
+    after = _cpu_times()
+    steal = None
+    if before and after and after[1] > before[1]:
+        steal = (after[0] - before[0]) / (after[1] - before[1])
+    try:
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (OSError, AttributeError):
+        load = None
+    return Reading(seconds, load, steal)
+
+
+BUSY_RATIO = 2.0  # a probe this much off the calibration's speed, either way, measured the load, not the CPU
+BUSY_LOAD = 1.0  # ... as did one taken while more runnable processes than cores waited (load average per core)
+
+
+def judge(reading: Reading | None, calibration: float | None, use_probe: bool = False) -> tuple[float, str]:
+    """The factor for planned CPU seconds, and a note for the plan's first line ('' when the probe is trusted).
+
+    The probe scales the plan only where it is plausible as a CPU speed: within ``BUSY_RATIO`` of the calibration's,
+    taken on a machine not oversubscribed.  Otherwise the plan stays at the calibration's speed and the note gives
+    both numbers and what the machine was doing (three plans beside eight busy processes read the probe at x8.6,
+    x1.6 and x11.5: the load, not the CPU); ``use_probe`` scales by it anyway."""
+    if reading is None:
+        return 1.0, ""
+    r = ratio(reading.seconds, calibration)
+    if calibration is None or use_probe:
+        return r, ""
+    busy = reading.load_per_core is not None and reading.load_per_core > BUSY_LOAD
+    if 1 / BUSY_RATIO <= r <= BUSY_RATIO and not busy:
+        return r, ""
+    doing = []
+    if reading.load_per_core is not None:
+        doing.append(f"load average {reading.load_per_core:.1f} per core")
+    if reading.steal is not None:
+        doing.append(f"{100 * reading.steal:.0f} % of CPU time stolen")
+    why = f"x{r:.2f} the calibration's time" + (" on a busy machine" if busy else "")
+    return 1.0, (
+        f"note: the speed probe took {reading.seconds:.3f} s against the calibration's {calibration:.3f} s ({why}"
+        + (f"; {', '.join(doing)}" if doing else "")
+        + "): it measured the load, not the CPU, so CPU times are as calibrated (--use-probe scales by it)"
+    )
 
 
 def record(results: str | Path, seconds: float) -> None:

@@ -168,6 +168,8 @@ def run_claims(study: "Study", spec: "Spec", fn: Callable, inputs: dict[str, str
     verdicts, notes = fn(spec, {name: pd.read_csv(p) for name, p in inputs.items()})
     verdicts = decide.annotate(study, spec, verdicts)  # what would decide each inconclusive row, priced
     record = _record(study, spec, out, results, {}, "cpu")
+    # the prices come from the package's cost table, data that no code fingerprint covers: the record names it
+    record["priced_by"] = {"costs_sha256": storage.file_hash(decide.COST_TABLE)}
     record["inputs"] = {name: _file_input(p, results) for name, p in sorted(inputs.items())}
     record["json_sha256"] = storage.write_text(render.verdicts_json(verdicts), out.with_suffix(".json"))
     storage.failpoint("claims")

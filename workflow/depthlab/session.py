@@ -111,10 +111,12 @@ def on_start(workflow, config: dict, results: str, planned: Callable[[Any, float
         import depthlab.probe as probe
 
         try:
-            here = probe.measure()
-            probe.record(results, here)
-            speed = probe.ratio(here, dlplan.calibration_probe())
-            log.info(f"depthlab: speed probe {here:.3f} s; planned seconds x {speed:.2f} (depthlab.probe)")
+            reading = probe.measure_machine()
+            probe.record(results, reading.seconds)
+            speed, note = probe.judge(reading, dlplan.calibration_probe())
+            log.info(f"depthlab: speed probe {reading.seconds:.3f} s; planned seconds x {speed:.2f} (depthlab.probe)")
+            if note:
+                log.info(f"depthlab: {note}")
         except Exception as e:  # the probe informs the ETA; it never stops a run
             log.warning(f"depthlab: the speed probe failed ({type(e).__name__}: {e}); the plan is not scaled")
     # The quiet terminal (depthlab.progress, the `depthlab` logger plugin): the jobs to run and their planned cost.

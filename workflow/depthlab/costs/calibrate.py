@@ -115,7 +115,7 @@ TORCH_START_UP_S = 2.5  # the floor of a stage that trains (it can use a GPU): `
 # The machine those three were measured on: its speed probe (depthlab.probe; 2026-11-27).  A calibration on another
 # machine scales them by its own probe over this one, since a start-up is seconds of *that* machine: refitted on a
 # run whose probe read 0.038 s with the floors unscaled, a smoke training job (1.2-1.5 s there in all) was charged
-# 2.5 s of start-up, and the smoke run was planned at 1.56x; scaled, 1.20x (docs/performance.md).
+# 2.5 s of start-up, and the smoke run was planned at 1.56x; scaled, 1.20x (docs/performance.md as of dd4e062: git show dd4e062:docs/performance.md).
 START_UP_PROBE_S = 0.066
 
 

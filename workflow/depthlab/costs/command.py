@@ -84,8 +84,11 @@ def run(args: argparse.Namespace, load: Callable[..., dict]) -> None:
             "device is not cuda): the GPU column is priced by the throughput model alone",
             file=sys.stderr,
         )
-    here = None if args.no_probe else probe.measure()
-    speed = probe.ratio(here, calib)
+    reading = None if args.no_probe else probe.measure_machine()
+    here = reading.seconds if reading else None
+    speed, note = probe.judge(reading, calib, getattr(args, "use_probe", False))
+    if note:  # the plan's first line: a table scaled by the load would read as the machine's speed
+        print(note)
     from ..gpumodel import ThroughputError
 
     try:
@@ -111,6 +114,8 @@ def _probe_line(whose: str, here: float | None, calib: float | None, speed: floa
         return f"speed probe: {whose} not measured (--no-probe, or the run recorded none): CPU times as calibrated"
     if calib is None:
         return f"speed probe: {whose} {here:.3f} s; the calibration recorded none: CPU times as calibrated"
+    if speed == 1.0 and here != calib:
+        return f"speed probe: {whose} {here:.3f} s, the calibration's {calib:.3f} s: not used (see the first line)"
     return (
         f"speed probe: {whose} {here:.3f} s, the calibration's {calib:.3f} s: CPU times scaled by {speed:.2f} "
         "(depthlab.probe)"

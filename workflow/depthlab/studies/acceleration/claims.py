@@ -49,7 +49,7 @@ from depthlab.core import stats
 from .figures import best_rates
 
 if TYPE_CHECKING:
-    from depthlab import decide
+    from depthlab import suggest
     from .specs import ClaimsSpec
 
 NOTES = [
@@ -475,34 +475,34 @@ def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Ver
     return verdicts, [spec.scale_note, *NOTES]
 
 
-def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
+def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
     """What would decide an inconclusive row (depthlab.decide).  A budget problem, and A3's limit (its smallest flow rates
     are the ones the patience rule cuts first: at the default 2 004 - 3 876 of 5 000 iterations), want a longer budget:
     max_iterations x 10 and a patience of 30 x the fastest rate's iterations; otherwise more starts."""
-    from depthlab import decide
+    from depthlab import suggest
 
     root = "studies.acceleration"
     if v.claim == "A3" or "budget" in v.reason or "max_iterations" in v.reason:
-        its = decide.get(cfg, f"{root}.max_iterations")
-        return decide.Suggestion(
+        its = suggest.get(cfg, f"{root}.max_iterations")
+        return suggest.Suggestion(
             f"max_iterations {10 * its} with patience_factor 30",
             [(f"{root}.max_iterations", 10 * its), (f"{root}.patience_factor", 30)],
         )
-    more = decide.generic(v, cfg, seeds=lambda v: (f"{root}.seeds", "every task"))
+    more = suggest.generic(v, cfg, seeds=lambda v: (f"{root}.seeds", "every task"))
     if more is not None:  # the patience rule needs a factor of at least the number of seeds (the schema's rule)
         n = max(len(val) for k, val in more.changes if k == f"{root}.seeds")
-        if decide.get(cfg, f"{root}.patience_factor") < n:
+        if suggest.get(cfg, f"{root}.patience_factor") < n:
             more.changes.append((f"{root}.patience_factor", n))
     parts = [more]
     if "edge of the rate grid" in v.reason:  # the grid does not grow: widen it by a decade at the edge named
-        lo, hi = decide.get(cfg, f"{root}.log10_lr_range")
-        n = decide.get(cfg, f"{root}.lr_points")
+        lo, hi = suggest.get(cfg, f"{root}.log10_lr_range")
+        n = suggest.get(cfg, f"{root}.lr_points")
         per = (n - 1) / (hi - lo) if hi > lo and n > 1 else 4.0
         new = [lo - 1.0 if "lower end" in v.reason else lo, hi + 1.0 if "upper end" in v.reason else hi]
         parts.append(
-            decide.Suggestion(
+            suggest.Suggestion(
                 f"log10_lr_range {new}",
                 [(f"{root}.log10_lr_range", new), (f"{root}.lr_points", n + round(per * (new[1] - new[0] - hi + lo)))],
             )
         )
-    return decide.combine(*parts)
+    return suggest.combine(*parts)

@@ -40,7 +40,7 @@ from depthlab.core import stats
 from depthlab.core.stats import Estimate
 
 if TYPE_CHECKING:
-    from depthlab import decide
+    from depthlab import suggest
     from .specs import ClaimsSpec
 
 from .chance import CHANCE
@@ -453,26 +453,26 @@ def m4(table: pd.DataFrame, margin: float, n_test: int = 0) -> Verdict:
     )
 
 
-def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
+def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
     """What would decide an inconclusive row (depthlab.decide).  M2 and M3 rest on nets the paper trains for 1e6 steps
     (training.max_epochs 2 000 at 500 steps per epoch; priced, but a GPU's work); M4 on the paper's CIFAR-10 (a user's
     copy: fig7.dataset cifar10 with its cifar10_dir); M1 more seeds (one_run: the second seed), or a longer budget."""
-    from depthlab import decide
+    from depthlab import suggest
 
     root = "studies.fractals"
-    t = decide.get(cfg, f"{root}.training")
+    t = suggest.get(cfg, f"{root}.training")
     if v.claim in ("M2", "M3") and ("did not converge" in v.reason or "nothing learned" in v.reason):
-        d = decide.get(cfg, f"{root}.data")
+        d = suggest.get(cfg, f"{root}.data")
         epochs = max(int(t["max_epochs"]), math.ceil(PAPER_STEPS / max(1, d["n_train"] // t["batch_size"])))
-        return decide.Suggestion(
+        return suggest.Suggestion(
             f"paper scale (the paper's {PAPER_STEPS:.0e} steps: training.max_epochs {epochs}; a GPU)",
             [(f"{root}.training.max_epochs", epochs)],
         )
     if v.claim == "M4":
-        return decide.paper("the paper's CIFAR-10: fig7.dataset cifar10 with your copy in fig7.cifar10_dir; a GPU")
+        return suggest.paper("the paper's CIFAR-10: fig7.dataset cifar10 with your copy in fig7.cifar10_dir; a GPU")
     if "one trajectory per net" in v.reason and len(t["seeds"]) < 2:
-        return decide.Suggestion("training.seeds [0, 1]", [(f"{root}.training.seeds", [0, 1])])
-    return decide.generic(
+        return suggest.Suggestion("training.seeds [0, 1]", [(f"{root}.training.seeds", [0, 1])])
+    return suggest.generic(
         v,
         cfg,
         seeds=lambda v: (f"{root}.training.seeds", "every fractal net"),

@@ -68,7 +68,7 @@ from depthlab.claims import (
 from depthlab.core import stats
 
 if TYPE_CHECKING:
-    from depthlab import decide
+    from depthlab import suggest
     from .specs import ClaimsSpec
 
 from .claim_tools import (
@@ -292,16 +292,16 @@ def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Ver
     return verdicts, [spec.scale_note, *NOTES]
 
 
-def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
+def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
     """What would decide an inconclusive row (depthlab.decide): claim 5 is about the lazy regime, which needs the paper's
     width (h = 5 000 with lr ~ 1/h) and a GPU; the others more seeds on their figure, a longer budget, a wider grid."""
-    from depthlab import decide
+    from depthlab import suggest
 
     if v.claim == "5":
-        return decide.paper("the lazy regime: fig3 width 5 000 with lr ~ 1/h, config/paper.yaml; a GPU")
+        return suggest.paper("the lazy regime: fig3 width 5 000 with lr ~ 1/h, config/paper.yaml; a GPU")
     root = "studies.mori_ueda"
-    fig = v.figure if v.figure in decide.get(cfg, f"{root}.figures") else None
-    s = decide.generic(
+    fig = v.figure if v.figure in suggest.get(cfg, f"{root}.figures") else None
+    s = suggest.generic(
         v,
         cfg,
         seeds=lambda v: (f"{root}.figures.{fig}.seeds", fig) if fig else None,
@@ -314,5 +314,5 @@ def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
         depths=lambda v: (f"{root}.figures.{fig}.depths", fig) if fig else None,
     )
     if s is None and "scale" in v.reason:
-        return decide.paper("the paper's d, N and P: config/paper.yaml")
+        return suggest.paper("the paper's d, N and P: config/paper.yaml")
     return s

@@ -55,7 +55,7 @@ from depthlab.claims import Z, Test, Verdict, exceeds, judge, not_applicable
 from depthlab.core import stats
 
 if TYPE_CHECKING:
-    from depthlab import decide
+    from depthlab import suggest
     from .specs import ClaimsSpec
 
 from .claim_tools import _curve, _fmt, _unsound
@@ -335,29 +335,29 @@ def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Ver
     return verdicts, [spec.scale_note, *NOTES]
 
 
-def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
+def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
     """What would decide an inconclusive row (depthlab.decide).  R4 outside the gradient-flow regime: a flow rate a
     quarter of the smallest, with the steps that keep its flow time (x 2); a reduced model that did not train: 4 x the
     flow time.  R2's depth-1 nets that underfit at d = 64: nets that train there (paper scale).  Otherwise more seeds,
     a longer budget or a wider rate grid of the row's experiment."""
-    from depthlab import decide
+    from depthlab import suggest
 
     root = "studies.separation"
     lr = f"{root}.radial.learner"
     if v.claim == "R4":
-        lrs, steps = list(decide.get(cfg, f"{lr}.flow_lrs")), decide.get(cfg, f"{lr}.steps")
+        lrs, steps = list(suggest.get(cfg, f"{lr}.flow_lrs")), suggest.get(cfg, f"{lr}.steps")
         parts, factor = [], 1
         if "smaller flow rate" in v.reason:
             new = min(lrs) / 4
-            parts.append(decide.Suggestion(f"a flow rate {new:g}", [(f"{lr}.flow_lrs", sorted([new, *lrs]))]))
+            parts.append(suggest.Suggestion(f"a flow rate {new:g}", [(f"{lr}.flow_lrs", sorted([new, *lrs]))]))
             factor *= 2
         if "did not train" in v.reason:
             factor *= 4
         if factor > 1:
-            parts.append(decide.Suggestion(f"learner steps {steps * factor}", [(f"{lr}.steps", steps * factor)]))
-        return decide.combine(
+            parts.append(suggest.Suggestion(f"learner steps {steps * factor}", [(f"{lr}.steps", steps * factor)]))
+        return suggest.combine(
             *parts,
-            decide.generic(
+            suggest.generic(
                 v,
                 cfg,
                 seeds=lambda v: (f"{lr}.seeds", "the learner"),
@@ -366,17 +366,17 @@ def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
             ),
         )
     if v.claim == "R2" and "underfit" in v.reason:
-        return decide.paper("depth-1 nets that train at d = 64: a larger budget P and N, config/paper.yaml")
+        return suggest.paper("depth-1 nets that train at d = 64: a larger budget P and N, config/paper.yaml")
     if v.figure == "sawtooth_error":
         sec = f"{root}.sawtooth"
-        return decide.generic(
+        return suggest.generic(
             v,
             cfg,
             seeds=lambda v: (f"{sec}.seeds", "the sawtooth"),
             budget=lambda v: (f"{sec}.training.max_epochs", "sawtooth max_epochs", 2.0),
         )
     if v.figure in ("learner_error",):
-        return decide.generic(
+        return suggest.generic(
             v,
             cfg,
             seeds=lambda v: (f"{lr}.seeds", "the learner"),
@@ -384,7 +384,7 @@ def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
             grow=lambda v: (f"{lr}.lr_growth.rounds", "learner lr_growth.rounds"),
         )
     sec = f"{root}.radial"
-    return decide.generic(
+    return suggest.generic(
         v,
         cfg,
         seeds=lambda v: (f"{sec}.seeds", "the radial nets"),

@@ -36,7 +36,7 @@ from depthlab.claims import Verdict, all_of, exceeds, judge
 from depthlab.core import stats
 
 if TYPE_CHECKING:
-    from depthlab import decide
+    from depthlab import suggest
     from .specs import ClaimsSpec
 
 PAPER_KERNELS = (
@@ -246,23 +246,23 @@ def check(spec: "ClaimsSpec", tables: dict[str, pd.DataFrame]) -> tuple[list[Ver
     return verdicts, [spec.scale_note, *NOTES]
 
 
-def to_decide(v: Verdict, cfg: dict) -> "decide.Suggestion | None":
+def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
     """What would decide an inconclusive row (depthlab.decide): B2 with one depth of a family gets the next depth of
     its kernel among the KRR kernels; otherwise more KRR trials (the error bars of a learning curve)."""
-    from depthlab import decide
+    from depthlab import suggest
 
     krr = "studies.spectra.krr"
     if "fewer than two depths" in v.reason:
-        kernels = [dict(k) for k in decide.get(cfg, f"{krr}.kernels")]
+        kernels = [dict(k) for k in suggest.get(cfg, f"{krr}.kernels")]
         mine = [k for k in kernels if FAMILY.get(k["kernel"]) == v.subject]
         if mine:
             top = max(mine, key=lambda k: k["depth"])
             new = {"kernel": top["kernel"], "depth": int(top["depth"]) + 1}
-            return decide.Suggestion(
+            return suggest.Suggestion(
                 f"KRR kernel {new['kernel']} at depth {new['depth']}", [(f"{krr}.kernels", kernels + [new])]
             )
     if "inside the error bars" in v.reason:
-        n = decide.get(cfg, f"{krr}.trials")
-        m = decide.needed_seeds(n, v.z) or 2 * n
-        return decide.Suggestion(f"KRR trials {m}", [(f"{krr}.trials", m)])
+        n = suggest.get(cfg, f"{krr}.trials")
+        m = suggest.needed_seeds(n, v.z) or 2 * n
+        return suggest.Suggestion(f"KRR trials {m}", [(f"{krr}.trials", m)])
     return None
