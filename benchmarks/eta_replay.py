@@ -3,8 +3,8 @@
 
 A finished run's ``RESULTS/logs/snakemake/*.jobs.tsv`` (the newest, or ``--jobs``: another run of the same config,
 e.g. ``tests/data/smoke_jobs.tsv``) records when each job started and ended.  For each calibration named, every job
-is planned anew as the run plans it (``depthlab.plan.spec_seconds`` of the spec its store in RESULTS records; a
-figure and the claims by ``depthlab.plan.output_seconds``, as the run does; other jobs keep the plan the log recorded), scaled by
+is planned anew as the run plans it (``depthlab.costs.model.spec_seconds`` of the spec its store in RESULTS records; a
+figure and the claims by ``depthlab.costs.report.output_seconds``, as the run does; other jobs keep the plan the log recorded), scaled by
 RESULTS' speed probe over the calibration's, and the log is replayed through the ETA (``terminal.replay``): the time
 left it shows against the real time left when 10, 25, 50 and 75 % of the jobs are done.  With no ``--costs``, the
 shipped ``workflow/depthlab/costs.json``; the log's own plan is printed first, as the run showed it.  Nothing is
@@ -23,7 +23,9 @@ sys.path.insert(0, str(ROOT / "workflow"))
 import yaml  # noqa: E402
 
 import depthlab.config as dlc  # noqa: E402
-from depthlab import plan as pl  # noqa: E402
+from depthlab.costs import calibrate as cost_calibrate  # noqa: E402
+from depthlab.costs import model as cost_model  # noqa: E402
+from depthlab.costs import report as cost_report  # noqa: E402
 from depthlab import probe  # noqa: E402
 from depthlab.studies import get_study  # noqa: E402
 from snakemake_logger_plugin_depthlab.terminal import read_jobs_log, replay  # noqa: E402
@@ -31,25 +33,25 @@ from snakemake_logger_plugin_depthlab.terminal import read_jobs_log, replay  # n
 
 def planned_anew(rows: list[dict], results: Path, config: dict, costs_path: Path) -> tuple[list[dict], int]:
     """``rows`` with every job's planned seconds from ``costs_path``; and how many jobs kept the log's plan."""
-    costs = pl.load_costs(costs_path)
-    fallback = pl.fallback_rate(costs)
-    speed = probe.ratio(probe.of_runs([results]), pl.calibration_probe(costs_path))
+    costs = cost_model.load_costs(costs_path)
+    fallback = cost_model.fallback_rate(costs)
+    speed = probe.ratio(probe.of_runs([results]), cost_model.calibration_probe(costs_path))
     specs = {
         str(rel).removesuffix(".zarr"): (
             f"{rec['study']}/{rec['stage']}",
             get_study(rec["study"]).spec_from_dict(rec["spec"]),
         )
-        for rel, rec in pl.stores_with_records(results)
+        for rel, rec in cost_calibrate.stores_with_records(results)
     }
     out, kept = [], 0
     for r in rows:
         name, study = r["name"], r["name"].split("/")[0]
         if name in specs:
             key, spec = specs[name]
-            secs = pl.spec_seconds(pl.stage_cost(costs, key), spec, fallback)
+            secs = cost_model.spec_seconds(cost_model.stage_cost(costs, key), spec, fallback)
         elif r["stage"] in ("figure", "claims"):  # the rule's name, as the run's plan (common.smk) reads it
             figure = name.split("/")[-1].removesuffix(".png") if r["stage"] == "figure" else None
-            secs = pl.output_seconds(costs, study, r["stage"], config, figure)
+            secs = cost_report.output_seconds(costs, study, r["stage"], config, figure)
         else:
             out.append(r)
             kept += 1
@@ -80,7 +82,7 @@ def main() -> None:
     rows = read_jobs_log(jobs)
     print(f"{jobs}: {len(rows)} jobs; specs from {a.results}")
     show("as the log planned them", rows, a.cores)
-    for costs in a.costs or [pl.COSTS]:
+    for costs in a.costs or [cost_model.COSTS]:
         anew, kept = planned_anew(rows, a.results, config, costs)
         show(f"{costs} ({kept} jobs kept the log's plan)", anew, a.cores)
 

@@ -30,7 +30,7 @@ import xarray as xr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "workflow"))
 
-from depthlab import plan  # noqa: E402
+from depthlab.costs import calibrate as cost_calibrate  # noqa: E402
 
 
 SAME = 0.01  # decades: closer than this, two choices are the same candidate
@@ -85,8 +85,8 @@ def _choice(ds: xr.Dataset) -> tuple[float, float, float]:
 
 
 def _seconds(results: Path, rel: Path) -> float | None:
-    """The job's seconds from its Snakemake benchmark file (``depthlab.plan``'s reader: a damaged timing is refused)."""
-    return plan.tsv_seconds(results / "benchmarks" / rel.with_suffix(".tsv"))
+    """The job's seconds from its Snakemake benchmark file (``depthlab.costs.calibrate``'s reader: a damaged timing is refused)."""
+    return cost_calibrate.tsv_seconds(results / "benchmarks" / rel.with_suffix(".tsv"))
 
 
 def compare(full: Path, pruned: Path) -> tuple[list[dict], dict]:

@@ -21,7 +21,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "workflow"))
 
-from depthlab import outputs, plan, safeio  # noqa: E402
+from depthlab import outputs, safeio  # noqa: E402
+
+from depthlab.costs import model as cost_model  # noqa: E402
 
 
 def _seconds(tsv: Path) -> float | None:
@@ -32,7 +34,9 @@ def _seconds(tsv: Path) -> float | None:
         s = float(dict(zip(head.split("\t"), row.split("\t")))["s"])
     except (OSError, ValueError, KeyError):
         return None
-    return s if math.isfinite(s) and 0 <= s <= plan.MAX_SECONDS else None  # the cost model's bound on a job's time
+    return (
+        s if math.isfinite(s) and 0 <= s <= cost_model.MAX_SECONDS else None
+    )  # the cost model's bound on a job's time
 
 
 def header(results: Path, audit_line: str, config: Path, history: str = "") -> str:
@@ -56,7 +60,7 @@ def header(results: Path, audit_line: str, config: Path, history: str = "") -> s
         for p in (probes if isinstance(probes, list) else [])
         if isinstance(p, dict) and isinstance(p.get("probe_s"), (int, float)) and math.isfinite(p["probe_s"])
     )  # a string or NaN probe_s is left out, not a traceback
-    calib = safeio.read_json(plan.COSTS).get("probe_s")  # the package's CPU calibration
+    calib = safeio.read_json(cost_model.COSTS).get("probe_s")  # the package's CPU calibration
     calib = f"{calib:.3f} s" if isinstance(calib, (int, float)) else "not recorded"
     return (
         "\n".join(

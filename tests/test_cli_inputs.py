@@ -45,23 +45,25 @@ def _run(*args, env=None, cwd=None, timeout=600):
 def test_a_cost_file_off_its_schema_is_refused_in_one_line_naming_the_key(tmp_path, doc, key):
     """NaN, {} or no `stages` were silently ignored; a negative overhead gave negative core-hours, 1e-300 'inf', and a
     string, an extra key or a list a traceback; a bad package costs.json failed every run."""
-    from depthlab import plan
+    from depthlab.costs import model as cost_model
 
     f = tmp_path / "costs.json"
     f.write_text(doc)
-    with pytest.raises(plan.CostsError, match=key.replace("`", ".").replace("(", r"\(")):
-        plan.load_costs(f)
+    with pytest.raises(cost_model.CostsError, match=key.replace("`", ".").replace("(", r"\(")):
+        cost_model.load_costs(f)
     p = _run("plan", ROOT / "config" / "smoke.yaml", "--costs", f, "--no-probe")
     assert p.returncode == 2 and "Traceback" not in p.stderr and str(f) in p.stderr, p.stderr[-2000:]
     assert len(p.stderr.strip().splitlines()) == 1
 
 
 def test_the_packaged_calibrations_follow_their_schema():
-    from depthlab import plan
+    from depthlab.costs import model as cost_model
 
-    assert plan.load_costs() and plan.validate_costs(json.loads(plan.COSTS.read_text()), plan.COSTS)
-    if plan.COSTS_GPU.is_file():
-        plan.validate_costs(json.loads(plan.COSTS_GPU.read_text()), plan.COSTS_GPU)
+    assert cost_model.load_costs() and cost_model.validate_costs(
+        json.loads(cost_model.COSTS.read_text()), cost_model.COSTS
+    )
+    if cost_model.COSTS_GPU.is_file():
+        cost_model.validate_costs(json.loads(cost_model.COSTS_GPU.read_text()), cost_model.COSTS_GPU)
 
 
 def test_plan_names_a_missing_results_folder_in_one_line(tmp_path):

@@ -10,7 +10,8 @@ import yaml
 from helpers import BIN, smk
 
 from depthlab import config as dlc
-from depthlab import decide, plan, suggest
+from depthlab import decide, suggest
+from depthlab.costs import report as cost_report
 from depthlab.claims import Verdict, render
 from depthlab.studies import get_study
 from depthlab.study import ClaimsJob
@@ -84,7 +85,7 @@ def test_each_row_is_priced_as_the_plan_of_its_changed_config():
     def seconds(c):
         c = copy.deepcopy(c)
         c["studies"] = {"mori_ueda": c["studies"]["mori_ueda"]}
-        return sum(r.seconds_total for r in plan.plan(c, results="/nonexistent"))
+        return sum(r.seconds_total for r in cost_report.plan(c, results="/nonexistent"))
 
     by_hand = copy.deepcopy(cfg)
     by_hand["studies"]["mori_ueda"]["figures"]["fig1"]["seeds"] = list(range(7))

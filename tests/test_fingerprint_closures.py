@@ -17,7 +17,6 @@ GOLDEN = Path(__file__).resolve().parent / "golden" / "fingerprint_closures.txt"
 # cost table or a moved store writer would rerun every claims job)
 NOT_IN_CLAIMS = (
     "depthlab.costs",
-    "depthlab.plan",
     "depthlab.placement",
     "depthlab.fork",
     "depthlab.config",

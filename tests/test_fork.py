@@ -191,7 +191,7 @@ def test_a_fork_copies_small_files_makes_linked_chunks_read_only_and_refuses_a_s
     `snakemake --touch` in the fork moved the base's mtimes); a store whose chunk is a symlink forked into a store
     without that chunk yet counted as taken; the fork's copies of the base's benchmark files were measured again by
     plan --calibrate / --check."""
-    from depthlab import plan
+    from depthlab.costs import calibrate as cost_calibrate
     from depthlab.records import stores_below
 
     base = tmp_path / "base"
@@ -218,7 +218,9 @@ def test_a_fork_copies_small_files_makes_linked_chunks_read_only_and_refuses_a_s
     assert (base / "mori_ueda" / "claims.md").read_bytes() == before
     some = next(f for f in (new / "mori_ueda").rglob("*.zarr/*") if f.is_file())
     assert not os.stat(some).st_mode & 0o222, "a linked store file is writable"
-    assert plan.measurements(base) and not plan.measurements(new), "the fork's copied timings were measured as NEW's"
+    assert cost_calibrate.measurements(base) and not cost_calibrate.measurements(new), (
+        "the fork's copied timings were measured as NEW's"
+    )
     rec = json.loads((new / ".depthlab.fork.json").read_text())
     assert rec["complete"] is True and rec["stores_refused"] == 1 and rec["benchmarks"]
 

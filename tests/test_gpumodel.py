@@ -51,22 +51,23 @@ def test_the_paper_plan_fits_a_lab():
     import yaml
 
     from depthlab import config as dlc
-    from depthlab import plan as pl
+    from depthlab.costs import model as cost_model
+    from depthlab.costs import report as cost_report
 
     root = Path(__file__).resolve().parents[1]
     cfg = dlc.validate(yaml.safe_load((root / "config" / "paper.yaml").read_text()), memory=False)
-    rows = pl.plan(cfg, results=root / "results" / "no-such-folder")
+    rows = cost_report.plan(cfg, results=root / "results" / "no-such-folder")
     assert sum(r.seconds_total for r in rows) / 3600 <= 15000
     assert max(r.peak_bytes for r in rows) <= 64 * 2**30
     mu = {r.stage: r for r in rows if r.study == "mori_ueda"}
     assert mu["lrsearch"].gpu == mu["train"].gpu == "throughput model"
-    assert sum(r.gpu_hours_auto for r in rows if r.gpu in pl.GPU_TIMED) / 3600 <= 300
+    assert sum(r.gpu_hours_auto for r in rows if r.gpu in cost_model.GPU_TIMED) / 3600 <= 300
 
 
 def test_calibrate_on_a_gpu_run_refits_the_throughput_model(smoke_run, tmp_path):
     """A run whose jobs ran on CUDA (here the smoke run's stores, their records saying 'cuda:FAKE'): plan --calibrate
     writes costs_gpu.json and, from its timed training stacks, gpu_throughput.json beside it."""
-    from depthlab import plan as pl
+    from depthlab.costs import calibrate as cost_calibrate
 
     run = tmp_path / "run"
     for rel in ("mori_ueda", "benchmarks/mori_ueda"):  # the study whose stacks the model prices: enough, and quick
@@ -80,10 +81,10 @@ def test_calibrate_on_a_gpu_run_refits_the_throughput_model(smoke_run, tmp_path)
             r["device"] = "cuda:FAKE GPU"
             attrs["depthlab_provenance"] = json.dumps(r)
             zj.write_text(json.dumps(doc))
-    pts = pl.gpu_points(run, {})  # seconds as timed (no start-up taken off)
+    pts = cost_calibrate.gpu_points(run, {})  # seconds as timed (no start-up taken off)
     assert len(pts) >= 3 and all(p["model_epochs_per_s"] > 0 for p in pts)
     assert {p["label"].split("(")[0] for p in pts} >= {"DepthJob"}
-    doc = pl.calibrate([run], tmp_path / "costs_gpu.json")
+    doc = cost_calibrate.calibrate([run], tmp_path / "costs_gpu.json")
     assert doc["device"] == "cuda:FAKE GPU"
     # the smoke's stacks are all start-up: with each stage's fitted start-up taken off, few or none keep a busy time;
     # where three SGD stacks do, the model is refitted beside costs_gpu.json
@@ -130,9 +131,9 @@ def test_plan_reads_the_refit_beside_a_gpu_costs_file_elsewhere(tmp_path):
 
     from helpers import BIN
 
-    from depthlab import plan
+    from depthlab.costs import model as cost_model
 
-    shutil.copy(plan.COSTS_GPU, tmp_path / "costs_gpu.json")
+    shutil.copy(cost_model.COSTS_GPU, tmp_path / "costs_gpu.json")
     args = [
         str(BIN / "depthlab"),
         "plan",
@@ -164,19 +165,20 @@ def test_the_workstation_profile_fits_a_gpu_day_and_dry_runs_on_the_cpu(tmp_path
     import yaml
 
     from depthlab import config as dlc
-    from depthlab import plan as pl
+    from depthlab.costs import model as cost_model
+    from depthlab.costs import report as cost_report
     from helpers import smk
 
     root = Path(__file__).resolve().parents[1]
     raw = yaml.safe_load((root / "config" / "workstation.yaml").read_text())
     cfg = dlc.validate(copy.deepcopy(raw), memory=False)
-    rows = pl.plan(cfg, results=root / "results" / "no-such-folder")
-    gpu = sum(r.gpu_hours_auto for r in rows if r.gpu in pl.GPU_TIMED) / 3600
-    laptop = pl.plan(
+    rows = cost_report.plan(cfg, results=root / "results" / "no-such-folder")
+    gpu = sum(r.gpu_hours_auto for r in rows if r.gpu in cost_model.GPU_TIMED) / 3600
+    laptop = cost_report.plan(
         dlc.validate(yaml.safe_load((root / "config" / "config.yaml").read_text()), memory=False),
         results=root / "results" / "no-such-folder",
     )
-    assert sum(r.gpu_hours_auto for r in laptop if r.gpu in pl.GPU_TIMED) / 3600 < gpu <= 24
+    assert sum(r.gpu_hours_auto for r in laptop if r.gpu in cost_model.GPU_TIMED) / 3600 < gpu <= 24
     st = cfg["studies"]
     assert st["mori_ueda"]["figures"]["fig3"]["width"] == 5000
     assert 64 in st["separation"]["radial"]["dims"] and st["fractals"]["training"]["max_epochs"] == 2000

@@ -14,7 +14,10 @@ import pytest
 import yaml
 
 import depthlab.config as dlc
-from depthlab import plan as pl
+from depthlab.costs import calibrate as cost_calibrate
+from depthlab.costs import model as cost_model
+from depthlab.costs import report as cost_report
+from depthlab import placement
 from depthlab import probe
 from depthlab.studies import get_study
 
@@ -23,13 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_fit_recovers_a_start_up_and_a_rate_and_falls_back_when_work_does_not_vary():
     pts = [(w, 2.0 + w / 1e9) for w in (0.0, 1e8, 1e9, 1e10, 5e10)]
-    c = pl.fit(pts)
+    c = cost_calibrate.fit(pts)
     assert c.overhead_s == pytest.approx(2.0, rel=1e-6) and c.rate == pytest.approx(1e9, rel=1e-6)
-    flat = pl.fit([(1e6, 2.5), (2e6, 1.5), (1.5e6, 2.0)])  # time does not grow with work: all start-up
+    flat = cost_calibrate.fit([(1e6, 2.5), (2e6, 1.5), (1.5e6, 2.0)])  # time does not grow with work: all start-up
     assert flat.overhead_s == pytest.approx(2.0, rel=0.3) and flat.rate is None and flat.max_work == 2e6
     # within the measured range it is all start-up; far beyond it, it borrows the median rate of the other stages
-    assert pl.predict(flat, 2e6, fallback=1e9) == flat.overhead_s
-    assert pl.predict(flat, 4e9, fallback=2e9) == pytest.approx(flat.overhead_s + 2.0)
+    assert cost_model.predict(flat, 2e6, fallback=1e9) == flat.overhead_s
+    assert cost_model.predict(flat, 4e9, fallback=2e9) == pytest.approx(flat.overhead_s + 2.0)
 
 
 def test_the_fit_predicts_a_stages_total_without_bias_where_weighting_by_measured_seconds_did_not():
@@ -42,13 +45,15 @@ def test_the_fit_predicts_a_stages_total_without_bias_where_weighting_by_measure
     rng = np.random.default_rng(0)
     w = rng.uniform(0.0, 2e10, 4000)
     s = (1.5 + w / 1e9) * rng.gamma(4.0, 1 / 4.0, w.size)
-    c = pl.fit(list(zip(w, s)))
-    assert sum(pl.predict(c, x) for x in w) / s.sum() == pytest.approx(1.0, rel=1e-9)  # exact in sample (fit's doc)
+    c = cost_calibrate.fit(list(zip(w, s)))
+    assert sum(cost_model.predict(c, x) for x in w) / s.sum() == pytest.approx(
+        1.0, rel=1e-9
+    )  # exact in sample (fit's doc)
     assert c.overhead_s == pytest.approx(1.5, rel=0.2) and c.rate == pytest.approx(1e9, rel=0.05)
     (a, b), _ = nnls(np.stack([1 / np.sqrt(s), w / np.sqrt(s)], axis=1), np.sqrt(s))
     assert (a * w.size + b * w.sum()) / s.sum() == pytest.approx(0.75, abs=0.03)
     # a stage whose work does not vary: the mean of its runtimes
-    assert pl.fit([(5.0, x) for x in (1.0, 2.0, 6.0)]).overhead_s == pytest.approx(3.0)
+    assert cost_calibrate.fit([(5.0, x) for x in (1.0, 2.0, 6.0)]).overhead_s == pytest.approx(3.0)
 
 
 def test_the_fixed_term_is_at_most_a_start_up_and_the_total_stays_unbiased():
@@ -58,15 +63,17 @@ def test_the_fixed_term_is_at_most_a_start_up_and_the_total_stays_unbiased():
     rng = np.random.default_rng(1)
     w = rng.uniform(1e12, 1.2e12, 17)
     s = 140.0 + w / 5e10 * rng.gamma(20.0, 1 / 20.0, w.size)  # an intercept of 140 s, as the shipped fit had
-    c = pl.fit(list(zip(w, s)))
-    assert c.overhead_s == pl.START_UP_CAP_S
-    assert sum(pl.predict(c, x) for x in w) == pytest.approx(s.sum(), rel=1e-9)
-    assert pl.predict(c, 1e9) < 10.0
-    uncapped = pl.fit(list(zip(w, s)), cap=float("inf"))
-    assert uncapped.overhead_s > 50 and pl.predict(uncapped, 1e9) > 50  # what the old fit charged that small job
+    c = cost_calibrate.fit(list(zip(w, s)))
+    assert c.overhead_s == cost_calibrate.START_UP_CAP_S
+    assert sum(cost_model.predict(c, x) for x in w) == pytest.approx(s.sum(), rel=1e-9)
+    assert cost_model.predict(c, 1e9) < 10.0
+    uncapped = cost_calibrate.fit(list(zip(w, s)), cap=float("inf"))
+    assert (
+        uncapped.overhead_s > 50 and cost_model.predict(uncapped, 1e9) > 50
+    )  # what the old fit charged that small job
     # a stage whose work does not vary but whose jobs take long: the cap, and a rate that gives their mean back
-    flat = pl.fit([(1e9, 60.0), (1e9, 70.0), (1e9, 80.0)])
-    assert flat.overhead_s == pl.START_UP_CAP_S and pl.predict(flat, 1e9) == pytest.approx(70.0)
+    flat = cost_calibrate.fit([(1e9, 60.0), (1e9, 70.0), (1e9, 80.0)])
+    assert flat.overhead_s == cost_calibrate.START_UP_CAP_S and cost_model.predict(flat, 1e9) == pytest.approx(70.0)
 
 
 def test_the_fit_learns_the_share_of_the_epoch_budget_that_a_stages_nets_really_train():
@@ -78,14 +85,14 @@ def test_the_fit_learns_the_share_of_the_epoch_budget_that_a_stages_nets_really_
     w = rng.uniform(1e11, 1e12, 40)
     share = rng.uniform(0.1, 0.6, w.size)
     s = 3.0 + share * w / 2e9
-    c = pl.fit(list(zip(w, s, share)))
+    c = cost_calibrate.fit(list(zip(w, s, share)))
     assert c.overhead_s == pytest.approx(3.0, rel=1e-6) and c.rate == pytest.approx(2e9, rel=1e-6)
     assert c.fraction == pytest.approx((share * w).sum() / w.sum(), rel=1e-12) and 0.1 < c.fraction < 0.6
-    assert pl.predict(c, 1e12) == pytest.approx(3.0 + c.fraction * 1e12 / 2e9, rel=1e-9)
-    assert sum(pl.predict(c, x) for x in w) == pytest.approx(s.sum(), rel=1e-9)  # the stage's total, in sample
-    bare = pl.fit(list(zip(w, s)))
+    assert cost_model.predict(c, 1e12) == pytest.approx(3.0 + c.fraction * 1e12 / 2e9, rel=1e-9)
+    assert sum(cost_model.predict(c, x) for x in w) == pytest.approx(s.sum(), rel=1e-9)  # the stage's total, in sample
+    bare = cost_calibrate.fit(list(zip(w, s)))
     assert bare.fraction == 1.0 and bare.rate > 2 * c.rate  # no shares: every budget charged whole, at a higher rate
-    assert pl.fit([(w0, s0, None) for w0, s0 in zip(w, s)]) == bare
+    assert cost_calibrate.fit([(w0, s0, None) for w0, s0 in zip(w, s)]) == bare
 
 
 def test_the_fit_learns_a_per_step_cost_and_prices_a_small_nets_steps_where_work_alone_could_not():
@@ -100,24 +107,26 @@ def test_the_fit_learns_a_per_step_cost_and_prices_a_small_nets_steps_where_work
     work = calls * width.astype(float) ** 2 * 600  # grows with the width at equal steps
     share = rng.uniform(0.2, 0.9, width.size)
     s = 2.0 + share * (calls * 4e-5 + work / 3e10)
-    c = pl.fit(list(zip(work, s, share, calls)))
+    c = cost_calibrate.fit(list(zip(work, s, share, calls)))
     assert c.overhead_s == pytest.approx(2.0, rel=1e-4) and c.call_s == pytest.approx(4e-5, rel=1e-4)
     assert c.rate == pytest.approx(3e10, rel=1e-4)
     assert c.call_fraction == pytest.approx((share * calls).sum() / calls.sum(), rel=1e-12)
-    assert sum(pl.predict(c, w, calls=n) for w, n in zip(work, calls)) == pytest.approx(s.sum(), rel=1e-6)
+    assert sum(cost_model.predict(c, w, calls=n) for w, n in zip(work, calls)) == pytest.approx(s.sum(), rel=1e-6)
     narrow = width == 10
     truth = 2.0 + c.call_fraction * calls[narrow] * 4e-5 + c.fraction * work[narrow] / 3e10
-    assert np.allclose([pl.predict(c, w, calls=n) for w, n in zip(work[narrow], calls[narrow])], truth, rtol=1e-3)
-    bare = pl.fit(list(zip(work, s, share)))  # no calls: the model before the per-step term
-    assert bare.call_s == 0.0 and sum(pl.predict(bare, w) for w in work) == pytest.approx(s.sum(), rel=1e-6)
-    assert sum(pl.predict(bare, w) for w in work[narrow]) < 0.5 * truth.sum()
+    assert np.allclose(
+        [cost_model.predict(c, w, calls=n) for w, n in zip(work[narrow], calls[narrow])], truth, rtol=1e-3
+    )
+    bare = cost_calibrate.fit(list(zip(work, s, share)))  # no calls: the model before the per-step term
+    assert bare.call_s == 0.0 and sum(cost_model.predict(bare, w) for w in work) == pytest.approx(s.sum(), rel=1e-6)
+    assert sum(cost_model.predict(bare, w) for w in work[narrow]) < 0.5 * truth.sum()
     # a stage without calls is the fit it was, and a job without calls is charged no per-step time
-    assert pl.fit(list(zip(work, s, share, np.zeros_like(work)))) == bare
-    assert pl.predict(c, 0.0, calls=0.0) == c.overhead_s
+    assert cost_calibrate.fit(list(zip(work, s, share, np.zeros_like(work)))) == bare
+    assert cost_model.predict(c, 0.0, calls=0.0) == c.overhead_s
 
 
 def test_a_specs_calls_count_its_steps_times_its_layers_whatever_its_width(root):
-    """A spec's calls() (plan.calls_of): a fractal net's optimiser steps at its budget (the stacked rates x seeds count once) times its
+    """A spec's calls() (costs.model.calls_of): a fractal net's optimiser steps at its budget (the stacked rates x seeds count once) times its
     layers; the same for any width, and twice as many for twice the epochs; stages without a training loop have none."""
     cfg = dlc.validate(yaml.safe_load((root / "config" / "config.yaml").read_text()))
     fr = get_study("fractals")
@@ -134,9 +143,9 @@ def test_a_specs_calls_count_its_steps_times_its_layers_whatever_its_width(root)
         specs[0], training=dataclasses.replace(specs[0].training, max_epochs=2 * specs[0].training.max_epochs)
     )
     assert longer.calls() == 2 * specs[0].calls()
-    assert all(pl.calls_of(fr.spec(cfg, "data", j)) == 0 for j in fr.jobs(cfg, "data"))
+    assert all(cost_model.calls_of(fr.spec(cfg, "data", j)) == 0 for j in fr.jobs(cfg, "data"))
     mu = get_study("mori_ueda")
-    assert all(pl.calls_of(mu.spec(cfg, "ntk", j)) == 0 for j in mu.jobs(cfg, "ntk"))
+    assert all(cost_model.calls_of(mu.spec(cfg, "ntk", j)) == 0 for j in mu.jobs(cfg, "ntk"))
     assert all(mu.spec(cfg, "train", j).calls() > 0 for j in mu.jobs(cfg, "train"))
 
 
@@ -170,8 +179,11 @@ def test_a_stores_record_of_epochs_trained_gives_its_jobs_share_of_the_budget(ro
 
 
 def test_plan_check_shows_the_share_the_plan_charged_beside_the_share_the_run_trained():
-    rows = [pl.Check("fractals/train", 3, 600.0, 1200.0, 0.35, 0.8), pl.Check("*/figure", 2, 30.0, 28.0)]
-    text = pl.render_check(rows, "results/default", "costs.json")
+    rows = [
+        cost_report.Check("fractals/train", 3, 600.0, 1200.0, 0.35, 0.8),
+        cost_report.Check("*/figure", 2, 30.0, 28.0),
+    ]
+    text = cost_report.render_check(rows, "results/default", "costs.json")
     line = next(ln for ln in text.splitlines() if ln.startswith("fractals/train"))
     assert line.split()[-3:] == ["0.35", "0.80", "!"] or line.split()[-2:] == ["0.35", "0.80"]
     assert next(ln for ln in text.splitlines() if ln.startswith("*/figure")).split()[-2:] == ["1.00", "-"]
@@ -179,8 +191,8 @@ def test_plan_check_shows_the_share_the_plan_charged_beside_the_share_the_run_tr
 
 
 def test_plan_check_sums_each_study_with_its_figures_and_claims_and_the_studies_add_up_to_the_run(smoke_run):
-    rows = pl.check(smoke_run.results)
-    studies = pl.check_studies(smoke_run.results, rows)
+    rows = cost_report.check(smoke_run.results)
+    studies = cost_report.check_studies(smoke_run.results, rows)
     assert [r.stage for r in studies] == sorted(smoke_run.config["studies"])
     for attr in ("jobs", "predicted_s", "measured_s"):
         assert sum(getattr(r, attr) for r in studies) == pytest.approx(sum(getattr(r, attr) for r in rows), rel=1e-9)
@@ -188,7 +200,7 @@ def test_plan_check_sums_each_study_with_its_figures_and_claims_and_the_studies_
     assert fig > 0 and sum(r.measured_s for r in studies) > sum(
         r.measured_s for r in rows if not r.stage.startswith("*")
     )
-    text = pl.render_check(rows, "smoke", "costs.json", 2.0, studies)
+    text = cost_report.render_check(rows, "smoke", "costs.json", 2.0, studies)
     assert f"of {len(studies)} studies within 2x" in text
 
 
@@ -197,9 +209,9 @@ def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(sm
     within a factor 2, the whole run within 1.25.  (Machine speed is not asserted: the shipped calibration's errors
     against a default run are measured and reported, not tested; a fit to this machine's own jobs must hold.)"""
     out = tmp_path / "costs.json"
-    pl.calibrate([smoke_run.results], out)
-    costs = pl.load_costs(out)
-    rows = pl.check(smoke_run.results, costs)
+    cost_calibrate.calibrate([smoke_run.results], out)
+    costs = cost_model.load_costs(out)
+    rows = cost_report.check(smoke_run.results, costs)
     assert {r.stage for r in rows} >= {
         "mori_ueda/train",
         "separation/radial",
@@ -229,7 +241,7 @@ def test_the_cost_model_fitted_to_the_smoke_run_predicts_each_stage_within_2x(sm
     assert p.returncode == 1, p.stdout + p.stderr
     assert "  !" in p.stdout and "stages within 2x" in p.stdout
     # the shipped calibration is a valid one (every stage of every study has constants or a stated fallback)
-    assert pl.load_costs(), "workflow/depthlab/costs.json is missing or empty"
+    assert cost_model.load_costs(), "workflow/depthlab/costs.json is missing or empty"
 
 
 def _row(out: str, study: str, stage: str) -> str:
@@ -249,7 +261,7 @@ def test_plan_of_the_paper_config_names_every_study_and_says_which_gpu_figures_a
         assert f"\n{study}" in out and "core-hours" in out
     assert "total" in out
     # the shipped GPU calibration: the GPU stages it timed say so; CPU stages (the sawtooth among them) say CPU stage
-    doc = json.loads(pl.COSTS_GPU.read_text())
+    doc = json.loads(cost_model.COSTS_GPU.read_text())
     assert doc["device"].startswith("cuda") and "mori_ueda/train" in doc["stages"]
     # paper nets, far bigger than any timed: priced from their shapes (depthlab.gpumodel), not extrapolated
     assert _row(out, "mori_ueda", "train").endswith("(throughput model)") and doc["device"] in out
@@ -273,28 +285,31 @@ def test_timings_saved_with_measure_calibrate_like_the_results_folder_and_a_gpu_
     smoke_run, tmp_path, monkeypatch
 ):
     saved = tmp_path / "m.json"
-    saved.write_text(json.dumps(pl.measure(smoke_run.results)))
-    a, b = pl.calibrate([smoke_run.results], tmp_path / "a.json"), pl.calibrate([saved], tmp_path / "b.json")
+    saved.write_text(json.dumps(cost_calibrate.measure(smoke_run.results)))
+    a, b = (
+        cost_calibrate.calibrate([smoke_run.results], tmp_path / "a.json"),
+        cost_calibrate.calibrate([saved], tmp_path / "b.json"),
+    )
     assert a["stages"] == b["stages"] and a["device"] == b["device"] == "cpu"
     # the same timings recorded as a CUDA run: without --costs they go to costs_gpu.json, never to costs.json
     doc = json.loads(saved.read_text())
     doc["devices"] = ["cuda:Some GPU", "cpu (numpy only)"]
     saved.write_text(json.dumps(doc))
-    shipped = (pl.COSTS.read_bytes(), pl.COSTS_GPU.read_bytes())
+    shipped = (cost_model.COSTS.read_bytes(), cost_model.COSTS_GPU.read_bytes())
     assert (
-        pl.calibrate([saved])["written_to"] == str(tmp_path / "costs_gpu.json")
+        cost_calibrate.calibrate([saved])["written_to"] == str(tmp_path / "costs_gpu.json")
         and not (tmp_path / "costs.json").exists()
     )
-    stages, device, note = pl.gpu_calibration(tmp_path / "costs_gpu.json")
+    stages, device, note = cost_model.gpu_calibration(tmp_path / "costs_gpu.json")
     assert device == "cuda:Some GPU" and "sharing it" in note and stages.keys() == a["stages"].keys()
     # without --costs nothing is written into the package (it marked the checkout dirty)
-    assert (pl.COSTS.read_bytes(), pl.COSTS_GPU.read_bytes()) == shipped
+    assert (cost_model.COSTS.read_bytes(), cost_model.COSTS_GPU.read_bytes()) == shipped
     folder = tmp_path / "run"
     shutil.copytree(smoke_run.results / "benchmarks", folder / "benchmarks")
     for rel in ("mori_ueda",):
         shutil.copytree(smoke_run.results / rel, folder / rel)
-    assert pl.calibrate([folder])["written_to"] == str(folder / "costs.json")
-    assert (pl.COSTS.read_bytes(), pl.COSTS_GPU.read_bytes()) == shipped
+    assert cost_calibrate.calibrate([folder])["written_to"] == str(folder / "costs.json")
+    assert (cost_model.COSTS.read_bytes(), cost_model.COSTS_GPU.read_bytes()) == shipped
 
 
 @pytest.mark.parametrize(
@@ -322,7 +337,7 @@ def test_a_damaged_timings_file_is_refused_naming_it(tmp_path, text):
     bad = tmp_path / "bad.json"
     bad.write_text(text)
     with pytest.raises(SystemExit, match="bad.json"):
-        pl.calibrate([bad], tmp_path / "out.json")
+        cost_calibrate.calibrate([bad], tmp_path / "out.json")
     assert not (tmp_path / "out.json").exists()
 
 
@@ -348,14 +363,14 @@ def test_job_requests_follow_the_job_and_grow_with_the_attempt(root):
     specs = [mu.spec(cfg, "train", j) for j in mu.jobs(cfg, "train")]
     small = min(specs, key=lambda s: s.work())
     big = max(specs, key=lambda s: s.work())
-    rs, rb = (pl.job_resources(s, "mori_ueda", "train", True, "auto", gpu_costs={}) for s in (small, big))
+    rs, rb = (placement.job_resources(s, "mori_ueda", "train", True, "auto", gpu_costs={}) for s in (small, big))
     assert rb["runtime"] > rs["runtime"] and rb["mem_mb"] >= rs["mem_mb"] and rs["gpu"] == 1
-    r2 = pl.job_resources(big, "mori_ueda", "train", True, "auto", attempt=2, gpu_costs={})
+    r2 = placement.job_resources(big, "mori_ueda", "train", True, "auto", attempt=2, gpu_costs={})
     assert r2["mem_mb"] == 2 * rb["mem_mb"] or abs(r2["mem_mb"] - 2 * rb["mem_mb"]) <= 1
-    assert r2["runtime"] == min(pl.MAX_RUNTIME_MIN, 2 * rb["runtime"])
-    assert pl.job_resources(big, "mori_ueda", "train", True, "cpu")["gpu"] == 0
+    assert r2["runtime"] == min(placement.MAX_RUNTIME_MIN, 2 * rb["runtime"])
+    assert placement.job_resources(big, "mori_ueda", "train", True, "cpu")["gpu"] == 0
     ntk = mu.spec(cfg, "ntk", mu.jobs(cfg, "ntk")[0])
-    assert pl.job_resources(ntk, "mori_ueda", "ntk", False, "auto")["gpu"] == 0
+    assert placement.job_resources(ntk, "mori_ueda", "ntk", False, "auto")["gpu"] == 0
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "1e308", "-2.5"])
@@ -370,7 +385,7 @@ def test_a_benchmark_file_with_an_impossible_time_is_refused_naming_it(tmp_path,
     cells[head.split("\t").index("s")] = value
     tsv.write_text(head + "\n" + "\t".join(cells) + "\n")
     with pytest.raises(SystemExit, match=re.escape(str(tsv))):
-        pl.calibrate([folder], tmp_path / "out.json")
+        cost_calibrate.calibrate([folder], tmp_path / "out.json")
     assert not (tmp_path / "out.json").exists()
 
 
@@ -382,36 +397,40 @@ def test_under_auto_a_job_the_gpu_calibration_times_slower_than_one_core_asks_fo
     keeps it there); beyond 10x the largest job timed (an upper bound) or for a stage never timed, the GPU is kept."""
     from depthlab.placement import job_device
 
-    cpu = {"mori_ueda/train": pl.StageCost(overhead_s=2.0, rate=1e6, jobs=5, max_work=1e8)}
-    slow_gpu = {"mori_ueda/train": pl.StageCost(overhead_s=10.0, rate=2e6, jobs=5, max_work=1e6)}
-    fast_gpu = {"mori_ueda/train": pl.StageCost(overhead_s=3.0, rate=1e8, jobs=5, max_work=1e8)}
-    assert pl.cpu_is_faster("mori_ueda", "train", 1e5, cpu, slow_gpu)  # 2.1 s on a core against 10.05 s on the GPU
-    assert not pl.cpu_is_faster("mori_ueda", "train", 1e7, cpu, fast_gpu)  # 12 s on a core against 3.1 s
-    assert pl.cpu_is_faster("mori_ueda", "train", 1e5, cpu, fast_gpu)  # 2.1 s against 3.001 s: start-up decides
-    assert not pl.cpu_is_faster("mori_ueda", "train", 1e8, cpu, slow_gpu)  # beyond 10x max_work: an upper bound only
-    assert not pl.cpu_is_faster("mori_ueda", "ntk", 1e5, cpu, slow_gpu)  # never timed on the GPU
+    cpu = {"mori_ueda/train": cost_model.StageCost(overhead_s=2.0, rate=1e6, jobs=5, max_work=1e8)}
+    slow_gpu = {"mori_ueda/train": cost_model.StageCost(overhead_s=10.0, rate=2e6, jobs=5, max_work=1e6)}
+    fast_gpu = {"mori_ueda/train": cost_model.StageCost(overhead_s=3.0, rate=1e8, jobs=5, max_work=1e8)}
+    assert placement.cpu_is_faster(
+        "mori_ueda", "train", 1e5, cpu, slow_gpu
+    )  # 2.1 s on a core against 10.05 s on the GPU
+    assert not placement.cpu_is_faster("mori_ueda", "train", 1e7, cpu, fast_gpu)  # 12 s on a core against 3.1 s
+    assert placement.cpu_is_faster("mori_ueda", "train", 1e5, cpu, fast_gpu)  # 2.1 s against 3.001 s: start-up decides
+    assert not placement.cpu_is_faster(
+        "mori_ueda", "train", 1e8, cpu, slow_gpu
+    )  # beyond 10x max_work: an upper bound only
+    assert not placement.cpu_is_faster("mori_ueda", "ntk", 1e5, cpu, slow_gpu)  # never timed on the GPU
     cfg = dlc.validate(dlc.read_yaml(root / "config" / "smoke.yaml"), memory=False)
     mu = get_study("mori_ueda")
     spec = mu.spec(cfg, "train", mu.jobs(cfg, "train")[0])
     spec_work = spec.work()
-    slow = {"mori_ueda/train": pl.StageCost(overhead_s=1e4, rate=None, jobs=5, max_work=10 * spec_work)}
-    fast = {"mori_ueda/train": pl.StageCost(overhead_s=0.0, rate=1e12, jobs=5, max_work=10 * spec_work)}
-    assert pl.job_resources(spec, "mori_ueda", "train", True, "auto", gpu_costs=slow)["gpu"] == 0
-    assert pl.job_resources(spec, "mori_ueda", "train", True, "cuda", gpu_costs=slow)["gpu"] == 1
-    assert pl.job_resources(spec, "mori_ueda", "train", True, "auto", gpu_costs=fast)["gpu"] == 1
+    slow = {"mori_ueda/train": cost_model.StageCost(overhead_s=1e4, rate=None, jobs=5, max_work=10 * spec_work)}
+    fast = {"mori_ueda/train": cost_model.StageCost(overhead_s=0.0, rate=1e12, jobs=5, max_work=10 * spec_work)}
+    assert placement.job_resources(spec, "mori_ueda", "train", True, "auto", gpu_costs=slow)["gpu"] == 0
+    assert placement.job_resources(spec, "mori_ueda", "train", True, "cuda", gpu_costs=slow)["gpu"] == 1
+    assert placement.job_resources(spec, "mori_ueda", "train", True, "auto", gpu_costs=fast)["gpu"] == 1
     monkeypatch.delenv("DEPTHLAB_DEVICE_BY_STUDY", raising=False)
     assert job_device("auto", "mori_ueda", True, cpu_faster=True) == "cpu"
     assert job_device("cuda", "mori_ueda", True, cpu_faster=True) == "cuda"
     assert job_device("auto", "mori_ueda", True, cpu_faster=False) == "auto"
-    rows = pl.plan(cfg, gpu_costs=slow, results=root / "results" / "nowhere")
+    rows = cost_report.plan(cfg, gpu_costs=slow, results=root / "results" / "nowhere")
     row = next(r for r in rows if (r.study, r.stage) == ("mori_ueda", "train"))
-    assert row.auto_cpu == row.jobs and "auto: all on the CPU" in pl.render(rows, "smoke", "cuda:X", "note")
+    assert row.auto_cpu == row.jobs and "auto: all on the CPU" in cost_report.render(rows, "smoke", "cuda:X", "note")
 
 
 def test_the_gpus_a_machine_offers_come_from_cuda_visible_devices_else_nvidia_smi(tmp_path):
-    assert pl.local_gpus({"CUDA_VISIBLE_DEVICES": "0,1"}) == 2
-    assert pl.local_gpus({"CUDA_VISIBLE_DEVICES": ""}) == 0
-    assert pl.local_gpus({"CUDA_VISIBLE_DEVICES": "-1"}) == 0
+    assert placement.local_gpus({"CUDA_VISIBLE_DEVICES": "0,1"}) == 2
+    assert placement.local_gpus({"CUDA_VISIBLE_DEVICES": ""}) == 0
+    assert placement.local_gpus({"CUDA_VISIBLE_DEVICES": "-1"}) == 0
     fake = tmp_path / "nvidia-smi"
     fake.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 (UUID: GPU-1)'\necho 'GPU 1: NVIDIA H100 (UUID: GPU-2)'\n")
     fake.chmod(0o755)
@@ -420,9 +439,9 @@ def test_the_gpus_a_machine_offers_come_from_cuda_visible_devices_else_nvidia_sm
     old = os.environ.get("PATH", "")
     try:
         os.environ["PATH"] = str(tmp_path)
-        assert pl.local_gpus({}) == 2
+        assert placement.local_gpus({}) == 2
         fake.unlink()
-        assert pl.local_gpus({}) == 0  # no nvidia-smi: no GPU
+        assert placement.local_gpus({}) == 0  # no nvidia-smi: no GPU
     finally:
         os.environ["PATH"] = old
 
@@ -461,20 +480,22 @@ def test_of_the_jobs_ready_to_run_those_heading_the_longest_predicted_chains_sta
     from depthlab.study import Ref
 
     cfg = dlc.validate(dlc.read_yaml(root / "config" / "config.yaml"), memory=False)
-    prio = pl.chain_priorities(cfg)
+    prio = placement.chain_priorities(cfg)
     fr = get_study("fractals")
     jobs = fr.jobs(cfg, "train")
     specs = [fr.spec(cfg, "train", j) for j in jobs]
     keys = [("fractals", Ref("train", j)) for j in jobs]
-    assert all(prio[k] == pl.job_priority(s, "fractals", "train") for k, s in zip(keys, specs))  # nothing reads a net
-    secs = [pl.job_seconds(s, "fractals", "train") for s in specs]
+    assert all(
+        prio[k] == placement.job_priority(s, "fractals", "train") for k, s in zip(keys, specs)
+    )  # nothing reads a net
+    secs = [placement.job_seconds(s, "fractals", "train") for s in specs]
     assert np.all(np.diff(np.array([prio[k] for k in keys])[np.argsort(secs)]) >= 0)
     top = int(np.argmax([prio[k] for k in keys]))
     assert (jobs[top].depth, jobs[top].width) == max((j.depth, j.width) for j in jobs)  # the widest of the deepest
     narrow = [prio[k] for j, k in zip(jobs, keys) if j.depth == 1 and j.width == min(j.width for j in jobs)]
     assert narrow and prio[keys[top]] > 2 * max(narrow)
     data = ("fractals", specs[top].inputs()["data"])
-    assert prio[data] == pl.job_priority(
+    assert prio[data] == placement.job_priority(
         fr.spec(cfg, "data", specs[top].inputs()["data"].job), "fractals", "data"
     ) + max(prio[k] for k, s in zip(keys, specs) if ("fractals", s.inputs()["data"]) == data)
     eigen = [v for (study, ref), v in prio.items() if (study, ref.stage) == ("spectra", "eigen")]
@@ -491,7 +512,7 @@ def test_calibrate_never_writes_into_the_package_by_default(tmp_path, monkeypatc
     (and `--version` then said +dirty).  The default destination inside the package is refused; --costs names it."""
     import json as _json
 
-    from depthlab import plan as pl
+    from depthlab.costs import calibrate as cost_calibrate
     from depthlab import provenance as prov
 
     pkg = tmp_path / "pkg"
@@ -502,9 +523,9 @@ def test_calibrate_never_writes_into_the_package_by_default(tmp_path, monkeypatc
     )
     monkeypatch.setattr(prov, "PACKAGE_DIR", pkg.resolve())
     with pytest.raises(SystemExit, match="lies inside the package"):
-        pl.calibrate([str(timings)])
+        cost_calibrate.calibrate([str(timings)])
     assert not (pkg / "costs.json").exists()
-    doc = pl.calibrate([str(timings)], tmp_path / "mine.json")  # named: written where it was asked
+    doc = cost_calibrate.calibrate([str(timings)], tmp_path / "mine.json")  # named: written where it was asked
     assert (tmp_path / "mine.json").is_file() and "spectra/eigen" in doc["stages"]
 
 
@@ -524,7 +545,7 @@ def test_the_speed_probe_is_repeatable_and_recorded_and_scales_the_plan(tmp_path
         probe.ratio(0.2, 0.1) == pytest.approx(2.0) and probe.ratio(None, 0.1) == 1.0 and probe.ratio(0.2, None) == 1.0
     )
     cfg = dlc.validate(dlc.read_yaml(ROOT / "config" / "smoke.yaml"), memory=False)
-    one, two = pl.plan(cfg, results=tmp_path), pl.plan(cfg, results=tmp_path, speed=2.0)
+    one, two = cost_report.plan(cfg, results=tmp_path), cost_report.plan(cfg, results=tmp_path, speed=2.0)
     assert sum(r.seconds_total for r in two) == pytest.approx(2 * sum(r.seconds_total for r in one))
     # the command prints the probe beside the plan, and the calibration's probe it compared with
     p = subprocess.run(
@@ -547,23 +568,29 @@ def test_the_start_up_floors_scale_with_the_calibration_runs_speed_probe(tmp_pat
     """The start-up cap and floors are seconds of the machine whose probe read ``START_UP_PROBE_S``: a calibration on a
     machine twice as fast halves them (a floor of 2.5 s charged a smoke training job there more than it took in all).
     The probe comes from a results folder's ``logs/probe.json`` or from what ``--measure`` saved."""
-    assert pl.start_up_scale(pl.START_UP_PROBE_S / 2) == pytest.approx(0.5)
+    assert cost_calibrate.start_up_scale(cost_calibrate.START_UP_PROBE_S / 2) == pytest.approx(0.5)
     assert (
-        pl.start_up_scale(None)
-        == pl.start_up_scale("x")
-        == pl.start_up_scale(float("nan"))
-        == pl.start_up_scale(-1)
+        cost_calibrate.start_up_scale(None)
+        == cost_calibrate.start_up_scale("x")
+        == cost_calibrate.start_up_scale(float("nan"))
+        == cost_calibrate.start_up_scale(-1)
         == 1.0
     )
     # a stage whose unconstrained fit puts ~0 s in its fixed term: it gets the floor, scaled by the probe
     w = [1e6, 2e6, 4e6, 8e6]
     rows = [[x, 0.001 * x / 1e3 + 0.01, None] for x in w]  # seconds ~ work, no start-up
     out = {}
-    for name, probe_s in (("ref", pl.START_UP_PROBE_S), ("fast", pl.START_UP_PROBE_S / 2), ("none", None)):
+    for name, probe_s in (
+        ("ref", cost_calibrate.START_UP_PROBE_S),
+        ("fast", cost_calibrate.START_UP_PROBE_S / 2),
+        ("none", None),
+    ):
         f = tmp_path / f"{name}.json"
         f.write_text(json.dumps({"devices": ["cpu"], "probe_s": probe_s, "stages": {"mori_ueda/lrsearch": rows}}))
-        doc = pl.calibrate([f], tmp_path / f"{name}-costs.json")
+        doc = cost_calibrate.calibrate([f], tmp_path / f"{name}-costs.json")
         out[name] = doc["stages"]["mori_ueda/lrsearch"]["overhead_s"]
         assert doc["probe_s"] == probe_s
-    assert out["ref"] == pytest.approx(pl.TORCH_START_UP_S) and out["none"] == pytest.approx(pl.TORCH_START_UP_S)
-    assert out["fast"] == pytest.approx(pl.TORCH_START_UP_S / 2)
+    assert out["ref"] == pytest.approx(cost_calibrate.TORCH_START_UP_S) and out["none"] == pytest.approx(
+        cost_calibrate.TORCH_START_UP_S
+    )
+    assert out["fast"] == pytest.approx(cost_calibrate.TORCH_START_UP_S / 2)

@@ -68,7 +68,7 @@ def test_smoke_figure_runs_through_slurm(cluster, tmp_path):
         "--workflow-profile",
         str(ROOT / "workflow" / "profiles" / "default"),
         # this one-node test cluster has no accounting (sacct) and no GPUs: query squeue; `device: cpu` makes the
-        # workflow ask for no GPU (store jobs' mem_mb/runtime come from their specs: depthlab.plan.job_resources)
+        # workflow ask for no GPU (store jobs' mem_mb/runtime come from their specs: depthlab.placement.job_resources)
         "--slurm-status-command",
         "squeue",
         "--slurm-init-seconds-before-status-checks",

@@ -39,9 +39,9 @@ def stage(args: argparse.Namespace) -> None:
 
 
 def neutral(args: argparse.Namespace) -> None:
-    from . import neutral as nt
+    from .neutral import run
 
-    raise SystemExit(nt.run(args))
+    raise SystemExit(run(args))
 
 
 def index(args: argparse.Namespace) -> None:
@@ -525,9 +525,7 @@ def main(argv: list[str] | None = None) -> None:
     f.add_argument("study")
     f.add_argument("stage")
     f.set_defaults(func=fingerprint)
-    nt = sub.add_parser(
-        "neutral", help="build a config at a git revision and at this working tree; compare every store and verdict"
-    )
+    nt = sub.add_parser("neutral", help="a config built at a revision and here: every store and verdict compared")
     nt.add_argument("base", help="the git revision to compare with (this checkout's history)")
     nt.add_argument("--config", default="config/smoke.yaml", help="the config both build (default config/smoke.yaml)")
     nt.add_argument("--cores", type=int, default=2, help="cores for each build (default 2)")
@@ -539,7 +537,7 @@ def main(argv: list[str] | None = None) -> None:
 
         start_gc()
     from .lock import OutputInUse
-    from .plan import CostsError
+    from .costs.model import CostsError
     from .studies import StudyPathError
 
     try:

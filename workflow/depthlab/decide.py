@@ -42,9 +42,9 @@ def _full(ctx: dict) -> dict:
 
 
 def planned_seconds(cfg: dict) -> float:
-    from . import plan
+    from .costs import report as cost_report
 
-    return sum(r.seconds_total for r in plan.plan(cfg, results=PRICE_RESULTS))
+    return sum(r.seconds_total for r in cost_report.plan(cfg, results=PRICE_RESULTS))
 
 
 def apply(cfg: dict, changes: list[tuple[str, Any]]) -> dict:

@@ -86,12 +86,13 @@ class Check:
 def choose(config: dict, machine_gib: float, max_minutes: float) -> list[Check]:
     """Per store stage, the job with the largest planned memory (then time) that fits this machine and
     ``max_minutes`` of planned time on one core; when the stage's largest does not, the row says what it needs."""
-    from . import memory, plan
+    from . import memory, placement
+    from .costs import model as cost_model
     from .jobs import JobGraph
     from .studies import get_study
     from .study import Ref
 
-    costs = plan.load_costs()
+    costs = cost_model.load_costs()
     graph = JobGraph(config)
     out = []
     for name in config["studies"]:
@@ -103,7 +104,7 @@ def choose(config: dict, machine_gib: float, max_minutes: float) -> list[Check]:
                 ranked.append(
                     (
                         sum(parts.values()) / memory.GIB,
-                        plan.job_seconds(node.spec, name, st.name, costs),
+                        placement.job_seconds(node.spec, name, st.name, costs),
                         node.job,
                         parts,
                     )

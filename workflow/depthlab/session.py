@@ -78,7 +78,7 @@ def on_start(workflow, config: dict, results: str, planned: Callable[[Any, float
     import depthlab.config as dlc
     import depthlab.folder as folder
     import depthlab.lock as lock
-    import depthlab.plan as dlplan
+    from .costs import model as cost_model
     import depthlab.progress as progress
     import depthlab.scheduler as scheduler
 
@@ -113,7 +113,7 @@ def on_start(workflow, config: dict, results: str, planned: Callable[[Any, float
         try:
             reading = probe.measure_machine()
             probe.record(results, reading.seconds)
-            speed, note = probe.judge(reading, dlplan.calibration_probe())
+            speed, note = probe.judge(reading, cost_model.calibration_probe())
             log.info(f"depthlab: speed probe {reading.seconds:.3f} s; planned seconds x {speed:.2f} (depthlab.probe)")
             if note:
                 log.info(f"depthlab: {note}")
@@ -155,21 +155,24 @@ def check_targets(workflow) -> str:
 def planned_seconds(job, config: dict, studies: list[str], spec_of: Callable[[str, str, Any], Any]) -> float:
     """A job's planned seconds, from the cost model of `depthlab plan` (0 for the config snapshot and the index);
     ``spec_of(study, stage, wildcards)`` is the rules' typed spec of a store job."""
-    import depthlab.plan as dlplan
+    from .costs import model as cost_model
+    from .costs import report as cost_report
     from depthlab.studies import get_study
 
     rname, wc = job.rule.name, job.wildcards
-    costs = dlplan.shipped_costs()
+    costs = cost_model.shipped_costs()
     for study in studies:
         for st in get_study(study).store_stages():
             if rname == f"{study}_{st.name}":
-                return dlplan.spec_seconds(
-                    dlplan.stage_cost(costs, f"{study}/{st.name}"),
+                return cost_model.spec_seconds(
+                    cost_model.stage_cost(costs, f"{study}/{st.name}"),
                     spec_of(study, st.name, wc),
-                    dlplan.fallback_rate(costs),
+                    cost_model.fallback_rate(costs),
                 )
     if rname in ("figure", "claims"):
-        return dlplan.output_seconds(costs, wc["study"], rname, config, wc["figure"] if rname == "figure" else None)
+        return cost_report.output_seconds(
+            costs, wc["study"], rname, config, wc["figure"] if rname == "figure" else None
+        )
     return 0.0
 
 

@@ -245,14 +245,14 @@ class Spec:
         return {}
 
     def work(self) -> float:
-        """Element-operations of this job, from the spec's shapes (the cost model of depthlab.plan: seconds =
+        """Element-operations of this job, from the spec's shapes (the cost model of depthlab.costs: seconds =
         overhead + calls x call_s + work / rate, the constants measured per stage; a training spec's ``calls()``:
-        depthlab.plan.calls_of).  0 (the default): a job whose time is its start-up."""
+        depthlab.costs.model.calls_of).  0 (the default): a job whose time is its start-up."""
         return 0.0
 
     def trained(self, ds: Any) -> float | None:
         """The share of :meth:`work` this job really did, read from its finished store ``ds`` (an xarray Dataset).
-        ``work`` charges every net its whole epoch budget; nets that stop early train a part of it, which depthlab.plan
+        ``work`` charges every net its whole epoch budget; nets that stop early train a part of it, which depthlab.costs
         learns per stage from a calibration's stores.  None (the default): the store does not record it."""
         return None
 

@@ -9,7 +9,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # use the checkout's package
 
 import depthlab.config as dlc
-import depthlab.plan as dlplan
+import depthlab.costs.model as dlcosts
+import depthlab.placement as dlplace
 import depthlab.provenance as dlp
 import depthlab.session as dls
 from depthlab.jobs import JobGraph
@@ -22,8 +23,8 @@ for _configfile in workflow.configfiles:
     dlc.read_yaml(_configfile)
 config = dlc.validate(config, source=workflow.configfiles[-1] if workflow.configfiles else None)
 try:  # the package's calibration, checked before any job (a damaged costs.json: one line naming the file and key)
-    dlplan.shipped_costs()
-except dlplan.CostsError as e:
+    dlcosts.shipped_costs()
+except dlcosts.CostsError as e:
     sys.exit(f"depthlab: {e}")
 R = config["results"].rstrip("/")  # results root: every output lands below it (quoted wherever it reaches a shell)
 STUDIES = sorted(config["studies"])
@@ -211,7 +212,7 @@ def declared_gpus():
 # `nvidia-smi -L`), while CPU jobs fill the cores.  With none found, no job asks for one (and device: auto runs on the
 # CPU).
 if not workflow.non_local_exec and not workflow.remote_exec and declared_gpus() is None:
-    workflow.register_resource("gpu", dlplan.local_gpus())
+    workflow.register_resource("gpu", dlplace.local_gpus())
 
 
 def gpus_exist():
@@ -227,12 +228,12 @@ def gpus_exist():
 def _resources(study, stage, job, attempt):
     """All of one job's cluster requests, computed once (three resource functions ask, on every scheduler pass)."""
     gpu = get_study(study).stage(stage).gpu and gpus_exist()
-    return dlplan.job_resources(_spec(study, stage, job), study, stage, gpu, dlc.device_of(config, study), attempt)
+    return dlplace.job_resources(_spec(study, stage, job), study, stage, gpu, dlc.device_of(config, study), attempt)
 
 
 def resource_of(study, stage, name):
     """One of the job's cluster requests (mem_mb, runtime in minutes, gpu) from its spec's memory and cost estimates
-    (depthlab.plan.job_resources), growing with the attempt: SLURM's --mem, --time and --gpus per job."""
+    (depthlab.placement.job_resources), growing with the attempt: SLURM's --mem, --time and --gpus per job."""
     return _named(
         lambda wildcards, attempt: _resources(study, stage, _job(study, stage, wildcards), attempt)[name],
         f"{study}_{stage}_{name}",
@@ -241,12 +242,12 @@ def resource_of(study, stage, name):
 
 @functools.lru_cache(maxsize=1)
 def _priorities():
-    return dlplan.chain_priorities(config, graph=GRAPH)
+    return dlplace.chain_priorities(config, graph=GRAPH)
 
 
 def priority_of(study, stage):
     """The job's scheduler priority: its predicted one-core seconds plus those of the longest chain of store jobs
-    waiting on it (depthlab.plan.chain_priorities). Not a rerun trigger: Snakemake records no priority."""
+    waiting on it (depthlab.placement.chain_priorities). Not a rerun trigger: Snakemake records no priority."""
     return _named(
         lambda wildcards: _priorities()[(study, Ref(stage, _job(study, stage, wildcards)))],
         f"{study}_{stage}_priority",

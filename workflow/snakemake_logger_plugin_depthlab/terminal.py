@@ -20,7 +20,7 @@ Everything Snakemake logs (the default format, at its usual level) goes to ``<re
 ``--verbose``, ``--printshellcmds`` and dry runs print Snakemake's own output instead.
 
 The ETA: the Snakefile's ``onstart`` gives :func:`start` every job Snakemake will run with its planned seconds
-(:func:`depthlab.plan.predict` on the job's spec, as ``depthlab plan`` does) and its rule.  Snakemake's job-started
+(:func:`depthlab.costs.model.predict` on the job's spec, as ``depthlab plan`` does) and its rule.  Snakemake's job-started
 and job-finished events time every job; each stage then corrects its own plan by what its finished jobs took
 (:class:`Plan`), so a stage whose nets stop early (the fractal nets, planned at their whole epoch budget) no longer
 drags the estimate of every other stage with it.  The timings go to ``<log>.jobs.tsv`` beside the full log, one line

@@ -14,7 +14,9 @@ def run(args: argparse.Namespace, load: Callable[..., dict]) -> None:
     """depthlab plan: --measure, --calibrate, --check, or the plan of a config (``load``: the CLI's config reader,
     which ends in one line on a bad config)."""
     from .. import outputs
-    from .. import plan as pl
+    from . import calibrate as cost_calibrate
+    from . import model as cost_model
+    from . import report as cost_report
 
     for opt, folder in (("--measure", args.measure), ("--check", args.check)):  # a results folder, or one line
         if folder and not Path(folder).is_dir():
@@ -25,7 +27,7 @@ def run(args: argparse.Namespace, load: Callable[..., dict]) -> None:
             )
             raise SystemExit(2)
     if args.measure:
-        print(json.dumps(pl.measure(args.measure), indent=1))
+        print(json.dumps(cost_calibrate.measure(args.measure), indent=1))
         return
     if args.calibrate:
         try:
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace, load: Callable[..., dict]) -> None:
                     protect=tuple(r for r in args.calibrate if Path(r).is_dir()),
                     what="plan --calibrate --costs",
                 )
-            doc = pl.calibrate(args.calibrate, args.costs)
+            doc = cost_calibrate.calibrate(args.calibrate, args.costs)
         except outputs.OutputRefused as e:
             print(f"depthlab plan: {e}", file=sys.stderr)
             raise SystemExit(2) from None
@@ -51,19 +53,19 @@ def run(args: argparse.Namespace, load: Callable[..., dict]) -> None:
         return
     from .. import probe
 
-    calib = pl.calibration_probe(args.costs or pl.COSTS)
+    calib = cost_model.calibration_probe(args.costs or cost_model.COSTS)
     if args.check:
         run = probe.of_runs([args.check])
         speed = probe.ratio(run, calib)
-        costs = pl.load_costs(args.costs) if args.costs else None
-        rows = pl.check(args.check, costs, speed)
+        costs = cost_model.load_costs(args.costs) if args.costs else None
+        rows = cost_report.check(args.check, costs, speed)
         print(
-            pl.render_check(
+            cost_report.render_check(
                 rows,
                 args.check,
-                Path(args.costs or pl.COSTS).name,
+                Path(args.costs or cost_model.COSTS).name,
                 args.factor,
-                pl.check_studies(args.check, rows, costs, speed),
+                cost_report.check_studies(args.check, rows, costs, speed),
             )
         )
         print(_probe_line("that run's", run, calib, speed))
@@ -76,8 +78,8 @@ def run(args: argparse.Namespace, load: Callable[..., dict]) -> None:
         )
         raise SystemExit(2)
     config = load(args.config, memory=False)
-    costs = pl.load_costs(args.costs) if args.costs else None
-    gpu_costs, gpu_device, gpu_note = pl.gpu_calibration(args.gpu_costs or pl.COSTS_GPU)
+    costs = cost_model.load_costs(args.costs) if args.costs else None
+    gpu_costs, gpu_device, gpu_note = cost_model.gpu_calibration(args.gpu_costs or cost_model.COSTS_GPU)
     if args.gpu_costs and not gpu_costs:  # a file named on purpose is never dropped without a word
         print(
             f"depthlab plan: note: --gpu-costs {args.gpu_costs} is not a GPU calibration (missing, unreadable, or its "
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace, load: Callable[..., dict]) -> None:
     try:
         # a refit that plan --calibrate wrote beside a --gpu-costs file elsewhere goes with it
         beside = Path(args.gpu_costs).with_name("gpu_throughput.json") if args.gpu_costs else None
-        rows = pl.plan(
+        rows = cost_report.plan(
             config,
             costs,
             args.results,
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace, load: Callable[..., dict]) -> None:
     except ThroughputError as e:  # a damaged GPU throughput model (depthlab.gpumodel.load): one line naming the file
         print(f"depthlab plan: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    print(pl.render(rows, args.config, gpu_device, gpu_note))
+    print(cost_report.render(rows, args.config, gpu_device, gpu_note))
     print(_probe_line("this machine's", here, calib, speed))
 
 

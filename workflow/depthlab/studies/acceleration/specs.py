@@ -198,7 +198,7 @@ class TrainSpec(Spec):
         return {"data": Ref("data", DataJob(self.job.dataset))}
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         n, d = self.data.shape()
         per_step = n * d + self.job.depth * self.width**2 + self.width * d  # the loss gradient, then the factors
         return (
@@ -207,7 +207,7 @@ class TrainSpec(Spec):
 
     def calls(self) -> float:
         """Full-batch iterations at the budget (rates x seeds stacked), times the factors, for the net and the rule
-        beside it (depthlab.plan.calls_of)."""
+        beside it (depthlab.costs.model.calls_of)."""
         return float(2 * self.budget.max_iterations * (self.job.depth + 1))
 
     def memory(self) -> dict[str, int]:
@@ -238,12 +238,12 @@ class BaselineSpec(Spec):
         return cls(job=job, data=DataSpec.from_config(config, DataJob(job.dataset)), **_run_fields(config))
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         n, d = self.data.shape()
         return 2.0 * n * d * self.budget.max_iterations * self.lr_points * len(self.seeds)
 
     def calls(self) -> float:
-        """Full-batch iterations at the budget, rates x seeds stacked (depthlab.plan.calls_of)."""
+        """Full-batch iterations at the budget, rates x seeds stacked (depthlab.costs.model.calls_of)."""
         return float(self.budget.max_iterations)
 
     def inputs(self) -> dict[str, Ref]:

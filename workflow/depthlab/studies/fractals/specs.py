@@ -202,7 +202,7 @@ class DataSpec(Spec):
         return cls(job=job, n_train=d["n_train"], n_test=d["n_test"], seed=config["seed"])
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         return float(self.n_train + self.n_test)
 
     def memory(self) -> dict[str, int]:
@@ -279,13 +279,13 @@ class TrainSpec(Spec):
         return {"data": Ref("data", self.job.data)}
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         sizes = layer_sizes(2, self.job.width, self.job.depth)
         P = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
         return 6.0 * P * self.data.n_train * len(self.lrs) * len(self.seeds) * self.training.max_epochs
 
     def calls(self) -> float:
-        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.plan.calls_of)."""
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.costs.model.calls_of)."""
         return float(
             batches(self.data.n_train, self.training.batch_size) * self.training.max_epochs * (self.job.depth + 1)
         )
@@ -397,14 +397,14 @@ class CnnSpec(Spec):
         return {"data": Ref("images", ImagesJob(self.job.dataset))}
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         side = 32 if self.job.dataset == "cifar10" else 8
         n = self.data.n_train or (50000 if self.job.dataset == "cifar10" else 1347)
         per_image = self.job.depth * self.job.width**2 * self.kernel**2 * side * side
         return 6.0 * per_image * n * self.training.max_epochs * len(self.lrs) * len(self.seeds)
 
     def calls(self) -> float:
-        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.plan.calls_of)."""
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.costs.model.calls_of)."""
         n = self.data.n_train or (50000 if self.job.dataset == "cifar10" else 1347)
         return float(batches(n, self.training.batch_size) * self.training.max_epochs * (self.job.depth + 1))
 

@@ -156,7 +156,7 @@ class DataSpec(Spec):
         )
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         return float((self.target.n_train + self.n_test) * self.target.d)
 
     def memory(self) -> dict[str, int]:
@@ -279,7 +279,7 @@ class LrSearchSpec(Spec):
         return _data_ref(self.job)
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         s, n, t = self.search, self.data.target.n_train, self.training
         # candidate-epochs of the initial design and of each round (successive halving cuts them), each trains `folds`
         # nets on (folds - 1)/folds of n; growth rounds, when the choice sits at an edge, are absorbed by the fitted rate
@@ -289,7 +289,7 @@ class LrSearchSpec(Spec):
         return 6.0 * self.shape.n_params * n * (s.folds - 1) * epochs
 
     def calls(self) -> float:
-        """Optimiser steps at the epoch budget, times the layers (depthlab.plan.calls_of): each round (the initial points, then
+        """Optimiser steps at the epoch budget, times the layers (depthlab.costs.model.calls_of): each round (the initial points, then
         each round of candidates) trains its candidates x folds stacked on (folds - 1)/folds of the data."""
         s, n, t = self.search, self.data.target.n_train, self.training
         steps = batches(n * (s.folds - 1) // s.folds, t.batch_size)  # per epoch of the stack
@@ -365,12 +365,12 @@ class TrainSpec(Spec):
         return {**_data_ref(self.job), **({"lrsearch": Ref("lrsearch", self.job)} if self.lrs is None else {})}
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         M = (len(self.lrs) if self.lrs is not None else 1) * len(self.seeds)
         return 6.0 * self.shape.n_params * M * (self.data.target.n_train * self.training.max_epochs + self.data.n_test)
 
     def calls(self) -> float:
-        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.plan.calls_of)."""
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.costs.model.calls_of)."""
         return float(
             batches(self.data.target.n_train, self.training.batch_size)
             * self.training.max_epochs
@@ -439,7 +439,7 @@ class NtkSpec(Spec):
         return _data_ref(self.job)
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         n, t, d = self.data.target.n_train, self.data.n_test, self.data.target.d
         return n**3 / 3 + (n * n + t * n) * (d + 4 * self.depth)
 
@@ -476,7 +476,7 @@ class EntkSpec(Spec):
         return _data_ref(self.job)
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         n, t = self.data.target.n_train, self.data.n_test
         return len(self.seeds) * (
             (n + t) * self.shape.n_params * 2 + n**3 / 3 + t * n * self.shape.width * self.shape.depth

@@ -72,7 +72,7 @@ class RadialDataSpec(Spec):
         )
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         return float((self.n_train + self.n_test) * self.job.d)
 
     def memory(self) -> dict[str, int]:
@@ -152,7 +152,7 @@ class RadialSpec(Spec):
         return {"data": Ref("radial_data", RadialDataJob(self.job.target, self.job.dist, self.job.d))}
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         return (
             6.0
             * self.n_params
@@ -160,7 +160,7 @@ class RadialSpec(Spec):
         )
 
     def calls(self) -> float:
-        """Optimiser steps at the planned budgets, times the layers (depthlab.plan.calls_of): each round of the rate search trains
+        """Optimiser steps at the planned budgets, times the layers (depthlab.costs.model.calls_of): each round of the rate search trains
         its candidates x folds stacked, then the seeds train stacked."""
         s, n = self.search, self.data.n_train
         search = (
@@ -301,7 +301,7 @@ class LearnerSpec(Spec):
         return {"data": Ref("radial_data", RadialDataJob("relu", self.job.dist, self.job.d))}
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         d, m = self.job.d, self.job.width
         n = min(self.n_train or self.data.n_train, self.data.n_train)
         return (
@@ -333,7 +333,7 @@ class LearnerSpec(Spec):
         return shape, float(len(self.seeds) * (len(self.lrs) + len(self.flow_lrs)) * self.steps)
 
     def calls(self) -> float:
-        """Full-batch steps at the budget (every rate x seed stacked), times the three layers (depthlab.plan.calls_of)."""
+        """Full-batch steps at the budget (every rate x seed stacked), times the three layers (depthlab.costs.model.calls_of)."""
         return float(self.steps * 3)
 
     def memory(self) -> dict[str, int]:

@@ -201,11 +201,11 @@ class SawtoothSpec(Spec):
         return {"data": Ref("sawtooth_data", Single())}
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         return 6.0 * self.n_params * self.data.n_train * len(self.lrs) * len(self.seeds) * self.training.max_epochs
 
     def calls(self) -> float:
-        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.plan.calls_of)."""
+        """Optimiser steps of the stacked rates x seeds at the epoch budget, times the layers (depthlab.costs.model.calls_of)."""
         return float(batches(self.data.n_train, self.training.batch_size) * self.training.max_epochs * (self.depth + 1))
 
     def trained(self, ds) -> float | None:

@@ -118,7 +118,7 @@ class EigenSpec(Spec):
         )
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         return float(len(self.depths) * self.k_max * self.panels)
 
     def memory(self) -> dict[str, int]:
@@ -188,7 +188,7 @@ class KrrSpec(Spec):
         return {"data": Ref("krr_data", KrrDataJob())}
 
     def work(self) -> float:
-        """Element-operations of this job (depthlab.plan's cost model: seconds = overhead + work / rate)."""
+        """Element-operations of this job (the cost model of depthlab.costs.model: seconds = overhead + work / rate)."""
         t = self.data.n_test
         return float(sum(4 * n**3 + 2 * t * n + n * n * len(self.log10_ridges) for n in self.n_train))
 
