@@ -13,6 +13,7 @@ code from the folder).
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -82,6 +83,12 @@ def header(results: Path, audit_line: str, config: Path, history: str = "") -> s
     )
 
 
+def unlinked(text: str) -> str:
+    """The index's links to each study's claims (``[title](<study>/claims.md)``, relative to the results folder) as
+    plain titles: from docs/ they would point at nothing; the study's rows follow below, under its title."""
+    return re.sub(r"\[([^\]]+)\]\([a-z][a-z0-9_]*/claims\.md\)", r"\1", text)
+
+
 def main(argv: list[str]) -> None:
     history = ""
     if "--history" in argv:
@@ -114,7 +121,10 @@ def main(argv: list[str]) -> None:
             f"audit --strict failed on {results}; nothing published:\n{audit.stdout[-2000:]}{audit.stderr[-2000:]}"
         )
     outputs.write_user_file(
-        (header(results, last, config, history) + claims.read_text()).encode(), out, protect=(results,), what="OUT"
+        (header(results, last, config, history) + unlinked(claims.read_text())).encode(),
+        out,
+        protect=(results,),
+        what="OUT",
     )
     print(f"wrote {out}")
 

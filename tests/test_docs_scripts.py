@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +32,9 @@ def test_publish_copies_the_runs_claims_below_a_header_that_says_what_ran(smoke_
     assert p.returncode == 0, p.stdout + p.stderr
     text = out.read_text()
     head, body = text.split("---\n\n", 1)
-    assert body == (smoke_run.results / "claims.md").read_text()  # byte for byte
+    index = (smoke_run.results / "claims.md").read_text()
+    assert "/claims.md)" in index and "/claims.md)" not in body  # the index's links to its studies: dead from docs/
+    assert body == re.sub(r"\[([^\]]+)\]\([a-z_]+/claims\.md\)", r"\1", index)  # else byte for byte
     assert "Code version `" in head and "speed probe" in head and "core-minutes in all" in head and "audit OK" in head
     assert "How this run came to be: the smoke run, rerun once" in head
     # a folder whose audit fails is not published
@@ -206,3 +209,15 @@ def test_publish_headers_a_run_whose_probe_file_holds_a_nan(smoke_run, tmp_path)
     spec.loader.exec_module(mod)
     head = mod.header(run, "audit OK", smoke_run.config_path)
     assert "speed probe not recorded" in head, head
+
+
+def test_no_relative_link_in_the_readme_or_docs_is_dead():
+    """Every relative link of README.md, config/README.md and docs/*.md names a file or folder of the checkout (the
+    published claims linked the index's study pages, which live in a results folder, not in docs/)."""
+    dead = []
+    for f in [ROOT / "README.md", ROOT / "config" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for m in re.finditer(r"\]\(([^)\s]+)\)", f.read_text()):
+            target = m.group(1).split("#")[0]
+            if target and not re.match(r"^[a-z]+:", target) and not (f.parent / target).exists():
+                dead.append(f"{f.relative_to(ROOT)}: {target}")
+    assert not dead, dead

@@ -17,6 +17,8 @@ from helpers import ROOT
 import depthlab.lock as lock
 from depthlab.results import ResultsError, list_results, open_results
 
+TINY_STUDIES = ROOT / "docs" / "example_study"
+
 DEPTHLAB = [sys.executable, "-m", "depthlab"]
 STORE = "mori_ueda/fig2/train/2-local/L1.zarr"
 FIG = "mori_ueda/figures/fig2"
@@ -128,3 +130,33 @@ def test_a_study_path_repeating_a_builtin_name_is_one_line_and_the_builtin_folde
     builtin = ROOT / "workflow" / "depthlab" / "studies"
     p = tool("validate", str(ROOT / "config" / "smoke.yaml"), cwd=tmp_path, env={"DEPTHLAB_STUDY_PATH": str(builtin)})
     assert p.returncode == 0, p.stderr
+
+
+def test_a_results_subfolder_linked_out_of_the_results_is_refused_before_any_job(tmp_path):
+    """results/tiny linked to a folder outside the results: the run wrote the study's stores and claims there (a
+    probe of the hostile round); now it stops before any job, naming the link, and writes nothing through it.  A link
+    inside the results folder, and the results folder itself being a link, are fine."""
+    import yaml
+    from helpers import smk
+
+    from depthlab import outputs
+
+    outside, res = tmp_path / "outside", tmp_path / "r"
+    outside.mkdir()
+    res.mkdir()
+    (res / "tiny").symlink_to(outside)
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg.update(results=str(res), studies={"tiny": {"sizes": [5]}})
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    p = smk(tmp_path, "--configfile", str(path), check=False, env={"DEPTHLAB_STUDY_PATH": str(TINY_STUDIES)})
+    assert p.returncode != 0 and "holds links out of it" in p.stdout + p.stderr, (p.stdout + p.stderr)[-3000:]
+    assert not any(outside.iterdir())
+    assert outputs.links_leaving(res) == [f"{res / 'tiny'} -> {outside}"]
+    (res / "tiny").unlink()
+    (res / "inner").mkdir()
+    (res / "tiny").symlink_to(res / "inner")
+    linked = tmp_path / "linked"
+    linked.symlink_to(res)
+    assert outputs.links_leaving(res) == [] and outputs.links_leaving(linked) == []
+    assert outputs.inside(res / "tiny" / "x.zarr", res) and not outputs.inside(res / "tiny" / "x", tmp_path / "other")

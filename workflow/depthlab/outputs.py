@@ -131,3 +131,31 @@ def bench_file(path: str | Path, *, what: str = "--out") -> Path:
 def write_bench(data: str, path: str | Path, *, what: str = "--out") -> None:
     """Write a benchmark's JSON where :func:`bench_file` allowed it (atomically; a FIFO or terminal in place)."""
     write_user_file(data.encode(), path, what=what)
+
+
+def links_leaving(folder: str | Path, limit: int = 5) -> list[str]:
+    """Symbolic links below ``folder`` (stores' insides not walked) whose targets lie outside it, as 'link -> target'
+    (at most ``limit``): a run would write through them, out of the folder the user named.  A link inside, and the
+    folder itself being a link (a results folder on another disk), are fine."""
+    root = os.path.realpath(folder)
+    out: list[str] = []
+    if not os.path.isdir(root):
+        return out
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.endswith(".zarr") or os.path.islink(os.path.join(dirpath, d))]
+        for name in (*dirnames, *filenames):
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                target = os.path.realpath(path)
+                if target != root and not target.startswith(root + os.sep):
+                    out.append(f"{path} -> {target}")
+                    if len(out) >= limit:
+                        return out
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+    return out
+
+
+def inside(path: str | Path, folder: str | Path) -> bool:
+    """Whether ``path``, every link on its way resolved, lies in ``folder`` (resolved too)."""
+    root, real = os.path.realpath(folder), os.path.realpath(path)
+    return real == root or real.startswith(root + os.sep)

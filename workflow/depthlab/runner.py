@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import machine, placement
+from . import machine, outputs, placement
 from . import provenance as prov
 from . import storage
 from .study import load_json, to_plain
@@ -218,6 +218,11 @@ def stage(args: argparse.Namespace) -> None:
     start_gc()  # the job's modules are loaded
     inputs = json.loads(args.inputs)
     out = Path(args.output)
+    if not outputs.inside(out.parent, args.results):  # a link on the way would take the write out of the results
+        raise SystemExit(
+            f"error: {out} lies outside the results folder {args.results} once its links are followed "
+            f"({os.path.realpath(out.parent)}): refused; remove the link"
+        )
     from .lock import OutputLock
 
     # one writer per output, whatever else runs: a job orphaned by a killed Snakemake, or one on another node after the

@@ -93,6 +93,14 @@ def on_start(workflow, config: dict, results: str, planned: Callable[[Any, float
             )
         except dlc.ConfigError as e:
             sys.exit(str(e))
+    from .outputs import links_leaving
+
+    leaving = links_leaving(results)  # a study, figures or logs folder linked elsewhere: the run would write there
+    if leaving:
+        sys.exit(
+            f"depthlab: {results} holds links out of it, which the run would write through: {'; '.join(leaving)}. "
+            "Remove them (the results folder itself may be a link)."
+        )
     try:
         lock.acquire(results)
     except lock.ResultsInUse as e:
