@@ -109,24 +109,21 @@ def batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B, group: int 
 
 
 def compiled_vs_eager(
-    name, d, n, sizes, M, steps, dev, opt_name, loss_name, B, compiled_opt: str | None = None
+    name, d, n, sizes, M, steps, dev, opt_name, loss_name, B
 ) -> dict:
     """depthlab's own step (``trainer.step_in_groups``: the stacked models, the hand-written backward, the fused Adam)
     eager against ``torch.compile`` of the same call (inductor; on the CPU it builds C++ kernels with gcc), side by
     side in this process on the same thread settings, each from the same initial parameters.  The compile's warm-up
     (its first call) is timed apart from the steady step.  Also: whether two compiled runs give the same bits, and how
-    far compiled parameters drift from eager ones after the same steps (fused kernels may round differently).
-    ``compiled_opt`` compiles another optimiser's step against today's eager step, and checks that this variant, run
-    eager, gives today's bits."""
+    far compiled parameters drift from eager ones after the same steps (fused kernels may round differently)."""
     x = torch.as_tensor(sample_inputs(n, d, 0), dtype=torch.float32, device=dev)
     y = torch.as_tensor(target(sample_inputs(n, d, 0), 1 if d < 2 else 2, "local"), dtype=torch.float32, device=dev)
     loss = LOSSES[loss_name]
     if loss.task == "classification":
         y = torch.sign(y)
-    copt = compiled_opt or opt_name
 
-    def run(compiled: bool, which: str | None = None):
-        opt = OPTIMIZERS[which or (copt if compiled else opt_name)]
+    def run(compiled: bool):
+        opt = OPTIMIZERS[opt_name]
         torch._dynamo.reset()
         params = [(W.to(dev), b.to(dev)) for W, b in init_params(sizes, np.arange(M), "glorot_uniform")]
         state = opt.init_state(params)
@@ -154,16 +151,11 @@ def compiled_vs_eager(
 
     try:
         we, se, pe = run(False)
-        variant_same = None
-        if copt != opt_name:
-            _, _, pv = run(False, copt)
-            variant_same = all(torch.equal(a, b) for a, b in zip(pv, pe))
         wc, sc, pc = run(True)
         _, _, pc2 = run(True)
         err = None
     except Exception as e:  # no compiler, or a graph inductor cannot build: the eager step stands
         we, se, pe = run(False)
-        variant_same = None
         wc = sc = float("nan")
         pc = pc2 = None
         err = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
@@ -173,8 +165,6 @@ def compiled_vs_eager(
         "models": M,
         "batch": B,
         "optimizer": opt_name,
-        "compiled_optimizer": copt,
-        "variant_eager_same_bits": variant_same,
         "loss": loss_name,
         "eager_ms_per_step": se * 1e3,
         "compiled_ms_per_step": sc * 1e3,
@@ -188,7 +178,6 @@ def compiled_vs_eager(
         row["compiled_vs_eager_max_abs"] = max(float((a - b).abs().max()) for a, b in zip(pc, pe))
     print(
         f"  {name:<34} depth {len(sizes) - 2} width {sizes[1]:<4} M={M:<3} {opt_name}+{loss_name}"
-        + (f" (compiled: {copt}; eager, same bits as today's: {variant_same})" if copt != opt_name else "")
         + ": eager "
         f"{row['eager_ms_per_step']:.3f} ms/step, compiled {row['compiled_ms_per_step']:.3f} ms/step = "
         f"x{row['speedup']:.2f}"
@@ -763,7 +752,7 @@ def main(argv: list[str] | None = None) -> None:
         ok = [
             r
             for r in out["compiled"]
-            if not r["error"] and (r["optimizer"] != "adam" or r["compiled_optimizer"] != "adam")
+            if not r["error"]
         ]
         if ok:
             low = min(r["speedup"] for r in ok)

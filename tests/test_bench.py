@@ -62,9 +62,6 @@ def test_bench_quick_runs_and_writes_json(tmp_path, root):
             and row["compile_warmup_s"] > 0
             and row["compiled_runs_bit_identical"] is True
         ), row
-    # the variant with Adam's bias correction on the device runs eager to today's bits (so adopting it moves no store)
-    dbc = [r for r in data["compiled"] if r["compiled_optimizer"] == "adam_dbc"]
-    assert dbc and all(r["variant_eager_same_bits"] is True for r in dbc), dbc
     assert "torch.compile (inductor) against eager; threads: torch 1" in p.stdout
 
 
