@@ -108,9 +108,7 @@ def batched_rate(x, y, sizes, M, steps, dev, opt_name, loss_name, B, group: int 
     return M * steps / (time.perf_counter() - t), per
 
 
-def compiled_vs_eager(
-    name, d, n, sizes, M, steps, dev, opt_name, loss_name, B
-) -> dict:
+def compiled_vs_eager(name, d, n, sizes, M, steps, dev, opt_name, loss_name, B) -> dict:
     """depthlab's own step (``trainer.step_in_groups``: the stacked models, the hand-written backward, the fused Adam)
     eager against ``torch.compile`` of the same call (inductor; on the CPU it builds C++ kernels with gcc), side by
     side in this process on the same thread settings, each from the same initial parameters.  The compile's warm-up
@@ -177,8 +175,7 @@ def compiled_vs_eager(
         row["compiled_runs_bit_identical"] = all(torch.equal(a, b) for a, b in zip(pc, pc2))
         row["compiled_vs_eager_max_abs"] = max(float((a - b).abs().max()) for a, b in zip(pc, pe))
     print(
-        f"  {name:<34} depth {len(sizes) - 2} width {sizes[1]:<4} M={M:<3} {opt_name}+{loss_name}"
-        + ": eager "
+        f"  {name:<34} depth {len(sizes) - 2} width {sizes[1]:<4} M={M:<3} {opt_name}+{loss_name}" + ": eager "
         f"{row['eager_ms_per_step']:.3f} ms/step, compiled {row['compiled_ms_per_step']:.3f} ms/step = "
         f"x{row['speedup']:.2f}"
         + (
@@ -749,11 +746,7 @@ def main(argv: list[str] | None = None) -> None:
                 ),
             ]
         out["compiled"] = [compiled_vs_eager(*c) for c in ccases]
-        ok = [
-            r
-            for r in out["compiled"]
-            if not r["error"]
-        ]
+        ok = [r for r in out["compiled"] if not r["error"]]
         if ok:
             low = min(r["speedup"] for r in ok)
             print(

@@ -31,16 +31,21 @@ and its standard error), decided here, never by the checker:
 * :func:`learned`: points at chance (or at the target's variance) within ``Z`` SEs leave a trend, named in the row.
 
 Every row carries ``verdict``, ``reason``, ``effect``, ``stderr``, ``threshold`` and ``z`` into claims.json (null
-where the row is not a comparison).
+where the row is not a comparison), and ``problems``: the kinds of what made it inconclusive (:data:`depthlab.problems.PROBLEM_KINDS`).
+A problem is a :class:`depthlab.problems.Problem`, text for people with its kinds for code: what would decide a row
+(:mod:`depthlab.suggest`, each study's ``to_decide``) reads the kinds, never the text, so a reason can be reworded
+freely.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterable
 
 from depthlab.core.stats import Estimate, trend_test
+
+from .problems import PROBLEM_KINDS, Problem, edge_kinds, join_problems, kinds_of
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_APPLICABLE = "holds", "does not hold", "inconclusive", "not applicable"
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_APPLICABLE)
@@ -73,6 +78,7 @@ class Verdict:
         "paper"  # paper: a claim the paper makes, judged where it makes it | extension: beyond the papers' claims
     )
     to_decide: dict | None = None  # an inconclusive row: {text, changes: [{key, value}], seconds} (depthlab.decide)
+    problems: list[str] = field(default_factory=list)  # the kinds of what makes it inconclusive (PROBLEM_KINDS)
 
     def __post_init__(self) -> None:
         if self.kind == "claim" and self.holds is None and not self.reason:
@@ -81,6 +87,14 @@ class Verdict:
             raise ValueError(
                 f"claim {self.claim} ({self.subject}): scope {self.scope!r} is not one of {', '.join(SCOPES)}"
             )
+        bad = [k for k in self.problems if k not in PROBLEM_KINDS]
+        if bad:
+            raise ValueError(
+                f"claim {self.claim} ({self.subject}): problem kind {bad[0]!r} is not one of {', '.join(PROBLEM_KINDS)}"
+            )
+        self.problems = list(dict.fromkeys(self.problems))
+        if self.holds is not None or not self.applicable:
+            self.problems = []
         for f in ("effect", "stderr", "threshold", "z"):  # claims.json is strict JSON: no NaN or infinity
             v = getattr(self, f)
             if v is not None and not math.isfinite(v):
@@ -138,7 +152,7 @@ def exceeds(est: Estimate, threshold: float, *, below: bool = False, z: float = 
     the problem 'inside the error bars'.  With no SE (NaN) or an exact one (0) the value alone decides and z is None."""
     d = (threshold - est.value) if below else (est.value - threshold)
     if not math.isfinite(est.value):
-        return Test(None, est.value, est.se, threshold, None, f"{what} could not be computed")
+        return Test(None, est.value, est.se, threshold, None, Problem(f"{what} could not be computed", "untestable"))
     if not (math.isfinite(est.se) and est.se > 0):
         note = " (no error bar: " + (
             "one net, nothing to resample)" if not math.isfinite(est.se) else "an exact value)"
@@ -156,8 +170,11 @@ def exceeds(est: Estimate, threshold: float, *, below: bool = False, z: float = 
         est.se,
         threshold,
         score,
-        f"inside the error bars: {what} {est.value:.4g} +- {est.se:.2g} against {threshold:.4g} (needed {side} it by "
-        f"{z:g} SE; z = {score:+.2f})",
+        Problem(
+            f"inside the error bars: {what} {est.value:.4g} +- {est.se:.2g} against {threshold:.4g} (needed {side} it "
+            f"by {z:g} SE; z = {score:+.2f})",
+            "error_bars",
+        ),
     )
 
 
@@ -178,7 +195,9 @@ def trend(
     draws at any number of seeds.  The row carries the slope, its SE and z = slope / SE signed towards holding; the
     p-value decides.  Fewer than two points: not applied (holds None)."""
     if len(x) < 2:
-        return Test(None, float("nan"), float("nan"), 0.0, None, f"{what}: fewer than two points")
+        return Test(
+            None, float("nan"), float("nan"), 0.0, None, Problem(f"{what}: fewer than two points", "untestable")
+        )
     tt = trend_test(x, samples, sem=sem, seed=seed)
     p_yes, p_no = (tt.p_down, tt.p_up) if falling else (tt.p_up, tt.p_down)
     z = (-tt.slope if falling else tt.slope) / tt.se if math.isfinite(tt.se) and tt.se > 0 else None
@@ -197,8 +216,11 @@ def trend(
         tt.se,
         0.0,
         z,
-        f"inside the error bars: {what} (slope {tt.slope:+.3g} +- {tt.se:.2g}) has "
-        f"one-sided p = {min(p_yes, p_no):.3g} either way (need <= {alpha:.2g}; {tt.how})",
+        Problem(
+            f"inside the error bars: {what} (slope {tt.slope:+.3g} +- {tt.se:.2g}) has "
+            f"one-sided p = {min(p_yes, p_no):.3g} either way (need <= {alpha:.2g}; {tt.how})",
+            "error_bars",
+        ),
         note,
     )
 
@@ -225,10 +247,13 @@ def all_of(*tests: Test) -> Test:
     if open_ or bare:
         t = (open_ or bare)[0]
         why = [o.problem for o in open_] + [
-            f"a part fails on its value alone, with no error bar ({b.effect:.4g} against {b.threshold:.4g}{b.note})"
+            Problem(
+                f"a part fails on its value alone, with no error bar ({b.effect:.4g} against {b.threshold:.4g}{b.note})",
+                "no_error_bar",
+            )
             for b in bare
         ]
-        return Test(None, t.effect, t.stderr, t.threshold, t.z, "; ".join(why), t.note)
+        return Test(None, t.effect, t.stderr, t.threshold, t.z, join_problems(why), t.note)
     t = min(tests, key=lambda t: t.z if t.z is not None else math.inf)
     return Test(True, t.effect, t.stderr, t.threshold, t.z, "", t.note)
 
@@ -253,12 +278,16 @@ def judge(
         if holds.holds is None:
             why_none = holds.problem or why_none
         holds = holds.holds
-    if holds is None:
-        problems = [why_none or "the test could not be applied"] + problems
+    if holds is None:  # the reason the test says nothing leads: of no kind of its own, it could not be applied
+        why_none = why_none or "the test could not be applied"
+        problems = [why_none if kinds_of(why_none) else Problem(why_none, "untestable")] + problems
     elif problems:
         problems.append(f"on these numbers alone it would {'hold' if holds else 'not hold'}")
     if problems:
-        return Verdict(claim, statement, figure, subject, None, evidence, reason="; ".join(problems), **nums)
+        why = join_problems(problems)
+        return Verdict(
+            claim, statement, figure, subject, None, evidence, reason=str(why), problems=list(why.kinds), **nums
+        )
     return Verdict(claim, statement, figure, subject, bool(holds), evidence, **nums)
 
 
@@ -303,9 +332,10 @@ def unconverged(
         bad &= ~table[diverged].astype(bool)
     if not bad.any():
         return ""
-    return (
+    return Problem(
         f"{int(bad.sum())} of {len(table)} nets it rests on did not converge (still improving when the budget ran "
-        f"out: {_names([label(r) for r in table[bad].itertuples()])})"
+        f"out: {_names([label(r) for r in table[bad].itertuples()])})",
+        "not_converged",
     )
 
 
@@ -317,7 +347,11 @@ def diverged(table: Any, label: Callable[[Any], str], consequence: str, column: 
     bad = table[column].astype(bool)
     if not bad.any():
         return ""
-    return f"{int(bad.sum())} of {len(table)} nets diverged ({_names([label(r) for r in table[bad].itertuples()])}): {consequence}"
+    return Problem(
+        f"{int(bad.sum())} of {len(table)} nets diverged ({_names([label(r) for r in table[bad].itertuples()])}): "
+        f"{consequence}",
+        "diverged",
+    )
 
 
 def flagged(table: Any, label: Callable[[Any], str], flag: str = "lr_flagged", edge: str = "lr_edge") -> str:
@@ -327,8 +361,12 @@ def flagged(table: Any, label: Callable[[Any], str], flag: str = "lr_flagged", e
     rows = table[table[flag].astype(bool)]
     if not len(rows):
         return ""
-    names = _names([f"{label(r)} ({getattr(r, edge, 'an')} edge)" for r in rows.itertuples()])
-    return f"the rate chosen for {names} sits at the edge of its grid, which could not grow further"
+    sides = [str(getattr(r, edge, "")) for r in rows.itertuples()]
+    names = _names([f"{label(r)} ({s or 'an'} edge)" for r, s in zip(rows.itertuples(), sides)])
+    return Problem(
+        f"the rate chosen for {names} sits at the edge of its grid, which could not grow further",
+        *edge_kinds(sides),
+    )
 
 
 def counts(verdicts: list[Verdict], scope: str = "paper") -> tuple[int, int, int, int]:
@@ -348,9 +386,11 @@ def _cell(text: str) -> str:
 
 
 def cost_text(seconds: float | None) -> str:
-    """'+40 core-s planned', '+1.2 core-min planned', '+2.30 core-h planned' ('' for None)."""
+    """'+0.4 core-s planned', '+40 core-s planned', '+1.2 core-min planned', '+2.30 core-h planned' ('' for None)."""
     if seconds is None:
         return ""
+    if seconds < 9.5:  # a smoke-scale job: seconds, never rounded to "+0"
+        return f"+{seconds:.2g} core-s planned"
     if seconds < 60:
         return f"+{seconds:.0f} core-s planned"
     if seconds < 3600:

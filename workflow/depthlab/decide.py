@@ -41,10 +41,19 @@ def _full(ctx: dict) -> dict:
     return cfg
 
 
-def planned_seconds(cfg: dict) -> float:
+def planned_jobs(cfg: dict) -> dict[str, float]:
+    """Each job's planned CPU seconds, keyed by what it computes (``costs.report.plan``'s ``per_job``)."""
     from .costs import report as cost_report
 
-    return sum(r.seconds_total for r in cost_report.plan(cfg, results=PRICE_RESULTS))
+    jobs: dict[str, float] = {}
+    cost_report.plan(cfg, results=PRICE_RESULTS, per_job=jobs)
+    return jobs
+
+
+def added_seconds(new: dict[str, float], base: dict[str, float]) -> float:
+    """The planned seconds of the jobs ``new`` runs that ``base`` does not: a changed config's own price, at its own
+    scale (a job whose spec changes is a new job; a figure or claims job reruns with its study's config)."""
+    return sum(s for k, s in new.items() if k not in base)
 
 
 def apply(cfg: dict, changes: list[tuple[str, Any]]) -> dict:
@@ -58,14 +67,15 @@ def apply(cfg: dict, changes: list[tuple[str, Any]]) -> dict:
     return out
 
 
-def price(ctx: dict, changes: list[tuple[str, Any]], base: float | None = None) -> float:
-    """Planned CPU seconds the changes add to the study; raises config.ConfigError when the changed config is not valid."""
+def price(ctx: dict, changes: list[tuple[str, Any]], base: dict[str, float] | None = None) -> float:
+    """Planned CPU seconds of the jobs the changes add to the study (:func:`added_seconds`); raises
+    config.ConfigError when the changed config is not valid."""
     from . import config as dlc
 
     full = _full(ctx)
     new = dlc.validate(apply(full, changes), memory=False)
-    base = planned_seconds(dlc.validate(copy.deepcopy(full), memory=False)) if base is None else base
-    return max(0.0, planned_seconds(new) - base)
+    base = planned_jobs(dlc.validate(copy.deepcopy(full), memory=False)) if base is None else base
+    return added_seconds(planned_jobs(new), base)
 
 
 def annotate(study: Any, spec: Any, verdicts: list[Verdict]) -> list[Verdict]:
@@ -89,12 +99,14 @@ def annotate(study: Any, spec: Any, verdicts: list[Verdict]) -> list[Verdict]:
             key = repr(s.changes)
             if key not in cache:
                 if base is None:
-                    base = planned_seconds(dlc.validate(_full(ctx), memory=False))
+                    base = planned_jobs(dlc.validate(_full(ctx), memory=False))
                 try:
                     cache[key] = price(ctx, s.changes, base)
                 except dlc.ConfigError as e:  # a hook's change the schema refuses: said, never silently unpriced
                     cache[key] = f"not priced: the change is not a valid config ({e})"
-            if isinstance(cache[key], str):
+            if isinstance(cache[key], str) and s.otherwise:  # the hook's word for a change beyond this scale
+                s = Suggestion(s.otherwise)
+            elif isinstance(cache[key], str):
                 s.text += f" ({cache[key]})"
             else:
                 s.seconds = cache[key]
@@ -204,20 +216,23 @@ def decide(results: Path, config: dict, budget_s: float, studies: list[str] | No
     unpriced = [r for r in rows if not (r.suggestion.changes and r.suggestion.seconds is not None)]
     base_cfg = copy.deepcopy(config)
     base_cfg.update(device="cpu", results=PRICE_RESULTS)
-    base = planned_seconds(dlc.validate(copy.deepcopy(base_cfg), memory=False))
+    base_jobs = planned_jobs(dlc.validate(copy.deepcopy(base_cfg), memory=False))
+    base = sum(base_jobs.values())
     chosen, left, changes, spent = [], [], {}, 0.0
     for r in priced:
         trial = dict(changes)
         for k, v in r.suggestion.changes:
             trial[k] = merge_value(trial[k], v) if k in trial else v
         try:
-            cost = planned_seconds(dlc.validate(apply(base_cfg, list(trial.items())), memory=False)) - base
+            cost = added_seconds(
+                planned_jobs(dlc.validate(apply(base_cfg, list(trial.items())), memory=False)), base_jobs
+            )
         except dlc.ConfigError:
             left.append(r)
             continue
         if cost <= budget_s:
             chosen.append(r)
-            changes, spent = trial, max(0.0, cost)
+            changes, spent = trial, cost
         else:
             left.append(r)
     return Decision(chosen, left, unpriced, changes, spent, base)

@@ -4,10 +4,14 @@ Each study's claims module says what decides its rows (``to_decide(verdict, conf
 the helpers here; :func:`generic` is the fallback every study shares, read off the problems the shared verdict machinery
 (:mod:`depthlab.claims`) writes:
 
-* "inside the error bars": more seeds.  n = n0 (Z / z)^2 seeds bring the row's z to Z if its effect stays where it is
-  (the SE falls as 1 / sqrt(n)); at least one more than now;
-* "did not converge": the study's budget, doubled;
-* "sits at the edge of its grid": one more round of rate growth.
+* ``error_bars`` (and ``no_error_bar``): more seeds.  n = n0 (Z / z)^2 seeds bring the row's z to Z if its
+  effect stays where it is (the SE falls as 1 / sqrt(n)); at least one more than now;
+* ``not_converged``: the study's budget, doubled;
+* ``grid_low`` / ``grid_high``: one more round of rate growth;
+* ``few_depths``: the next depth added.
+
+Every suggestion is chosen by the row's problem kinds (``Verdict.problems``, :data:`depthlab.claims.PROBLEM_KINDS`),
+never by the words of its reason.
 
 Nothing here prices a suggestion or reads a cost table: the claims stage's code fingerprint covers this module, not the
 cost model (the price is added after the verdicts, by :mod:`depthlab.decide`).
@@ -31,6 +35,9 @@ class Suggestion:
     text: str  # "seeds 8 on fig1", "paper scale (h = 5 000, lr ~ 1/h; a GPU)"
     changes: list[tuple[str, Any]] = field(default_factory=list)  # (dotted config key, new value)
     seconds: float | None = None  # planned CPU seconds the changes add (None: not priced, or no change)
+    # what to say instead where the changes are not a valid config at this scale (the paper's steps at a smoke
+    # config's data size, beyond the schema's bound): a suggestion never proposes a value the schema refuses
+    otherwise: str | None = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict:
         return {
@@ -115,19 +122,19 @@ def generic(
     grow: Callable[[Verdict], tuple[str, str] | None] | None = None,
     depths: Callable[[Verdict], tuple[str, str] | None] | None = None,
 ) -> Suggestion | None:
-    """The shared reading of a reason: ``seeds(v)`` -> (seeds key, where) for "inside the error bars" and for a part
-    with "no error bar" (one net: a second seed gives one), ``budget(v)`` -> (key, what, factor) for "did not
-    converge", ``grow(v)`` -> (key, what) for a rate at its grid's edge (one more growth round), ``depths(v)`` ->
-    (key, what) for "fewer than two depths" (the next depth added)."""
-    why = v.reason
+    """The shared reading of a row's problem kinds: ``seeds(v)`` -> (seeds key, where) for ``error_bars`` and for a part
+    with ``no_error_bar`` (one net: a second seed gives one), ``budget(v)`` -> (key, what, factor) for
+    ``not_converged``, ``grow(v)`` -> (key, what) for a rate at its grid's edge (one more growth round), ``depths(v)``
+    -> (key, what) for ``few_depths`` (the next depth added)."""
+    why = set(v.problems)  # the kinds, never the reason's words (rewording a reason moves no suggestion)
     parts: list[Suggestion | None] = []
-    if ("inside the error bars" in why or "no error bar" in why) and (s := seeds(v)):
+    if why & {"error_bars", "no_error_bar"} and (s := seeds(v)):
         parts.append(more_seeds(v, s[0], list(get(cfg, s[0])), s[1]))
-    if "did not converge" in why and budget and (b := budget(v)):
+    if "not_converged" in why and budget and (b := budget(v)):
         parts.append(scaled(b[0], get(cfg, b[0]), b[2], b[1]))
-    if "edge of its grid" in why and grow and (g := grow(v)):
+    if why & {"grid_low", "grid_high"} and grow and (g := grow(v)):
         parts.append(Suggestion(f"{g[1]} {get(cfg, g[0]) + 1}", [(g[0], get(cfg, g[0]) + 1)]))
-    if "fewer than two depths" in why and depths and (dk := depths(v)):
+    if "few_depths" in why and depths and (dk := depths(v)):
         now = list(get(cfg, dk[0]))
         new = sorted({*now, max(now) + 1})
         parts.append(Suggestion(f"depths {new} on {dk[1]}", [(dk[0], new)]))

@@ -3,6 +3,7 @@ a finished run's measured times, per stage)."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import dataclass
@@ -75,10 +76,13 @@ def plan(
     gpu_costs: dict[str, StageCost] | None = None,
     speed: float = 1.0,
     throughput: str | Path | None = None,
+    per_job: dict[str, float] | None = None,
 ) -> list[Row]:
     """Every study's stages: jobs, peak memory, CPU seconds (times ``speed``, this machine's probe over the
     calibration's: depthlab.probe) and the GPU column (``throughput``: the GPU throughput model's file; default the
-    package's, see gpumodel.load)."""
+    package's, see gpumodel.load).  ``per_job``, when given, gets each job's planned CPU seconds under a key that
+    names what the job computes: a store job's path and spec, a figure or claims job's study section of the config
+    (so two configs' keys differ exactly where a job would run again)."""
     from ..config import device_of
     from ..jobs import JobGraph
     from ..studies import get_study
@@ -117,6 +121,14 @@ def plan(
                 speed * (spec_seconds(cost, s, fallback) if s is not None else predict(cost, w, fallback, n))
                 for s, w, n in zip(specs, works, calls)
             ]
+            if per_job is not None:
+                section = json.dumps(config["studies"][name], sort_keys=True, default=str)
+                names = (
+                    [f"{n.path}\0{s.to_json()}" for n, s in zip(nodes, specs)]
+                    if st.kind == "store"
+                    else [f"{key}/{f}\0{section}" for f in (study.figures(config) if st.kind == "figure" else [""])]
+                )
+                per_job.update(zip(names, secs))
             modelled = not cost.calibrated or (cost.rate is None and any(cost.beyond(w) for w in works))
             peak = max((sum(s.memory().values()) for s in specs if s is not None), default=0)
             row = Row(

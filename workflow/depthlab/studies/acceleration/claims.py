@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from depthlab.claims import Verdict, all_of, exceeds, judge
+from depthlab.problems import Problem, edge_kinds
 from depthlab.core import stats
 
 from .figures import best_rates
@@ -85,21 +86,23 @@ def _edges(rows: pd.DataFrame) -> str:
     at = rows[rows.lr_edge != ""]
     if not len(at):
         return ""
-    return (
+    return Problem(
         "the best rate of "
         + ", ".join(f"{_name(r)} ({r.lr:.3g}, {r.lr_edge} end)" for r in at.itertuples())
-        + " sits at the edge of the rate grid, which does not grow here"
+        + " sits at the edge of the rate grid, which does not grow here",
+        *edge_kinds(at.lr_edge),
     )
 
 
 def _budget(rows: pd.DataFrame) -> str:
-    return (
+    return Problem(
         "budget: no target is reached by every method compared within its budget (the runs went on for "
         + ", ".join(
             f"{_name(r)} {int(r.reached_below)}"
             for r in rows[rows.iterations.isna()].drop_duplicates(["method", "depth"]).itertuples()
         )
-        + " iterations without reaching the tightest)"
+        + " iterations without reaching the tightest)",
+        "budget",
     )
 
 
@@ -230,8 +233,12 @@ def depth_claims(best: pd.DataFrame, small_gain: float, table: pd.DataFrame | No
             tightest = float(g.fraction.min())
             if f > tightest:
                 budget = [
-                    f"budget: judged at the loose target f = {f:g}, since not every depth reaches the tightest, f = "
-                    f"{tightest:g}, within its budget (a loose target measures the well-conditioned phase; grow the budget)"
+                    Problem(
+                        f"budget: judged at the loose target f = {f:g}, since not every depth reaches the tightest, "
+                        f"f = {tightest:g}, within its budget (a loose target measures the well-conditioned phase; grow "
+                        "the budget)",
+                        "budget",
+                    )
                 ]
         out.append(
             judge(
@@ -291,7 +298,11 @@ def rule_claims(
             f"the end-to-end rule accelerates as the net does in the flow regime (iterations within x{same_speed:g})"
         )
         if not flow:
-            why = f"no rate lies in the gradient-flow regime (flow difference < {tol:g}; per rate: {flows or 'none computable'})"
+            why = Problem(
+                f"no rate lies in the gradient-flow regime (flow difference < {tol:g}; per rate: "
+                f"{flows or 'none computable'})",
+                "flow_rate",
+            )
             out += [
                 judge("A3", s, fig, subject, None, "", why_none=why)
                 for s, fig in ((statement_a, "distance"), (statement_b, "iterations"))
@@ -373,11 +384,17 @@ def rule_claims(
                     subject,
                     None,
                     f"{where}: distance at {dist.index[0]:.3g}: {dist.iloc[0]:.3g}{beside}",
-                    why_none="a limit needs at least two rates in the flow regime "
-                    + (
-                        "(add a smaller rate to the grid)"
+                    why_none=(
+                        Problem(
+                            "a limit needs at least two rates in the flow regime (add a smaller rate to the grid)",
+                            "flow_rate",
+                        )
                         if len(flow) < 2
-                        else "that reach a target: only one does within the budget (raise max_iterations)"
+                        else Problem(
+                            "a limit needs at least two rates in the flow regime that reach a target: only one does "
+                            "within the budget (raise max_iterations)",
+                            "budget",
+                        )
                     ),
                 )
             )
@@ -482,7 +499,7 @@ def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
     from depthlab import suggest
 
     root = "studies.acceleration"
-    if v.claim == "A3" or "budget" in v.reason or "max_iterations" in v.reason:
+    if v.claim == "A3" or {"budget", "not_converged"} & set(v.problems):
         its = suggest.get(cfg, f"{root}.max_iterations")
         return suggest.Suggestion(
             f"max_iterations {10 * its} with patience_factor 30",
@@ -494,11 +511,12 @@ def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
         if suggest.get(cfg, f"{root}.patience_factor") < n:
             more.changes.append((f"{root}.patience_factor", n))
     parts = [more]
-    if "edge of the rate grid" in v.reason:  # the grid does not grow: widen it by a decade at the edge named
+    edges = {"grid_low", "grid_high"} & set(v.problems)
+    if edges:  # the grid does not grow: widen it by a decade at the edge named
         lo, hi = suggest.get(cfg, f"{root}.log10_lr_range")
         n = suggest.get(cfg, f"{root}.lr_points")
         per = (n - 1) / (hi - lo) if hi > lo and n > 1 else 4.0
-        new = [lo - 1.0 if "lower end" in v.reason else lo, hi + 1.0 if "upper end" in v.reason else hi]
+        new = [lo - 1.0 if "grid_low" in edges else lo, hi + 1.0 if "grid_high" in edges else hi]
         parts.append(
             suggest.Suggestion(
                 f"log10_lr_range {new}",

@@ -36,6 +36,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from depthlab.claims import Z, Test, Verdict, all_of, exceeds, flagged, judge, learned, unconverged
+from depthlab.problems import Problem
 from depthlab.core import stats
 from depthlab.core.stats import Estimate
 
@@ -98,9 +99,10 @@ def _unsound(rows: pd.DataFrame) -> list[str]:
 def _at_chance(rows: pd.DataFrame, near_chance: float) -> str:
     top = rows.best_accuracy.max() if len(rows) else np.nan
     return (
-        (
-            f"every net is at chance (best {top:.3f} <= {near_chance}): nothing was learned, so no ordering of the nets means "
-            "anything"
+        Problem(
+            f"every net is at chance (best {top:.3f} <= {near_chance}): nothing was learned, so no ordering of the nets "
+            "means anything",
+            "nothing_learned",
         )
         if np.isfinite(top) and top <= near_chance
         else ""
@@ -153,7 +155,7 @@ def m1(table: pd.DataFrame, near_perfect: float, near_chance: float = 0.6, n_tes
             all_of(*[t for _, t, _ in per_width]) if per_width else None,
             "; ".join(f"width {w}: depth->acc {txt}; deepest - depth 1 = {t.text('.4f')}" for w, t, txt in per_width),
             _unsound(b) + [chance],
-            why_none="no width has two depths",
+            why_none=Problem("no width has two depths", "few_depths"),
         )
     )
     shallow = b[b.depth == depths[0]].sort_values("n_params")
@@ -258,7 +260,9 @@ def m2(table: pd.DataFrame, near_chance: float = 0.6, n_test: int = 0, steps_per
                     None,
                     listing,
                     problems,
-                    why_none=f"fewer than three curves learned anything ({len(kept)} of {len(curves)})",
+                    why_none=Problem(
+                        f"fewer than three curves learned anything ({len(kept)} of {len(curves)})", "nothing_learned"
+                    ),
                 )
             )
             continue
@@ -291,8 +295,11 @@ def m2(table: pd.DataFrame, near_chance: float = 0.6, n_test: int = 0, steps_per
                 sd,
                 M2_RHO,
                 None,
-                f"inside the error bars: Spearman >= {M2_RHO} in {share:.0%} of resamples within the accuracies' SEs "
-                f"(need 95 % to hold, 5 % or fewer to fail), exact permutation p = {p:.3g}",
+                Problem(
+                    f"inside the error bars: Spearman >= {M2_RHO} in {share:.0%} of resamples within the accuracies' "
+                    f"SEs (need 95 % to hold, 5 % or fewer to fail), exact permutation p = {p:.3g}",
+                    "error_bars",
+                ),
             )
         out.append(
             judge(
@@ -323,7 +330,11 @@ def m3(
     trained = _steps(table, b, ["depth", "width"], steps_per_epoch)
     short = (
         [
-            f"nothing learned within {trained} steps (the paper trains {PAPER_STEPS:.0e}): a net still at chance may start later"
+            Problem(
+                f"nothing learned within {trained} steps (the paper trains {PAPER_STEPS:.0e}): a net still at chance "
+                "may start later",
+                "nothing_learned",
+            )
         ]
         if t.holds and trained and trained < PAPER_STEPS
         else []
@@ -355,9 +366,12 @@ def one_run(verdict: Verdict, table: pd.DataFrame) -> Verdict:
         "of a trajectory"
     )  # what decides it (a second seed, stacked with the rates in each job): to_decide below
     if verdict.holds is None:
-        return dataclasses.replace(verdict, reason=f"{verdict.reason}; {why}")
+        return dataclasses.replace(verdict, reason=f"{verdict.reason}; {why}", problems=[*verdict.problems, "one_run"])
     return dataclasses.replace(
-        verdict, holds=None, reason=f"{why}; on these numbers alone it would {'hold' if verdict.holds else 'not hold'}"
+        verdict,
+        holds=None,
+        reason=f"{why}; on these numbers alone it would {'hold' if verdict.holds else 'not hold'}",
+        problems=["one_run"],
     )
 
 
@@ -461,16 +475,18 @@ def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
 
     root = "studies.fractals"
     t = suggest.get(cfg, f"{root}.training")
-    if v.claim in ("M2", "M3") and ("did not converge" in v.reason or "nothing learned" in v.reason):
+    if v.claim in ("M2", "M3") and {"not_converged", "nothing_learned"} & set(v.problems):
         d = suggest.get(cfg, f"{root}.data")
         epochs = max(int(t["max_epochs"]), math.ceil(PAPER_STEPS / max(1, d["n_train"] // t["batch_size"])))
         return suggest.Suggestion(
             f"paper scale (the paper's {PAPER_STEPS:.0e} steps: training.max_epochs {epochs}; a GPU)",
             [(f"{root}.training.max_epochs", epochs)],
+            otherwise=f"paper scale (the paper's {PAPER_STEPS:.0e} steps at its data size: config/config.yaml's "
+            f"fractals data and training, or config/paper.yaml; a GPU)",
         )
     if v.claim == "M4":
         return suggest.paper("the paper's CIFAR-10: fig7.dataset cifar10 with your copy in fig7.cifar10_dir; a GPU")
-    if "one trajectory per net" in v.reason and len(t["seeds"]) < 2:
+    if "one_run" in v.problems and len(t["seeds"]) < 2:
         return suggest.Suggestion("training.seeds [0, 1]", [(f"{root}.training.seeds", [0, 1])])
     return suggest.generic(
         v,

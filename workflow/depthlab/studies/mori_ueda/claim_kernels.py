@@ -6,17 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.claims import (
-    Z,
-    Test,
-    Verdict,
-    all_of,
-    exceeds,
-    judge,
-    learned,
-    not_applicable,
-    trend,
-)
+from depthlab.claims import Z, Test, Verdict, all_of, exceeds, judge, learned, not_applicable, trend
+from depthlab.problems import Problem, join_problems
 from depthlab.core import stats
 
 from .claim_tools import CLEARLY, FLAT, NO_NTK, _curve, _flat, _samples, _se0
@@ -85,7 +76,12 @@ def _aside(
         gap,
         f"NTK/NN at the NN's best depth L={best}: {gap.text('.3f')} (need > {CLEARLY})"
         + _substituted(part[part.depth == best]),
-        sound + ([f"nothing learned: NN and NTK both at {floor_name} at L={best}"] if both else []),
+        sound
+        + (
+            [Problem(f"nothing learned: NN and NTK both at {floor_name} at L={best}", "nothing_learned")]
+            if both
+            else []
+        ),
     )
     v.scope = "extension"
     return v
@@ -150,7 +146,9 @@ def _follows(
             None,
             shown + sub,
             sound,
-            why_none=f"fewer than two depths at which both the NN and the NTK learned something ({left})",
+            why_none=Problem(
+                f"fewer than two depths at which both the NN and the NTK learned something ({left})", "few_depths"
+            ),
         )
     nn_t = trend(np.log(use), _samples(part, use), falling=False, what="the NN's trend in L")
     k_t = _kernel_trend(kest, use)
@@ -174,8 +172,11 @@ def _follows(
                     nn_t.stderr,
                     0.0,
                     z,
-                    "the NTK is flat and the NN's trend is inside its error bars: agreement is not told from a "
-                    "lack of power",
+                    Problem(
+                        "the NTK is flat and the NN's trend is inside its error bars: agreement is not told from a "
+                        "lack of power",
+                        "error_bars",
+                    ),
                 ),
                 ev,
                 sound,
@@ -190,7 +191,7 @@ def _follows(
             sound,
         )
     if nn_sign is None or k_sign is None:
-        why = "; ".join(t.problem for t in (nn_t, k_t) if t.holds is None)
+        why = join_problems(t.problem for t in (nn_t, k_t) if t.holds is None)
         return judge("4", statement, figure, name, Test(None, nn_t.effect, nn_t.stderr, 0.0, z, why), ev, sound)
     agree = nn_sign == k_sign
     zz = (abs(z) if agree else -abs(z)) if z is not None else None
@@ -319,7 +320,9 @@ def _claim4(
             None,
             shown + scale,
             sound,
-            why_none=f"fewer than two depths at which both the NN and the NTK learned something ({left})",
+            why_none=Problem(
+                f"fewer than two depths at which both the NN and the NTK learned something ({left})", "few_depths"
+            ),
         )
     k_t = _kernel_trend(kest, depths)
     lx = np.log(depths)

@@ -6,12 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from depthlab.claims import (
-    Z,
-    Verdict,
-    exceeds,
-    judge,
-)
+from depthlab.claims import Z, Verdict, exceeds, judge
+from depthlab.problems import Problem, edge_kinds
 from depthlab.core import stats
 from depthlab.core.edges import choose
 
@@ -62,10 +58,11 @@ def _regime(part: pd.DataFrame, lr0: float, lr1: float | None, width) -> tuple[s
         if d.holds is False:
             bad.append(f"its error still depends on the rate at the small end ({rel} from lr {lr0:.3g} to {lr1:.3g})")
     problem = (
-        (
+        Problem(
             f"scale: at width {width} the net is not shown to be in the lazy regime the claim is about ("
             + "; ".join(bad)
-            + "; the paper: h = 5000, lr proportional to 1/h)"
+            + "; the paper: h = 5000, lr proportional to 1/h)",
+            "scale",
         )
         if bad
         else ""
@@ -122,8 +119,11 @@ def lr_claims(figure: str, table: pd.DataFrame, floor: float = 1.0) -> list[Verd
                     subject,
                     None,
                     f"swept {lr0:.3g} ... {swept[-1]:.3g}",
-                    why_none=f"the smallest swept rate {lr0:.3g} did not converge for every seed within the budget, "
-                    "so the small-lr end the claim is about was not reached",
+                    why_none=Problem(
+                        f"the smallest swept rate {lr0:.3g} did not converge for every seed within the budget, so "
+                        "the small-lr end the claim is about was not reached",
+                        "not_converged",
+                    ),
                 )
                 v.scope = scope
                 out.append(v)
@@ -152,7 +152,12 @@ def lr_claims(figure: str, table: pd.DataFrame, floor: float = 1.0) -> list[Verd
                 kern = f"{stats.over_seeds(ek)} (per seed: " + ", ".join(f"{e:.4g}" for e in ek) + ")"
             t = exceeds(rel, 0.25, below=True, what="|NN - kernel| / kernel")
             chance = (
-                [f"nothing learned: NN {nn} and kernel {k:.4g} both at the target's variance ({floor:g})"]
+                [
+                    Problem(
+                        f"nothing learned: NN {nn} and kernel {k:.4g} both at the target's variance ({floor:g})",
+                        "nothing_learned",
+                    )
+                ]
                 if nn.value >= floor - Z * _se0(nn) and k >= floor
                 else []
             )
@@ -173,13 +178,14 @@ def lr_claims(figure: str, table: pd.DataFrame, floor: float = 1.0) -> list[Verd
         choice = choose(per.index.values, per.err.values, ~per.ok.values)
         best = curve.idxmin()
         edge = (
-            (
+            Problem(
                 f"the best converged rate {best:.3g} is the {choice.edge} end of the sweep "
                 + (
                     "and every rate tried converged, so the largest converging rate (the top of the curve) is unknown"
                     if choice.edge == "upper"
                     else "(a smaller rate was not tried)"
-                )
+                ),
+                *edge_kinds([choice.edge]),
             )
             if choice.at_edge
             else ""

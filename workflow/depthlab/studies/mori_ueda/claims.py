@@ -54,17 +54,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from depthlab.claims import (
-    Z,
-    Test,
-    Verdict,
-    all_of,
-    exceeds,
-    judge,
-    learned,
-    not_applicable,
-    trend,
-)
+from depthlab.claims import Z, Test, Verdict, all_of, exceeds, judge, learned, not_applicable, trend
+from depthlab.problems import Problem, join_problems
 from depthlab.core import stats
 
 if TYPE_CHECKING:
@@ -119,7 +110,7 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
                     name,
                     None,
                     f"NN {_fmt(nn)}",
-                    why_none="fewer than two depths with a finite NN error",
+                    why_none=Problem("fewer than two depths with a finite NN error", "few_depths"),
                 )
             )
             continue
@@ -198,7 +189,7 @@ def depth_claims(figure: str, variant: str | None, table: pd.DataFrame) -> list[
                 f"best depths {int(loc_c.idxmin())} vs {int(glo_c.idxmin())}; "
                 + (t.note.strip(" ()") if t is not None else "n/a"),
                 _soundness(ones),
-                why_none="fewer than two common depths",
+                why_none=Problem("fewer than two common depths", "few_depths"),
             )
         )
     return out
@@ -233,7 +224,7 @@ def _alike(ones: pd.DataFrame, depths: list[int]) -> Test:
     if a.holds is not None and a.holds == b.holds and best_same:
         return Test(True, a.effect, a.stderr, 0.0, abs(a.z) if a.z is not None else None, "", note)
     why = [t.problem for t in (a, b) if t.holds is None] + ([] if best_same else ["the two curves' best depths differ"])
-    return Test(None, a.effect, a.stderr, 0.0, a.z, "; ".join(why) or "undecided", note)
+    return Test(None, a.effect, a.stderr, 0.0, a.z, join_problems(why) or "undecided", note)
 
 
 def _stopped(df: pd.DataFrame) -> str:
@@ -313,6 +304,6 @@ def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
         grow=lambda v: (f"{root}.lrsearch.grow_rounds", "lrsearch.grow_rounds"),
         depths=lambda v: (f"{root}.figures.{fig}.depths", fig) if fig else None,
     )
-    if s is None and "scale" in v.reason:
+    if s is None and "scale" in v.problems:
         return suggest.paper("the paper's d, N and P: config/paper.yaml")
     return s

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from depthlab.claims import Z, Test, Verdict, all_of, exceeds, judge
+from depthlab.problems import Problem, join_problems
 from depthlab.core import stats
 
 if TYPE_CHECKING:
@@ -264,9 +265,12 @@ def symmetrisation_claims(
         basis = []
         if no_flow:
             basis.append(
-                "no flow rate in the gradient-flow regime at "
-                + ", ".join(no_flow)
-                + f" (tolerance {flow_tol:g}; add a smaller flow rate)"
+                Problem(
+                    "no flow rate in the gradient-flow regime at "
+                    + ", ".join(no_flow)
+                    + f" (tolerance {flow_tol:g}; add a smaller flow rate)",
+                    "flow_rate",
+                )
             )
         if dead:
             basis.append("left out, not trained (test nMSE >= 1, not evidence): " + ", ".join(dead))
@@ -281,7 +285,7 @@ def symmetrisation_claims(
             prefix
             + f"in the gradient-flow regime alpha_T of the finite net follows the reduced model's (final relative gap <= {gap:g})"
         )
-        miss = "; ".join(basis) if basis else ""
+        miss = join_problems(basis)
         if judged_any:
             t_a = all_of(*small_t, *rise_t, *last_t)
             worst = max(small_t, key=lambda t: t.effect)
@@ -304,8 +308,11 @@ def symmetrisation_claims(
                 + ([miss] if no_flow else [])
                 + (
                     [
-                        f"the reduced model did not train ({', '.join(untrained)}, above the learner's threshold {small:g}): "
-                        "a gap to it measures nothing"
+                        Problem(
+                            f"the reduced model did not train ({', '.join(untrained)}, above the learner's threshold "
+                            f"{small:g}): a gap to it measures nothing",
+                            "not_trained",
+                        )
                     ]
                     if untrained
                     else []

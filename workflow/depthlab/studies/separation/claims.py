@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from depthlab.claims import Z, Test, Verdict, exceeds, judge, not_applicable
+from depthlab.problems import Problem
 from depthlab.core import stats
 
 if TYPE_CHECKING:
@@ -271,8 +272,12 @@ def es16_claims(table: pd.DataFrame, near: float) -> list[Verdict]:
                 what = _fit(test, train, near)
                 if what:
                     problems.append(
-                        f"the depth-1 nets {what} at d = {int(one.index[-1])} (test nMSE {test:.3g}, training nMSE "
-                        f"{train:.3g}) ({_FIT[what]}): not the approach to the variance from below that the claim describes"
+                        Problem(
+                            f"the depth-1 nets {what} at d = {int(one.index[-1])} (test nMSE {test:.3g}, training nMSE "
+                            f"{train:.3g}) ({_FIT[what]}): not the approach to the variance from below that the claim "
+                            "describes",
+                            *(["underfit"] if what == "underfit" else []),
+                        )
                     )
         out.append(
             judge(
@@ -347,11 +352,11 @@ def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
     if v.claim == "R4":
         lrs, steps = list(suggest.get(cfg, f"{lr}.flow_lrs")), suggest.get(cfg, f"{lr}.steps")
         parts, factor = [], 1
-        if "smaller flow rate" in v.reason:
+        if "flow_rate" in v.problems:
             new = min(lrs) / 4
             parts.append(suggest.Suggestion(f"a flow rate {new:g}", [(f"{lr}.flow_lrs", sorted([new, *lrs]))]))
             factor *= 2
-        if "did not train" in v.reason:
+        if "not_trained" in v.problems:
             factor *= 4
         if factor > 1:
             parts.append(suggest.Suggestion(f"learner steps {steps * factor}", [(f"{lr}.steps", steps * factor)]))
@@ -365,7 +370,7 @@ def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
                 grow=lambda v: (f"{lr}.lr_growth.rounds", "learner lr_growth.rounds"),
             ),
         )
-    if v.claim == "R2" and "underfit" in v.reason:
+    if v.claim == "R2" and "underfit" in v.problems:
         return suggest.paper("depth-1 nets that train at d = 64: a larger budget P and N, config/paper.yaml")
     if v.figure == "sawtooth_error":
         sec = f"{root}.sawtooth"

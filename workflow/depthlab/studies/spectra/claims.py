@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from depthlab.claims import Verdict, all_of, exceeds, judge
+from depthlab.problems import Problem
 from depthlab.core import stats
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ def b2(table: pd.DataFrame, spread: float, n_min: int) -> list[Verdict]:
                     fam,
                     None,
                     f"{len(g)} depth(s)",
-                    why_none="fewer than two depths",
+                    why_none=Problem("fewer than two depths", "few_depths"),
                 )
             )
             continue
@@ -252,7 +253,7 @@ def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
     from depthlab import suggest
 
     krr = "studies.spectra.krr"
-    if "fewer than two depths" in v.reason:
+    if "few_depths" in v.problems:
         kernels = [dict(k) for k in suggest.get(cfg, f"{krr}.kernels")]
         mine = [k for k in kernels if FAMILY.get(k["kernel"]) == v.subject]
         if mine:
@@ -261,7 +262,7 @@ def to_decide(v: Verdict, cfg: dict) -> "suggest.Suggestion | None":
             return suggest.Suggestion(
                 f"KRR kernel {new['kernel']} at depth {new['depth']}", [(f"{krr}.kernels", kernels + [new])]
             )
-    if "inside the error bars" in v.reason:
+    if "error_bars" in v.problems:
         n = suggest.get(cfg, f"{krr}.trials")
         m = suggest.needed_seeds(n, v.z) or 2 * n
         return suggest.Suggestion(f"KRR trials {m}", [(f"{krr}.trials", m)])
