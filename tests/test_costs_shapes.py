@@ -134,7 +134,7 @@ def test_a_damaged_shipped_points_file_is_a_costs_error(tmp_path, monkeypatch):
 
 
 class _Spec:
-    STAGE = "train"
+    STUDY, STAGE = "mori_ueda", "train"  # a stage that declares a training step and counts its calls
 
     def __init__(self, M=10, epochs=100.0):
         self.M, self.epochs = M, epochs

@@ -107,3 +107,29 @@ def test_every_smoke_job_round_trips_prices_itself_and_reads_only_jobs_of_the_co
         for input_name, key in node.inputs.items():
             assert key in listed, f"{node.path}: its input {input_name} is {key}, a job the config does not have"
     assert paths, f"{name}: no store job on the smoke config"
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_each_stage_declares_its_precision_and_training_step_and_its_spec_has_what_they_name(name, smoke):
+    """What the shared code asks of a stage is declared on its Stage, never looked up by name: its precision (the
+    reproduction's tolerance), its training step (the cost model's stack shape: the spec has gpu_shape(), whose shape
+    the cost model reads) and whether its spec counts its training calls (calls()).  A spec with gpu_shape() or calls()
+    whose stage does not declare it would be priced without them, so the declaration and the spec must agree; a stage
+    that trains in torch's float32 (its closure holds the trainer or a CNN) declares float32."""
+    from depthlab import provenance as prov
+
+    study = get_study(name)
+    for st in study.stages:
+        assert st.precision in ("float32", "float64") and st.step in ("", "mlp", "learner"), st.name
+        assert bool(st.step) == hasattr(st.spec, "gpu_shape"), f"{name}/{st.name}: step {st.step!r}"
+        assert st.calls == hasattr(st.spec, "calls"), f"{name}/{st.name}: calls {st.calls}"
+        if st.kind != "store":
+            continue
+        closure = set(prov.closure(st.fingerprint_modules))
+        trains = {"depthlab.core.trainer", "depthlab.core.optim.adam"} & closure
+        if trains and st.name != "baseline":  # acceleration's linear nets and baselines train in float64
+            assert st.precision == "float32" or name == "acceleration", f"{name}/{st.name} trains in float32"
+    if name in smoke["studies"]:  # each job of a stage with a step has a stack shape the cost model can read
+        for node in (n for n in JobGraph(smoke) if n.study == name and study.stage(n.stage).step):
+            shape, epochs = node.spec.gpu_shape()
+            assert {"d", "n", "P", "L", "h", "M", "B"} <= set(shape) and epochs >= 0, node.path

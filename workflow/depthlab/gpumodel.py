@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .studies import stage_of
+
 POINTS = Path(__file__).with_name("gpu_points.json")
 THROUGHPUT = Path(__file__).with_name("gpu_throughput.json")
 GOAL = 1.25  # each timed point reproduced within this factor
@@ -174,10 +176,10 @@ def points_of(rows: list[tuple[Any, float]]) -> list[dict]:
     its planned model-epochs over its seconds less the start-up (``gpu_shape()['overhead_s']`` when known, else 0)."""
     out = []
     for spec, secs in rows:
-        g = getattr(spec, "gpu_shape", None)
-        if g is None:
+        st = stage_of(spec)
+        if st is None or not st.step:  # a stage without a training step (Stage.step) has no stack shape
             continue
-        shape, epochs = g()
+        shape, epochs = spec.gpu_shape()
         busy = secs - float(shape.get("overhead_s", 0.0))
         if epochs > 0 and busy > 0:
             out.append(

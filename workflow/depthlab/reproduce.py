@@ -34,6 +34,7 @@ import numpy as np
 from . import machine
 from . import provenance as prov
 from . import storage
+from .studies import get_study
 
 if TYPE_CHECKING:
     from .audit import Audit
@@ -44,22 +45,18 @@ if TYPE_CHECKING:
 # 1e-7 to 1e-3 on the smoke config under MKL_CBWR=COMPATIBLE; float64 kernels, solves and float64 training at 1e-14.
 # A longer trajectory may part by more: that is reported, not hidden.  Integers (a stop epoch, a count) and strings
 # must be equal.
+# Which kind a store is, its stage declares (``Stage.precision``): a study on DEPTHLAB_STUDY_PATH included.
 TOLERANCE = {"float32 training": 1e-2, "float64": 1e-9}
-FLOAT32_STAGES = {
-    ("mori_ueda", "lrsearch"),
-    ("mori_ueda", "train"),
-    ("mori_ueda", "ntk"),
-    ("mori_ueda", "entk"),
-    ("fractals", "train"),
-    ("fractals", "cnn"),
-    ("separation", "radial"),
-    ("separation", "learner"),
-}
 
 
 def kind_of(rec: dict) -> str:
-    """The kind of arithmetic a store's stage does, which sets its tolerance."""
-    return "float32 training" if (rec.get("study"), rec.get("stage")) in FLOAT32_STAGES else "float64"
+    """The kind of arithmetic a store's stage does (its ``Stage.precision``), which sets its tolerance; a record of no
+    study or stage known here is held to float64's."""
+    try:
+        precision = get_study(str(rec.get("study"))).stage(str(rec.get("stage"))).precision
+    except KeyError:
+        precision = "float64"
+    return "float32 training" if precision == "float32" else "float64"
 
 
 def upstream(a: "Audit", rels: list[str]) -> list[str]:

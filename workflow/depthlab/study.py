@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal, NamedTuple
 
 KINDS = ("store", "figure", "claims")
+PRECISIONS = ("float64", "float32")  # a stage's arithmetic (Stage.precision)
+STEPS = ("", "mlp", "learner")  # the training step shapes the cost model prices (Stage.step)
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -302,11 +304,22 @@ class Stage:
     path: str = ""  # store path below <results>/<study>/, with the job's fields as {wildcards}
     threads: int = 1  # threads a job uses (torch intra-op); one job per core by default
     gpu: bool = False  # a job can use a GPU (asked for on a cluster when the config's device allows it)
+    # the arithmetic its numbers come from: "float32" (torch training, reproduced within 1e-2) or "float64" (1e-9)
+    precision: str = "float64"
+    # its jobs' training step, as the cost model prices it: "" (none), "mlp" (the batched trainer's stack) or
+    # "learner" (the RZG23 full-batch step); a stage with a step has a spec with gpu_shape()
+    step: str = ""
+    calls: bool = False  # its spec counts its training loop's framework calls (calls()), which the cost model charges
     package: str = ""  # filled in by Study: the study's package, for relative entries
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"stage {self.name}: kind must be one of {KINDS}, got {self.kind!r}")
+        for key, value, allowed in (("precision", self.precision, PRECISIONS), ("step", self.step, STEPS)):
+            if value not in allowed:
+                raise ValueError(f"stage {self.name}: {key} must be one of {allowed}, got {value!r}")
+        if (self.step or self.calls) and self.kind != "store":
+            raise ValueError(f"stage {self.name}: only a store stage trains (step, calls)")
         if (self.kind == "store") != bool(self.path):
             raise ValueError(f"stage {self.name}: a store stage needs a path pattern, other kinds none")
         if self.path:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import safeio
+from ..studies import stage_of
 from ..core.shapes import batches  # noqa: F401 (its home is the core; the plan re-exports it)
 
 COSTS = Path(__file__).resolve().parents[1] / "costs.json"  # package data, beside the modules
@@ -188,10 +189,9 @@ def calls_of(spec: Any) -> float:
     of one step count once) times its layers; 0 for a spec without one (no training loop).  A small net's step costs
     its calls whatever its size, so the cost model charges them apart from ``work()`` (a depth-5 width-10
     fractal net, priced by its arithmetic at 10 s, took 55 s).  Counted at the same budget as ``work``, so the
-    store's trained share scales both.  Asked here, not declared on ``depthlab.study.Spec``: that module is in every
-    figure's code fingerprint, and the cost model must not rerun figures."""
-    f = getattr(spec, "calls", None)
-    return float(f()) if callable(f) else 0.0
+    store's trained share scales both.  A stage that counts them says so (``Stage.calls``); its spec has ``calls()``."""
+    st = stage_of(spec)
+    return float(spec.calls()) if st is not None and st.calls else 0.0
 
 
 def spec_seconds(cost: StageCost, spec: Any, fallback: float | None = None, cpu: Any = "shipped") -> float:

@@ -145,10 +145,7 @@ def plan(
             if st.gpu and device_of(config, name) == "cpu":
                 row.gpu = "device: cpu"
             elif (
-                st.gpu
-                and specs
-                and all(s is not None and hasattr(s, "gpu_shape") for s in specs)
-                and (key not in gpu_costs or any(gpu_costs[key].beyond(w) for w in works))
+                st.gpu and specs and st.step and (key not in gpu_costs or any(gpu_costs[key].beyond(w) for w in works))
             ):
                 # the batched trainer's stacks beyond the sizes the GPU calibration timed: priced from their own
                 # shapes (depthlab.gpumodel), not grown from the start-up-bound smoke and default jobs; within those

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from ..gpumodel import Shape, shape_of
+from ..studies import stage_of
 
 POINTS = Path(__file__).resolve().parents[1] / "cpu_points.json"
 GOAL = 1.25  # each paper-shape case within this factor of its measurement
@@ -243,9 +244,8 @@ def load(path: str | Path = POINTS, to_probe: float | None = None) -> CpuThrough
 
 def spec_shape(spec: Any) -> tuple[StepShape, float] | None:
     """(the stack's step shape, its planned model-epochs at the budget) of a training spec; None for one without."""
-    g = getattr(spec, "gpu_shape", None)
-    if g is None:
+    st = stage_of(spec)
+    if st is None or not st.step:  # a stage with a step declares it (Stage.step), and its spec has gpu_shape()
         return None
-    shape, epochs = g()
-    kind = "learner" if getattr(spec, "STAGE", "") == "learner" else "mlp"
-    return StepShape.of(shape, kind), float(epochs)
+    shape, epochs = spec.gpu_shape()
+    return StepShape.of(shape, st.step), float(epochs)

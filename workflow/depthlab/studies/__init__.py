@@ -16,7 +16,7 @@ import os
 import pkgutil
 from pathlib import Path
 
-from depthlab.study import NAME, Study, bind
+from depthlab.study import NAME, Stage, Study, bind
 
 BUILTIN = Path(__file__).resolve().parent
 
@@ -82,6 +82,14 @@ def get_study(name: str) -> Study:
             f"study {name} ({init}) must define STUDY = Study(name={name!r}, ...); found {study!r:.80}"
         )
     return bind(study, mod.__name__)
+
+
+def stage_of(spec: object) -> Stage | None:
+    """The stage a spec is a job of (its ``STUDY``'s stage ``STAGE``); None for a spec of no study or stage known here."""
+    try:
+        return get_study(str(getattr(spec, "STUDY", ""))).stage(str(getattr(spec, "STAGE", "")))
+    except KeyError:
+        return None
 
 
 def _first_line(e: BaseException) -> str:

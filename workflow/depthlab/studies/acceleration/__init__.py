@@ -14,13 +14,21 @@ STUDY = Study(
     title="Arora, Cohen & Hazan (2018): depth as an optimiser",
     stages=(
         Stage("data", S.DataSpec, ".data:make_data", path="{dataset}/data.zarr"),
-        Stage("train", S.TrainSpec, ".train:run_train", path="{dataset}/p{p}/{init}/depth{depth}.zarr", gpu=True),
+        Stage(
+            "train",
+            S.TrainSpec,
+            ".train:run_train",
+            path="{dataset}/p{p}/{init}/depth{depth}.zarr",
+            gpu=True,
+            calls=True,
+        ),
         Stage(
             "baseline",
             S.BaselineSpec,
             ".baseline:run_baseline",
             path="{dataset}/p{p}/baselines/{method}.zarr",
             gpu=True,
+            calls=True,
         ),
         Stage("figure", S.FigureSpec, ".figures:make_figure", kind="figure"),
         Stage("claims", S.ClaimsSpec, ".claims:check", kind="claims"),
