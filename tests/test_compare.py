@@ -114,3 +114,40 @@ def test_a_foreign_claims_file_cannot_drive_the_terminal_or_the_table_and_an_odd
     bare.mkdir()
     d = compare.diff(compare.load(str(smoke_run.results)), compare.load(str(bare)))
     assert d.unrecorded == [str(bare)] and "records no config" in compare.terminal(d)
+
+
+def test_compare_tabulates_three_runs_side_by_side_and_marks_the_rows_that_differ(smoke_run, tmp_path):
+    """Three runs: the smoke run, a copy of its claims with one row's verdict flipped, and an unchanged copy: one row
+    differs, listed first and marked; every run has a column; a single run is a one-line error."""
+
+    def claims_copy(name: str, flip: bool) -> str:
+        root = tmp_path / name
+        for f in smoke_run.results.glob("*/claims.json"):
+            rows = json.loads(f.read_text())
+            if flip and f.parent.name == "spectra":
+                r = next(r for r in rows if r.get("verdict") in ("holds", "does not hold"))
+                r["verdict"] = "does not hold" if r["verdict"] == "holds" else "holds"
+                r["holds"] = r["verdict"] == "holds"
+                flipped.append((r["claim"], r["subject"]))
+            (root / f.parent.name).mkdir(parents=True)
+            (root / f.parent.name / "claims.json").write_text(json.dumps(rows))
+        return str(root)
+
+    flipped: list = []
+    runs = [str(smoke_run.results), claims_copy("b", True), claims_copy("c", False)]
+    out = tmp_path / "cmp.md"
+    p = subprocess.run(
+        [sys.executable, "-m", "depthlab", "compare", *runs, "--markdown", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "3 runs" in p.stdout and "1 with a verdict that differs" in p.stdout, p.stdout[:500]
+    rows = [line for line in p.stdout.splitlines() if line.startswith("| differs |")]
+    assert len(rows) == 1 and flipped[0][0] in rows[0] and rows[0].count(" | ") >= 6, rows
+    table = [line for line in p.stdout.splitlines() if line.startswith("| ")]
+    assert table[1].startswith("| differs |")  # first after the header (the rule line is "|---"): differing rows lead
+    assert out.read_text().splitlines() == p.stdout.splitlines()
+    one = subprocess.run([sys.executable, "-m", "depthlab", "compare", runs[0]], capture_output=True, text=True)
+    assert one.returncode == 2 and "two runs or more" in one.stderr and len(one.stderr.splitlines()) == 1

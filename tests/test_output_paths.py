@@ -60,6 +60,10 @@ def test_plan_calibrate_and_publish_run_never_replace_a_file_of_a_run(smoke_run,
 WRITERS = {  # (parser, option): (file or folder, argv; {run}: a results folder, {link}: a link to /)
     ("depthlab diff", "--markdown"): ("file", ["-m", "depthlab", "diff", "{run}", "{run}", "--markdown", "{run}/d.md"]),
     ("depthlab diff", "--plot"): ("file", ["-m", "depthlab", "diff", "{run}", "{run}", "--plot", "{run}/d.png"]),
+    ("depthlab compare", "--markdown"): (
+        "file",
+        ["-m", "depthlab", "compare", "{run}", "{run}", "--markdown", "{run}/c.md"],
+    ),
     ("depthlab fork", "new"): (
         "file",
         ["-m", "depthlab", "fork", "config/smoke.yaml", "{run}/new.yaml", "--set", "seed=1"],
@@ -118,7 +122,8 @@ WRITES_NOTHING = {
     "depthlab diff": ("a", "b", "--json", "--fail-on-change", "--plot-every-row"),
     "depthlab fork": ("base", "--set"),
     "depthlab decide": ("run", "--budget", "--study", "--no-fork"),
-    "depthlab sweep": ("config", "--set", "--cores", "--no-run", "--table-only"),
+    "depthlab sweep": ("config", "--set", "--zip", "--cores", "--no-run", "--table-only"),
+    "depthlab compare": ("runs",),
     "depthlab paper-check": ("config", "--cores", "--max-minutes"),
     "depthlab ls": ("results", "--config"),
     "depthlab plan": (

@@ -1,4 +1,4 @@
-"""depthlab sweep: one knob over several values, a fork and a run per value sharing every store the
+"""depthlab sweep: one knob or several over several values, a fork and a run per value sharing every store the
 knob does not touch, then one table of claim x value."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -162,46 +161,61 @@ def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_t
     assert again[1]["computed"] == krr and again[1]["run_seconds"] is not None
 
 
-def test_two_set_options_are_a_one_line_error_not_a_silent_drop(tmp_path):
-    """argparse kept the last of two ``--set``: the sweep ran over one knob and said nothing of the other."""
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "depthlab",
-            "sweep",
-            str(root / "config" / "smoke.yaml"),
-            "--set",
-            "seed=0,1",
-            "--set",
-            "studies.mori_ueda.lrsearch.folds=2,3",
-            "--no-run",
-            "--out",
-            str(tmp_path / "sw"),
-        ],
+def _sweep_cli(*extra, out):
+    return subprocess.run(
+        [sys.executable, "-m", "depthlab", "sweep", str(ROOT / "config" / "smoke.yaml"), *extra, "--no-run"]
+        + ["--out", str(out)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
+        env=tool_env(),
     )
-    assert p.returncode == 2 and "given 2 times" in p.stderr and "seed" in p.stderr and "folds" in p.stderr, p.stderr
-    assert not (tmp_path / "sw").exists()
 
 
-def test_sweep_md_names_the_configs_own_value_beside_the_swept_ones(tmp_path):
-    """The table says which swept value is the config's own, and what that value is when it is not swept."""
-    from depthlab import sweep
+def _combos(folder):
+    return sorted(
+        (c["seed"], c["studies"]["mori_ueda"]["lrsearch"]["folds"])
+        for c in (yaml.safe_load(f.read_text()) for f in (folder / "configs").glob("*.yaml"))
+    )
+
+
+def test_two_set_options_sweep_their_grid_and_zip_pairs_them(tmp_path):
+    """``--set seed=0,1 --set studies.mori_ueda.lrsearch.folds=2,3``: the grid of 2 x 2 combinations, each config with
+    both keys set (``--no-run`` lists the 4 commands); with ``--zip`` the 2 pairs; a key given twice, or zipped lists of
+    unequal length, are one-line errors before anything is written."""
+    sets = ["--set", "seed=0,1", "--set", "studies.mori_ueda.lrsearch.folds=2,3"]
+    p = _sweep_cli(*sets, out=tmp_path / "grid")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("make run CONFIG=") == 4, p.stdout
+    assert _combos(tmp_path / "grid") == [(0, 2), (0, 3), (1, 2), (1, 3)]
+    p = _sweep_cli(*sets, "--zip", out=tmp_path / "zip")
+    assert p.returncode == 0 and p.stdout.count("make run CONFIG=") == 2, p.stdout + p.stderr
+    assert _combos(tmp_path / "zip") == [(0, 2), (1, 3)]
+    p = _sweep_cli("--set", "seed=0,1", "--set", "studies.mori_ueda.lrsearch.folds=2,3,4", "--zip", out=tmp_path / "z")
+    assert p.returncode == 2 and "seed has 2" in p.stderr and "folds has 3" in p.stderr, p.stderr
+    p = _sweep_cli("--set", "seed=0,1", "--set", "seed=2", out=tmp_path / "twice")
+    assert p.returncode == 2 and "seed: given twice" in p.stderr, p.stderr
+    assert not (tmp_path / "z").exists() and not (tmp_path / "twice").exists()
+
+
+def test_sweep_md_gives_each_combination_with_the_base_values_in_their_own_column(tmp_path):
+    from depthlab import sweep, sweep_table
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text((ROOT / "config" / "smoke.yaml").read_text())
-    sw = sweep.prepare(cfg, "studies.spectra.krr.threshold=0.5,0.7", tmp_path / "sw")
-    own = sw.base_value
+    sw = sweep.prepare(cfg, ["studies.spectra.krr.threshold=0.5,0.7", "seed=0,3"], tmp_path / "sw")
+    assert [v.values for v in sw.values] == [
+        {"studies.spectra.krr.threshold": t, "seed": s} for t in (0.5, 0.7) for s in (0, 3)
+    ]
     key = ("spectra", "B2", "a statement", "krr", "a subject")
     row = {"verdict": "holds", "effect": 0.1, "stderr": 0.01}
-    md = sweep.markdown(sw, [key], [{key: row}, {key: row}])
-    assert f"whose own value is {own};" in md
-    marked = [v.written for v in sw.values if v.value == own]
-    assert md.count("(the config's own)") == 2 * len(marked)  # in both tables, only for the config's own value
+    md = sweep_table.markdown(sw, [key], [{key: row}] * 4)
+    head = next(line for line in md.splitlines() if line.startswith("| value |"))
+    assert "| studies.spectra.krr.threshold | seed |" in head
+    own = next(line for line in md.splitlines() if line.startswith("| the config's own"))
+    assert f"| {sw.base_values['studies.spectra.krr.threshold']} | {sw.base_values['seed']} |" in own
+    assert "| threshold=0.7, seed=3 | 0.7 | 3 |" in md
+    # one key: the value the config has is marked in both tables
+    one = sweep.prepare(cfg, f"seed={sw.base_values['seed']},7", tmp_path / "sw1")
+    md = sweep_table.markdown(one, [key], [{key: row}] * 2)
+    assert md.count("(the config's own)") == 2

@@ -17,12 +17,14 @@ papercheck, plan and results for the others.  Bad input ends in one line on stde
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import Callable
 
 from . import config as cfg
 from . import outputs
@@ -170,29 +172,23 @@ def fork_runs(args: argparse.Namespace) -> None:
         )
 
 
-def decide_run(args: argparse.Namespace) -> None:
-    """depthlab decide RUN --budget 2h (depthlab.decide)."""
-    from . import decide
+def module_run(name: str) -> Callable[[argparse.Namespace], None]:
+    """A subcommand whose module has ``run(args) -> exit status`` (decide, compare)."""
 
-    rc = decide.run(args)
-    if rc:
-        raise SystemExit(rc)
+    def call(args: argparse.Namespace) -> None:
+        rc = importlib.import_module(f"depthlab.{name}").run(args)
+        if rc:
+            raise SystemExit(rc)
+
+    return call
 
 
 def sweep_runs(args: argparse.Namespace) -> None:
-    """depthlab sweep CONFIG --set KEY=V1,V2,... (depthlab.sweep)."""
-    from . import sweep
+    """depthlab sweep CONFIG --set KEY=V1,V2,... [--set ...] [--zip] (depthlab.sweep)."""
+    from . import sweep, sweep_table
 
-    if len(args.set_arg) > 1:  # argparse kept only the last of several before: a silent drop
-        print(
-            f"depthlab sweep: one knob per sweep: --set was given {len(args.set_arg)} times "
-            f"({', '.join(a.split('=', 1)[0] for a in args.set_arg)}); sweep one key, and fork the config for the "
-            "others (depthlab fork)",
-            file=sys.stderr,
-        )
-        raise SystemExit(2)
     try:
-        sw = sweep.prepare(args.config, args.set_arg[0], args.out)
+        sw = sweep.prepare(args.config, args.set_arg, args.out, zipped=args.zip)
         print(
             f"depthlab sweep: {sw.key} over {len(sw.values)} values, in {sw.folder}"
             + (
@@ -209,14 +205,12 @@ def sweep_runs(args: argparse.Namespace) -> None:
             for v in sw.values:
                 print(f"  make run CONFIG={v.config_path}")
             return
-        paths = sweep.write_outputs(sw)
+        paths = sweep_table.write_outputs(sw)
     except sweep.SweepError as e:
         print(f"depthlab sweep: {e}", file=sys.stderr)
         raise SystemExit(2) from None
     for v in sw.values:
-        print(
-            f"  {sw.key} = {v.written}: {v.stores} stores, {v.computed} computed, {v.shared} shared with the value before"
-        )
+        print(f"  {v.written}: {v.stores} stores, {v.computed} computed, {v.shared} shared with the value before")
     print("wrote " + ", ".join(str(p) for p in paths.values()))
 
 
@@ -430,11 +424,15 @@ def main(argv: list[str] | None = None) -> None:
         "--study", action="append", help="only this study's rows (repeat for several; default: every study)"
     )
     dc.add_argument("--no-fork", action="store_true", help="write the config, do not fork the run into it")
-    dc.set_defaults(func=decide_run)
+    dc.set_defaults(func=module_run("decide"))
+    cp = sub.add_parser("compare", help="N runs' verdicts and effects side by side, rows that differ first")
+    cp.add_argument("runs", nargs="+", help="two or more results folders or config files")
+    cp.add_argument("--markdown", help="also write the table to this markdown file")
+    cp.set_defaults(func=module_run("compare"))
     sw = sub.add_parser(
         "sweep",
-        help="one knob over several values: a fork and a run per value, sharing every store "
-        "the knob does not touch, then a table of claim x value (depthlab.sweep)",
+        help="knobs over several values (several --set: their grid; --zip: paired): a fork and a run per value, "
+        "sharing every store the knobs do not touch, then a table of claim x value (depthlab.sweep)",
     )
     sw.add_argument("config", help="the config to vary (its finished run, if any, is the first fork's base)")
     sw.add_argument(
@@ -443,8 +441,10 @@ def main(argv: list[str] | None = None) -> None:
         required=True,
         action="append",
         metavar="KEY=V1,V2,...",
-        help="a dotted config key and its values, as YAML: e.g. studies.mori_ueda.figures.fig2.depths=[1,2],[1,2,3]",
+        help="a dotted config key and its values, as YAML: e.g. studies.mori_ueda.figures.fig2.depths=[1,2],[1,2,3]; "
+        "repeat for several keys",
     )
+    sw.add_argument("--zip", action="store_true", help="pair the keys' values (the i-th of each) instead of their grid")
     sw.add_argument("--out", help="the sweep's folder (default: results/<config's results name>-sweep-<key>)")
     sw.add_argument("--cores", type=_cores, help="cores for each run (default: the profile's, all)")
     sw.add_argument(

@@ -334,3 +334,54 @@ def terminal(d: Diff) -> str:
                 + f"  ({clean(r['statement'])})"
             )
     return "\n".join(out) + "\n"
+
+
+# ---- depthlab compare RUN1 RUN2 ... ------------------------------------------------------------------------------
+
+
+def runs_table(sides: list[Side]) -> tuple[str, int]:
+    """N runs side by side (``dvc exp show`` for verdicts): one row per claim row any run has, each run's verdict and
+    effect +- SE; the rows whose verdict differs between runs first, marked "differs".  Returns the markdown and the
+    number of rows that differ."""
+    keys = sorted(set().union(*(s.rows for s in sides)))
+
+    def differs(k: tuple) -> bool:
+        return len({_verdict(s.rows.get(k)) for s in sides}) > 1
+
+    keys.sort(key=lambda k: (not differs(k), k))
+    n = sum(map(differs, keys))
+    lines = [
+        f"# depthlab compare: {len(sides)} runs, {len(keys)} claim rows, {n} with a verdict that differs (listed first)",
+        "",
+        *(f"- run {i + 1}: {_cell(s.label)} ({_cell(s.root)})" for i, s in enumerate(sides)),
+        "",
+        "| | study | claim | subject (figure) | " + " | ".join(f"run {i + 1}" for i in range(len(sides))) + " |",
+        "|---|---|---|---|" + "---|" * len(sides),
+    ]
+    for k in keys:
+        cells = [_verdict(s.rows.get(k)) + (f" {e}" if (e := _effect(s.rows.get(k))) else "") for s in sides]
+        lines.append(
+            f"| {'differs' if differs(k) else ''} | {_cell(k[0])} | {_cell(k[1])}: {_cell(k[2])} | "
+            f"{_cell(k[4])} ({_cell(k[3])}) | " + " | ".join(_cell(c) for c in cells) + " |"
+        )
+    return "\n".join(lines) + "\n", n
+
+
+def run(args: Any) -> int:
+    """``depthlab compare RUN1 RUN2 [...] [--markdown F]``: the table on stdout (and in F); exit 0."""
+    import sys
+
+    try:
+        if len(args.runs) < 2:
+            raise DiffError(f"compare needs two runs or more; got {len(args.runs)} (depthlab diff A B for one pair)")
+        sides = [load(r) for r in args.runs]
+        text, n = runs_table(sides)
+        if args.markdown:
+            outputs.write_user_file(
+                text.encode(), args.markdown, protect=tuple(s.root for s in sides), what="--markdown"
+            )
+    except (DiffError, outputs.OutputRefused) as e:
+        print(f"depthlab compare: {e}", file=sys.stderr)
+        return 2
+    print("\n".join(clean(line) for line in text.splitlines()))  # each line inert for a terminal
+    return 0

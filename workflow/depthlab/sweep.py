@@ -1,7 +1,9 @@
-"""``depthlab sweep CONFIG --set KEY=V1,V2,...``: one knob, several values, one table of what each claim says at
-each value.
+"""``depthlab sweep CONFIG --set KEY=V1,V2,... [--set KEY2=...] [--zip]``: one knob or several, one table of what
+each claim says at each value.
 
-For each value the sweep writes a config (CONFIG with KEY set to it, and a results folder of its own), forks it from
+Several ``--set`` options sweep their grid (every combination, the first key slowest), as Hydra's multirun does;
+``--zip`` pairs their values instead (the i-th of each, so every key needs as many values).  A "value" below is one
+combination.  For each value the sweep writes a config (CONFIG with KEY set to it, and a results folder of its own), forks it from
 the run before it (:mod:`depthlab.fork`: the first value from CONFIG's own finished run, if there is one), and runs it
 with Snakemake.  So a store that does not depend on KEY is computed once and hard-linked into every value's folder;
 only what KEY touches is recomputed.  Then it reads every value's ``claims.json`` and writes, in the sweep folder:
@@ -22,9 +24,6 @@ again (Snakemake recomputes only what is missing), not forked again.  Nothing fr
 from __future__ import annotations
 
 import copy
-import csv
-import io
-import json
 import os
 import re
 import subprocess
@@ -117,8 +116,8 @@ def slug(i: int, written: str) -> str:
 
 @dataclass
 class Value:
-    written: str
-    value: Any
+    written: str  # the value as written ("0.5"), or the combination ("lr=0.5, seeds=[0, 1]") where several keys vary
+    values: dict[str, Any]  # key -> its value in this combination
     config_path: Path
     results: Path
     config: dict  # the raw config written to config_path
@@ -131,15 +130,40 @@ class Value:
 @dataclass
 class Sweep:
     config: Path
-    key: str
+    keys: list[str]
     folder: Path
     base: Path | None  # CONFIG's own results folder, when it holds a run
     values: list[Value] = field(default_factory=list)
-    base_value: Any = None  # CONFIG's own value of the key (defaults filled in), shown beside the swept ones
+    base_values: dict[str, Any] = field(default_factory=dict)  # CONFIG's own value of each key (defaults filled in)
+    zipped: bool = False
+
+    @property
+    def key(self) -> str:
+        return " x ".join(self.keys) if not self.zipped else " with ".join(self.keys)
 
 
-def prepare(config: str | Path, set_arg: str, out: str | Path | None = None) -> Sweep:
-    """Every value's config, written and validated, before anything runs (raises :class:`SweepError`)."""
+def combinations(parsed: list[tuple[str, list[Any], list[str]]], zipped: bool) -> list[list[tuple[Any, str]]]:
+    """Each combination's (value, as written) per key: the grid, the first key slowest, or with ``zipped`` the i-th
+    value of every key (raises :class:`SweepError` when their counts differ)."""
+    import itertools
+
+    lists = [list(zip(values, written)) for _, values, written in parsed]
+    if not zipped:
+        return [list(c) for c in itertools.product(*lists)]
+    counts = {key: len(values) for key, values, _ in parsed}
+    if len(set(counts.values())) > 1:
+        raise SweepError(
+            "--zip pairs the i-th values of every key, so each needs as many: "
+            + ", ".join(f"{k} has {n}" for k, n in counts.items())
+        )
+    return [list(c) for c in zip(*lists)]
+
+
+def prepare(
+    config: str | Path, set_args: str | list[str], out: str | Path | None = None, zipped: bool = False
+) -> Sweep:
+    """Every value's config, written and validated, before anything runs (raises :class:`SweepError`).  ``set_args``:
+    one ``KEY=V1,V2`` or several (their grid, or with ``zipped`` their values paired)."""
     from . import config as dlc
 
     config = Path(config)
@@ -150,34 +174,44 @@ def prepare(config: str | Path, set_arg: str, out: str | Path | None = None) -> 
         raise SweepError(f"{config}: {e}") from None
     if not isinstance(raw, dict):
         raise SweepError(f"{config}: not a mapping of keys to values")
-    key, values, written = parse_set(set_arg)
-    parts = key.split(".")
-    if parts[0] == "results":
-        raise SweepError("--set results=...: the results folder is the sweep's to choose (one per value); sweep a knob")
-    ok, where = _lookup(full, parts)
-    if not ok:
-        raise SweepError(f"--set {key}: no such key in {config} (defaults filled in): {where}")
+    parsed = [parse_set(a) for a in ([set_args] if isinstance(set_args, str) else set_args)]
+    keys = [key for key, _, _ in parsed]
+    if len(set(keys)) < len(keys):
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise SweepError(f"--set {twice}: given twice; give each key once, with all its values")
+    base_values: dict[str, Any] = {}
+    for key in keys:
+        parts = key.split(".")
+        if parts[0] == "results":
+            raise SweepError(
+                "--set results=...: the results folder is the sweep's to choose (one per value); sweep a knob"
+            )
+        ok, where = _lookup(full, parts)
+        if not ok:
+            raise SweepError(f"--set {key}: no such key in {config} (defaults filled in): {where}")
+        node = full
+        for part in parts:
+            node = node[part]
+        base_values[key] = copy.deepcopy(node)
     base_results = Path(full["results"])
-    folder = (
-        Path(out)
-        if out
-        else Path("results") / f"{Path(full['results']).name}-sweep-{re.sub(r'[^A-Za-z0-9]+', '-', parts[-1])}"
-    )
-    sw = Sweep(config, key, folder, base_results if (base_results / "config.used.yaml").is_file() else None)
-    node = full
-    for part in parts:
-        node = node[part]
-    sw.base_value = copy.deepcopy(node)
-    for i, (v, w) in enumerate(zip(values, written)):
+    tail = "-".join(re.sub(r"[^A-Za-z0-9]+", "-", k.split(".")[-1]) for k in keys)
+    folder = Path(out) if out else Path("results") / f"{Path(full['results']).name}-sweep-{tail}"
+    base = base_results if (base_results / "config.used.yaml").is_file() else None
+    sw = Sweep(config, keys, folder, base, base_values=base_values, zipped=zipped and len(keys) > 1)
+    for i, combo in enumerate(combinations(parsed, zipped)):
         cfg = copy.deepcopy(raw)
-        dlc.set_dotted(cfg, parts, copy.deepcopy(v))
-        name = slug(i, w)
+        for key, (v, _) in zip(keys, combo):
+            dlc.set_dotted(cfg, key.split("."), copy.deepcopy(v))
+        w = combo[0][1] if len(keys) == 1 else ", ".join(f"{k.split('.')[-1]}={w}" for k, (_, w) in zip(keys, combo))
+        name = slug(i, w if len(keys) == 1 else "_".join(w_ for _, w_ in combo))
         cfg["results"] = str((folder / name).resolve()) if folder.is_absolute() else str(folder / name)
         try:
             dlc.validate(copy.deepcopy(cfg), memory=True, source=config)
         except dlc.ConfigError as e:
-            raise SweepError(f"--set {key}={w}: {e}") from None
-        sw.values.append(Value(w, v, folder / "configs" / f"{name}.yaml", Path(cfg["results"]), cfg))
+            at = " ".join(f"{k}={w_}" for k, (_, w_) in zip(keys, combo))
+            raise SweepError(f"--set {at}: {e}") from None
+        values = {k: v for k, (v, _) in zip(keys, combo)}
+        sw.values.append(Value(w, values, folder / "configs" / f"{name}.yaml", Path(cfg["results"]), cfg))
     check_folder(sw)
     return sw
 
@@ -215,8 +249,9 @@ def write_configs(sw: Sweep) -> None:
     from . import storage
 
     for v in sw.values:
-        text = f"# depthlab sweep of {sw.config}: {sw.key} = {v.written}\n" + yaml.safe_dump(
-            v.config, sort_keys=False, default_flow_style=None
+        text = (
+            f"# depthlab sweep of {sw.config}: {v.written if len(sw.keys) > 1 else f'{sw.key} = {v.written}'}\n"
+            + yaml.safe_dump(v.config, sort_keys=False, default_flow_style=None)
         )
         if v.config_path.is_file() and v.config_path.read_text() != text:
             raise SweepError(
@@ -311,7 +346,7 @@ def run(sw: Sweep, extra: list[str], say=print, execute: bool = True) -> None:
     previous: Path | None = sw.base
     before: dict[str, int] = _store_inodes(sw.base) if sw.base else {}
     for i, v in enumerate(sw.values):
-        head = f"[sweep {i + 1}/{len(sw.values)}] {sw.key} = {v.written}"
+        head = f"[sweep {i + 1}/{len(sw.values)}] " + (v.written if len(sw.keys) > 1 else f"{sw.key} = {v.written}")
         if v.results.is_dir() and fork.incomplete(v.results) and previous is not None and previous.is_dir():
             try:  # a fork killed part way: take the rest first (each store it took is whole; see depthlab.fork)
                 done = fork.fork(previous, v.config_path)
@@ -377,218 +412,3 @@ def recount(sw: Sweep) -> None:
     for v in sw.values:
         before = _count(v, before)
         v.seconds = seconds.get(str(v.results), v.seconds)
-
-
-# ---- the table --------------------------------------------------------------------------------------------------
-
-
-def _rows(results: Path) -> dict[tuple, dict]:
-    from . import compare
-
-    if not results.is_dir():
-        return {}
-    return compare.load(str(results)).rows
-
-
-def _num(r: dict | None, k: str) -> float | None:
-    from .forest import _num
-
-    return None if r is None else _num(r, k)
-
-
-def _cell(r: dict | None) -> str:
-    from .forest import verdict
-
-    if r is None:
-        return "(absent)"
-    e, se = _num(r, "effect"), _num(r, "stderr")
-    return (
-        verdict(r)
-        + (f" {e:.3g}" if e is not None else "")
-        + (f" +- {se:.2g}" if se is not None and e is not None else "")
-    )
-
-
-def table(sw: Sweep) -> tuple[list[tuple], list[dict[tuple, dict]]]:
-    """The row keys (rows whose verdict differs between values first) and each value's rows by key."""
-    from .forest import verdict
-
-    per = [_rows(v.results) for v in sw.values]
-    keys = sorted(set().union(*per)) if per else []
-
-    def varies(k: tuple) -> bool:
-        return len({verdict(p[k]) if k in p else "(absent)" for p in per}) > 1
-
-    return sorted(keys, key=lambda k: (not varies(k), k)), per
-
-
-def markdown(sw: Sweep, keys: list[tuple], per: list[dict]) -> str:
-    from .forest import verdict
-
-    def esc(x: Any) -> str:
-        return str(x).replace("|", "\\|").replace("\n", " ")
-
-    varying = sum(1 for k in keys if len({verdict(p[k]) if k in p else "" for p in per}) > 1)
-    base = yaml.safe_dump(sw.base_value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
-    lines = [
-        f"# depthlab sweep: {esc(sw.key)}",
-        "",
-        f"Config {esc(sw.config)}, whose own value is {esc(base)}; "
-        f"{len(keys)} claim rows, {varying} of which change verdict between values (listed first). Each cell: the "
-        "verdict, then effect +- SE.",
-        "",
-        "| value | results folder | stores | computed | shared with the value before | run (s) |",
-        "|---|---|---|---|---|---|",
-    ]
-
-    def named(v: Value) -> str:
-        return esc(v.written) + (" (the config's own)" if v.value == sw.base_value else "")
-
-    for v in sw.values:
-        lines.append(
-            f"| {named(v)} | {esc(v.results)} | {v.stores} | {v.computed} | {v.shared} | "
-            f"{'' if v.seconds is None else f'{v.seconds:.0f}'} |"
-        )
-    lines += [
-        "",
-        "| study | claim | subject (figure) | " + " | ".join(named(v) for v in sw.values) + " |",
-        "|---|---|---|" + "---|" * len(sw.values),
-    ]
-    for k in keys:
-        study, claim, statement, fig, subject = k
-        lines.append(
-            f"| {esc(study)} | {esc(claim)}: {esc(statement)} | {esc(subject)} ({esc(fig)}) | "
-            + " | ".join(esc(_cell(p.get(k))) for p in per)
-            + " |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def csv_text(sw: Sweep, keys: list[tuple], per: list[dict]) -> str:
-    from .forest import verdict
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(
-        [
-            "key",
-            "value",
-            "study",
-            "claim",
-            "statement",
-            "figure",
-            "subject",
-            "verdict",
-            "effect",
-            "stderr",
-            "threshold",
-            "z",
-            "reason",
-        ]
-    )
-    for k in keys:
-        for v, p in zip(sw.values, per):
-            r = p.get(k)
-            w.writerow(
-                [
-                    sw.key,
-                    v.written,
-                    *k,
-                    verdict(r) if r else "(absent)",
-                    *(
-                        "" if _num(r, f) is None else f"{_num(r, f):.6g}"
-                        for f in ("effect", "stderr", "threshold", "z")
-                    ),
-                    "" if r is None else str(r.get("reason") or ""),
-                ]
-            )
-    return buf.getvalue()
-
-
-MAX_HEATMAP_ROWS = 120
-
-
-def heatmap(sw: Sweep, keys: list[tuple], per: list[dict]) -> Any:
-    """Rows x values, each cell coloured by its verdict and annotated with its effect; the rows whose verdict varies
-    first, at most MAX_HEATMAP_ROWS (the title says how many were left out: all of them unchanged across values)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
-    from matplotlib.patches import Patch
-
-    from .forest import STYLE
-
-    with plt.rc_context(STYLE):
-        return _heatmap(plt, ListedColormap, Patch, sw, keys, per)
-
-
-def _heatmap(plt: Any, ListedColormap: Any, Patch: Any, sw: Sweep, keys: list[tuple], per: list[dict]) -> Any:
-    from .forest import COLOURS, STATES, _short, verdict
-
-    shown = keys[:MAX_HEATMAP_ROWS]
-    codes = {s: i for i, s in enumerate(STATES)}
-    absent = len(STATES)
-    grid = [[codes.get(verdict(p[k]), absent) if k in p else absent for p in per] for k in shown]
-    fig, ax = plt.subplots(figsize=(4.5 + 1.6 * len(per), 1.4 + 0.24 * max(1, len(shown))), dpi=100)
-    cmap = ListedColormap([COLOURS[s] for s in STATES] + ["#ffffff"])
-    ax.imshow(grid or [[absent] * len(per)], cmap=cmap, vmin=-0.5, vmax=absent + 0.5, aspect="auto")
-    for i, k in enumerate(shown):
-        for j, p in enumerate(per):
-            e = _num(p.get(k), "effect")
-            if e is not None:
-                ax.text(j, i, f"{e:.3g}", ha="center", va="center", fontsize=6.5, color="white")
-    ax.set_xticks(range(len(per)))
-    ax.set_xticklabels([_short(v.written, 24) for v in sw.values], fontsize=7.5)
-    ax.xaxis.tick_top()
-    ax.set_yticks(range(len(shown)))
-    ax.set_yticklabels([_short(f"{k[0]} {k[1]} {k[4]} ({k[3]})", 60) for k in shown], fontsize=6.5)
-    ax.grid(False)
-    left = len(keys) - len(shown)
-    ax.set_title(
-        _short(f"{sw.key}: verdict per claim row and value (cell: effect)", 120)
-        + (f"\n{left} further rows, the same verdict at every value, not drawn" if left else ""),
-        fontsize=8.5,
-        pad=18,
-    )
-    handles = [Patch(color=COLOURS[s], label=s) for s in STATES]
-    handles.append(Patch(facecolor="white", edgecolor="#999999", label="a question (answered) or absent"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=3, fontsize=7, frameon=False)
-    fig.tight_layout()
-    return fig
-
-
-def write_outputs(sw: Sweep) -> dict[str, Path]:
-    from . import forest, storage
-
-    keys, per = table(sw)
-    paths = {
-        "md": sw.folder / "sweep.md",
-        "csv": sw.folder / "sweep.csv",
-        "png": sw.folder / "sweep.png",
-        "json": sw.folder / RECORD,
-    }
-    storage.write_text(markdown(sw, keys, per), paths["md"])
-    storage.write_text(csv_text(sw, keys, per), paths["csv"])
-    storage.write_bytes(forest.png(heatmap(sw, keys, per)), paths["png"])
-    record = {
-        "config": str(sw.config),
-        "key": sw.key,
-        "base": None if sw.base is None else str(sw.base),
-        "values": [
-            {
-                "value": v.written,
-                "config": str(v.config_path),
-                "results": str(v.results),
-                "stores": v.stores,
-                "computed": v.computed,
-                "shared_with_previous": v.shared,
-                "run_seconds": v.seconds,
-            }
-            for v in sw.values
-        ],
-        "rows": len(keys),
-    }
-    storage.write_text(json.dumps(record, indent=1) + "\n", paths["json"])
-    return paths
