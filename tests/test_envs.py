@@ -27,6 +27,21 @@ def test_torch_is_pinned_exactly_and_set_up_installed_that_pin():
     assert torch.__version__.split("+")[0] == pin
 
 
+def test_the_packages_torch_range_admits_the_pin_and_not_the_next_minor_release():
+    """``pip install .`` reads pyproject.toml, not the constraints file: its torch range is the release the suite passes
+    with, so pip does not take the newest one (2.14.1+cu130 at the install issue's try)."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    torch_req = next(Requirement(d) for d in deps if Requirement(d).name == "torch")
+    pin = Version(pins()["torch"])
+    assert torch_req.specifier.contains(pin), (str(torch_req), pin)
+    assert not torch_req.specifier.contains(Version(f"{pin.major}.{pin.minor + 1}.0")), str(torch_req)
+
+
 def test_every_requirement_is_pinned():
     p = pins()
     reqs = [
