@@ -4,14 +4,16 @@ Arrays in, numbers out; no pandas, no paths.  Every quantity a claim compares is
 its standard error), so a checker never compares bare numbers (``depthlab.claims`` turns an estimate and a
 threshold into a verdict with its z):
 
-* :func:`over_seeds`: the mean of per-seed values, SE = sample standard deviation / sqrt(n) (n >= 2).
+* :func:`over_seeds`: the mean of per-seed values, SE = sample standard deviation / sqrt(n) (n >= 2), with n - 1
+  degrees of freedom (``Estimate.dof``: a claim is decided against Student's t there, not the normal law).
 * :func:`binomial`: an accuracy measured on ``n`` test points, SE = sqrt(p (1 - p) / n).
 * :func:`bootstrap_mean`: the mean of per-point losses, SE from resampling the points.
 * :func:`window_noise`: a curve's check-to-check fluctuation over its last window (the SD of successive differences
   / sqrt 2, which a steady trend does not inflate).
 * :func:`robust_noise`: the same fluctuation, robust to a one-check spike (the median absolute deviation of the differences).
 * :func:`combine`: independent SEs added in quadrature.
-* :func:`difference`, :func:`ratio`: the SE of a - b, and of a / b by the delta method.
+* :func:`difference`, :func:`ratio`: the SE of a - b, and of a / b by the delta method; their degrees of freedom by
+  Welch-Satterthwaite (:func:`welch_dof`).
 * :func:`trend_test`: a trend in y against x over seeds, decided by an exact permutation test of the slope (its error
   rate is what it says at 2-5 seeds, where a bootstrap of the means is over-confident); :func:`trend_sign` its
   confidences in each sign.
@@ -35,6 +37,9 @@ class Estimate:
     se: float  # NaN: no error bar could be formed (one value and nothing else to resample)
     n: int = 1  # how many values (seeds, test points) the estimate rests on
     how: str = ""  # where the SE comes from: "seeds", "binomial", "bootstrap", "window", ...
+    # degrees of freedom of the SE: n - 1 where it is the spread of n seeds (Student's t decides then); inf where the
+    # SE is known rather than estimated from a few values (binomial, bootstrap over many points, an exact value)
+    dof: float = math.inf
 
     def __str__(self) -> str:
         return f"{self.value:.4g} +- {self.se:.2g}" if math.isfinite(self.se) else f"{self.value:.4g} (no SE)"
@@ -47,7 +52,7 @@ def over_seeds(values) -> Estimate:
     if not len(v):
         return Estimate(float("nan"), float("nan"), 0, "seeds")
     se = float(v.std(ddof=1) / math.sqrt(len(v))) if len(v) >= 2 else float("nan")
-    return Estimate(float(v.mean()), se, len(v), "seeds")
+    return Estimate(float(v.mean()), se, len(v), "seeds", float(len(v) - 1) if len(v) >= 2 else math.inf)
 
 
 def binomial(p: float, n: int) -> Estimate:
@@ -89,6 +94,24 @@ def robust_noise(curve) -> float:
     return float(np.median(np.abs(d - np.median(d))) * 1.4826 / math.sqrt(2))
 
 
+def welch_dof(*parts: tuple[float, float]) -> float:
+    """Welch-Satterthwaite: the degrees of freedom of a sum of independent variances ``(variance, dof)``:
+    (sum v)^2 / sum(v^2 / dof); a part with infinite dof adds nothing to the denominator; inf when every part's is."""
+    parts = [(v, d) for v, d in parts if v is not None and math.isfinite(v) and v > 0]
+    den = sum(v * v / d for v, d in parts if math.isfinite(d) and d > 0)
+    if not parts or den == 0:
+        return math.inf
+    return float(sum(v for v, _ in parts) ** 2 / den)
+
+
+def with_se(e: Estimate, *extra: float, how: str = "") -> Estimate:
+    """``e`` with further independent SEs (each known: infinite dof) added in quadrature; its dof by
+    :func:`welch_dof`."""
+    se = combine(e.se, *extra)
+    dof = welch_dof((e.se**2, e.dof), *((x * x, math.inf) for x in extra if x is not None))
+    return Estimate(e.value, se, e.n, how or e.how, dof)
+
+
 def combine(*ses: float) -> float:
     """Independent standard errors in quadrature; NaN ones are skipped, NaN if all are."""
     fin = [s for s in ses if s is not None and math.isfinite(s)]
@@ -97,14 +120,23 @@ def combine(*ses: float) -> float:
 
 def difference(a: Estimate, b: Estimate) -> Estimate:
     """a - b, independent: SE = sqrt(se_a^2 + se_b^2) (NaN when either SE is NaN: a bare side gives no error bar)."""
-    return Estimate(a.value - b.value, math.hypot(a.se, b.se), min(a.n, b.n), "difference")
+    return Estimate(
+        a.value - b.value,
+        math.hypot(a.se, b.se),
+        min(a.n, b.n),
+        "difference",
+        welch_dof((a.se**2, a.dof), (b.se**2, b.dof)),
+    )
 
 
 def ratio(a: Estimate, b: Estimate) -> Estimate:
     """a / b, independent, by the delta method: SE = |a/b| sqrt((se_a/a)^2 + (se_b/b)^2)."""
     r = a.value / b.value if b.value else float("nan")
-    rel = math.hypot(a.se / a.value if a.value else float("nan"), b.se / b.value if b.value else float("nan"))
-    return Estimate(r, abs(r) * rel, min(a.n, b.n), "ratio")
+    ra = a.se / a.value if a.value else float("nan")
+    rb = b.se / b.value if b.value else float("nan")
+    return Estimate(
+        r, abs(r) * math.hypot(ra, rb), min(a.n, b.n), "ratio", welch_dof((ra * ra, a.dof), (rb * rb, b.dof))
+    )
 
 
 def spearman_rows(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
@@ -133,9 +165,12 @@ class TrendTest:
     rho_sd: float  # the SD of that rho under the test's null (its arrangements), so rho / rho_sd reads as a score
     how: str  # the law the p-values come from: "exact permutation (K arrangements)", "permutation (R random)", "z"
     n: int  # replicate values the test rests on
+    mc_se: float = 0.0  # the Monte-Carlo SE of the smaller p-value (0: exact, or a normal law)
+    mc_ok: bool = True  # False: random permutations up to MAX_RESAMPLES left that p within 10 MC SEs of alpha
 
 
 EXACT_ARRANGEMENTS = 20_000  # up to this many distinct arrangements the permutation test enumerates them all
+MAX_RESAMPLES = 256_000  # random permutations drawn at most, where they cannot be enumerated
 
 
 @lru_cache(maxsize=64)
@@ -165,7 +200,9 @@ def _arrangements(sizes: tuple[int, ...]) -> np.ndarray:
     return np.asarray(out, dtype=np.int8)
 
 
-def trend_test(x, samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None) -> TrendTest:
+def trend_test(
+    x, samples: list, resamples: int = 2000, seed: int = 0, sem: list | None = None, alpha: float | None = None
+) -> TrendTest:
     """Does y trend with x?  ``samples[i]`` holds the replicate values (seeds; NaN, a diverged seed, left out) at ``x[i]``.
 
     The statistic is the least-squares slope of every replicate value against its x.  Its law under the flat null (the
@@ -176,7 +213,9 @@ def trend_test(x, samples: list, resamples: int = 2000, seed: int = 0, sem: list
     valid.  (The slope is a monotone function of the t statistic of the pooled regression over permutations of a fixed
     pool, so this is the permutation version of the t test on the slope.)  With 3 seeds at 3 depths there are 1 680
     arrangements; with 2 seeds at 2 depths only 6, so no trend can be decided at 5 % there (p >= 1/6): it says so by
-    staying inconclusive.
+    staying inconclusive.  Drawn at random, with ``alpha`` given, the draws double (up to MAX_RESAMPLES) until the
+    smaller p-value's Monte-Carlo SE is under a tenth of its distance to alpha; ``mc_ok`` False where that is not
+    reached (the draw, not the data, would decide).
 
     A group of one replicate with its own SE given (``sem[i]``, one net's test-sample SE) cannot be permuted against
     groups of seeds on a common footing: then the slope of the means is tested with a z law, its SE from each mean's SE
@@ -212,14 +251,28 @@ def trend_test(x, samples: list, resamples: int = 2000, seed: int = 0, sem: list
         rng = np.random.default_rng(seed)
         perm = np.argsort(rng.random((resamples, n)), axis=1)
         stat = pool[perm] @ dx
-        how = f"permutation ({resamples} random)"
     obs = float(dx @ pool)
-    tol = 1e-9 * max(1.0, float(np.abs(stat).max()))
+    mc_se, mc_ok = 0.0, True
     if len(arr):
+        tol = 1e-9 * max(1.0, float(np.abs(stat).max()))
         p_up, p_down = float((stat >= obs - tol).mean()), float((stat <= obs + tol).mean())
     else:
-        p_up = (1 + float((stat >= obs - tol).sum())) / (1 + resamples)
-        p_down = (1 + float((stat <= obs + tol).sum())) / (1 + resamples)
+        up = down = 0
+        drawn, batch = 0, stat
+        while True:
+            tol = 1e-9 * max(1.0, abs(obs), float(np.abs(batch).max()))
+            up += int((batch >= obs - tol).sum())
+            down += int((batch <= obs + tol).sum())
+            drawn += len(batch)
+            p_up, p_down = (1 + up) / (1 + drawn), (1 + down) / (1 + drawn)
+            p = min(p_up, p_down)
+            mc_se = math.sqrt(p * (1 - p) / drawn)
+            mc_ok = alpha is None or mc_se < abs(p - alpha) / 10
+            if mc_ok or drawn >= MAX_RESAMPLES:
+                break
+            more = min(drawn, MAX_RESAMPLES - drawn)  # double the draws
+            batch = pool[np.argsort(rng.random((more, n)), axis=1)] @ dx
+        how = f"permutation ({drawn} random)"
     # rho's spread under the same null: the group means of (at most 2000 of) its arrangements
     sz = np.asarray(sizes, dtype=float)
     if len(arr):
@@ -229,7 +282,7 @@ def trend_test(x, samples: list, resamples: int = 2000, seed: int = 0, sem: list
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         gm = np.add.reduceat(pool[perm[:2000]], starts, axis=1) / sz
     rho_sd = float(spearman_rows(x, gm).std(ddof=1)) if len(gm) > 1 else nan
-    return TrendTest(slope_obs, se, min(p_up, 1.0), min(p_down, 1.0), rho, rho_sd, how, n)
+    return TrendTest(slope_obs, se, min(p_up, 1.0), min(p_down, 1.0), rho, rho_sd, how, n, mc_se, mc_ok)
 
 
 def _z_trend(x: np.ndarray, groups: list, means: np.ndarray, sem: list, rho: float) -> TrendTest:

@@ -174,7 +174,7 @@ def _with_resolution(table: pd.DataFrame | None, r) -> stats.Estimate:
     to its SE in quadrature."""
     e = _iters(table, r)
     res = _resolution(table, r)
-    return stats.Estimate(e.value, stats.combine(e.se, res / np.sqrt(3)) if res else e.se, e.n, e.how + "+grid")
+    return stats.with_se(e, *([res / np.sqrt(3)] if res else []), how=e.how + "+grid")
 
 
 def depth_claims(best: pd.DataFrame, small_gain: float, table: pd.DataFrame | None = None) -> list[Verdict]:
@@ -408,7 +408,7 @@ def rule_claims(
         )
         t = (
             exceeds(
-                stats.Estimate(abs(logr.value), logr.se, logr.n, "seeds"),
+                stats.Estimate(abs(logr.value), logr.se, logr.n, "seeds", logr.dof),
                 float(np.log(same_speed)),
                 below=True,
                 what="|log(rule / net iterations)|",

@@ -71,7 +71,7 @@ def _est(table: pd.DataFrame, row, keys: list[str], n_test: int) -> Estimate:
     b = stats.binomial(e.value, n_test).se if n_test else float("nan")
     if e.n < 2 and "window_noise" in sel and len(sel):
         return Estimate(e.value, stats.combine(b, float(sel.window_noise.iloc[0])), e.n, "binomial+window")
-    return Estimate(e.value, stats.combine(e.se, b), e.n, "seeds+binomial")
+    return stats.with_se(e, b, how="seeds+binomial")
 
 
 def _steps(table: pd.DataFrame, rows: pd.DataFrame, keys: list[str], steps_per_epoch: int) -> int:
@@ -166,7 +166,7 @@ def m1(table: pd.DataFrame, near_perfect: float, near_chance: float = 0.6, n_tes
         for r in inside.itertuples():
             deep = float(np.interp(np.log(r.n_params), np.log(g.n_params), g.best_accuracy))
             near = g.iloc[int(np.argmin(np.abs(np.log(g.n_params.values) - np.log(r.n_params))))]
-            d_est = Estimate(deep, est[(near.depth, near.width)].se)
+            d_est = Estimate(deep, est[(near.depth, near.width)].se, dof=est[(near.depth, near.width)].dof)
             comps.append(
                 (
                     T,

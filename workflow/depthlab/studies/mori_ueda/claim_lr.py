@@ -49,7 +49,7 @@ def _regime(part: pd.DataFrame, lr0: float, lr1: float | None, width) -> tuple[s
         b = part[part.lr == lr1].set_index("seed").nn_test_error
         rel = stats.over_seeds(((b - a) / a).dropna().values)
         d = exceeds(
-            stats.Estimate(abs(rel.value), rel.se, rel.n, "seeds"),
+            stats.Estimate(abs(rel.value), rel.se, rel.n, "seeds", rel.dof),
             LAZY_LR,
             below=True,
             what="the error's change between the two smallest rates",
@@ -138,6 +138,7 @@ def lr_claims(figure: str, table: pd.DataFrame, floor: float = 1.0) -> list[Verd
                     stats.combine(nn.se / k, nn.value * ntk.se / k**2),
                     nn.n,
                     "seeds+test points" if ntk.se else "seeds",
+                    stats.welch_dof(((nn.se / k) ** 2, nn.dof), ((nn.value * ntk.se / k**2) ** 2, ntk.dof)),
                 )
                 kern = f"{ntk}"
             else:
@@ -147,7 +148,7 @@ def lr_claims(figure: str, table: pd.DataFrame, floor: float = 1.0) -> list[Verd
                 per = stats.over_seeds(
                     (at0.nn_test_error.values - ek) / ek
                 )  # paired: each seed's net and its own kernel
-                rel = stats.Estimate(abs(per.value), per.se, per.n, "seeds (paired)")
+                rel = stats.Estimate(abs(per.value), per.se, per.n, "seeds (paired)", per.dof)
                 k = float(np.nanmean(ek))
                 kern = f"{stats.over_seeds(ek)} (per seed: " + ", ".join(f"{e:.4g}" for e in ek) + ")"
             t = exceeds(rel, 0.25, below=True, what="|NN - kernel| / kernel")

@@ -216,7 +216,7 @@ def _b3(table: pd.DataFrame, factor: float, n_min: int) -> list[Verdict]:
             m = stats.over_seeds(g[g.n == n].best_mse.values)
             tests.append(
                 exceeds(
-                    stats.Estimate(abs(float(np.log(r))), m.se / m.value if m.value else float("nan")),
+                    stats.Estimate(abs(float(np.log(r))), m.se / m.value if m.value else float("nan"), dof=m.dof),
                     float(np.log(factor)),
                     below=True,
                     what=f"|log(predicted / measured)| at n={n}",
