@@ -103,7 +103,7 @@ def test_a_sweep_over_two_values_shares_the_stores_the_knob_does_not_touch_and_t
     }
     md = (out / "sweep.md").read_text()
     assert f"| study | claim | subject (figure) | {before} (the config's own) | 0.5 |" in md
-    assert f"whose own value is {before};" in md
+    assert f"| the config's own (not swept) | {before} |" in md
     rows = [ln for ln in (out / "sweep.csv").read_text().splitlines()[1:]]
     claims = sum(len(json.loads((smoke_run.results / s / "claims.json").read_text())) for s in cfg["studies"])
     assert len(rows) == 2 * claims  # every claim row of every study, at both values
