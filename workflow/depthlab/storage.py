@@ -126,7 +126,9 @@ def check_store(path: str | Path) -> list[Path]:
     return links
 
 
-def _open(path: str | Path) -> xr.Dataset:
+def open_store(path: str | Path) -> xr.Dataset:
+    """Open a store lazily (its arrays read on access, never dask), after its links are checked: for reading a few
+    variables of a large store (the cost calibration's trained share)."""
     check_store(path)
     with warnings.catch_warnings():
         # Snakemake drops a .snakemake_timestamp file into directory outputs; zarr notes it is not an array
@@ -136,7 +138,7 @@ def _open(path: str | Path) -> xr.Dataset:
 
 def read_store(path: str | Path) -> xr.Dataset:
     """Open a store fully into memory (the provenance attr stripped: see :func:`read_record`)."""
-    with _open(path) as ds:
+    with open_store(path) as ds:
         out = ds.load()
     out.attrs.pop(RECORD_ATTR, None)
     return out

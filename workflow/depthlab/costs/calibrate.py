@@ -45,13 +45,13 @@ def tsv_seconds(tsv: Path) -> float | None:
 def _trained(path: Path, spec: Any) -> float | None:
     """The share of its planned work a finished store's job really trained (``Spec.trained``); None when its store does
     not say (or cannot be read: the timing still counts, at its whole budget)."""
-    from ..storage import _open
+    from ..storage import open_store
     from ..study import Spec
 
     if type(spec).trained is Spec.trained:
         return None
     try:
-        with _open(path) as ds:
+        with open_store(path) as ds:
             f = spec.trained(ds)
     except Exception:
         return None
