@@ -224,37 +224,18 @@ def trend(
         f" ({'falling' if falling else 'rising'}: one-sided p = {p_yes:.3g}, the other way p = {p_no:.3g}, need <= "
         f"{alpha:.2g}; {tt.how} over {tt.n} values; Spearman of the means {tt.rho:+.2f})"
     )
-    if not tt.mc_ok:  # the random draws, not the data, would decide: said, never decided
-        return Test(
-            None,
-            tt.slope,
-            tt.se,
-            0.0,
-            z,
-            Problem(
-                f"inside the Monte-Carlo noise: {what}'s permutation p = {min(p_yes, p_no):.4g} +- {tt.mc_se:.2g} "
-                f"(Monte-Carlo SE after {tt.how}) is within 10 of its SEs of alpha = {alpha:.2g}",
-                "error_bars",
-            ),
-            note,
-        )
-    if p_yes <= alpha + 1e-12:
+    if tt.mc_ok and p_yes <= alpha + 1e-12:
         return Test(True, tt.slope, tt.se, 0.0, z, "", note)
-    if p_no <= alpha + 1e-12:
+    if tt.mc_ok and p_no <= alpha + 1e-12:
         return Test(False, tt.slope, tt.se, 0.0, z, "", note)
-    return Test(
-        None,
-        tt.slope,
-        tt.se,
-        0.0,
-        z,
-        Problem(
-            f"inside the error bars: {what} (slope {tt.slope:+.3g} +- {tt.se:.2g}) has "
-            f"one-sided p = {min(p_yes, p_no):.3g} either way (need <= {alpha:.2g}; {tt.how})",
-            "error_bars",
-        ),
-        note,
+    why = (
+        f"inside the error bars: {what} (slope {tt.slope:+.3g} +- {tt.se:.2g}) has one-sided p = "
+        f"{min(p_yes, p_no):.3g} either way (need <= {alpha:.2g}; {tt.how})"
+        if tt.mc_ok  # else the random draws, not the data, would decide: said, never decided
+        else f"inside the Monte-Carlo noise: {what}'s permutation p = {min(p_yes, p_no):.4g} +- {tt.mc_se:.2g} "
+        f"(Monte-Carlo SE after {tt.how}) is within 10 of its SEs of alpha = {alpha:.2g}"
     )
+    return Test(None, tt.slope, tt.se, 0.0, z, Problem(why, "error_bars"), note)
 
 
 def decided(t: Test) -> bool:
